@@ -1,0 +1,102 @@
+import { basename, join } from 'node:path'
+import PQueue from 'p-queue'
+import { isSessionPersistenceError } from '../errors.js'
+import type { ListProblem, SessionListing } from '../persistence.js'
+import { decodeSessionId } from './id-encoding.js'
+import { listBuckets } from './find-logs.js'
+import { metaFromHeader } from './meta.js'
+import { LOG_SUFFIX } from './paths.js'
+import { forEachLine } from './read-lines.js'
+import { parseHeaderLine } from './scan-log.js'
+import type { SessionHeader } from './schema.js'
+import type { StoreContext } from './store-context.js'
+
+/** A header line longer than this is refused in a listing (a real header is a few hundred bytes). */
+const MAX_HEADER_BYTES = 1 << 20
+/** One small block: enough for any ordinary header, so a listing reads one block per file. */
+const HEADER_BLOCK = 4096
+
+/** Reads only line 1 of a log (one 4 KiB block for any ordinary header). */
+export async function readHeader(
+  ctx: StoreContext,
+  path: string,
+  sessionId?: string,
+): Promise<{ header: SessionHeader; sizeBytes: number; mtimeMs: number }> {
+  const handle = await ctx.fs.open(path, 'r')
+  try {
+    let header: SessionHeader | undefined
+    let failure: unknown
+    await forEachLine(
+      handle,
+      (buf, start, end, _offset, complete) => {
+        try {
+          header = parseHeaderLine(buf, start, end, complete, { path, sessionId })
+        } catch (err) {
+          failure = err
+        }
+        return false
+      },
+      { chunkBytes: HEADER_BLOCK, to: MAX_HEADER_BYTES },
+    )
+    if (failure) throw failure
+    if (!header) {
+      parseHeaderLine(Buffer.alloc(0), 0, 0, false, { path, sessionId }) // throws E_CORRUPT
+      throw new Error('unreachable')
+    }
+    const st = await handle.stat()
+    return { header, sizeBytes: st.size, mtimeMs: st.mtimeMs }
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
+ * One listing per materialized log with a valid header (SPEC 4.6), newest first, then by id.
+ * A bad file is reported and skipped, never fatal; temporary files are ignored.
+ */
+export async function listSessions(
+  ctx: StoreContext,
+  onProblem: (problem: ListProblem) => void,
+): Promise<SessionListing[]> {
+  const report = (path: string, err: unknown) =>
+    onProblem({
+      path,
+      code: isSessionPersistenceError(err) ? err.code : 'E_IO',
+      message: err instanceof Error ? err.message : String(err),
+    })
+  const files: { path: string; id: string }[] = []
+  for (const bucket of await listBuckets(ctx)) {
+    let entries
+    try {
+      entries = await ctx.fs.readdir(bucket)
+    } catch (err) {
+      report(bucket, err)
+      continue
+    }
+    for (const entry of entries) {
+      if (entry.name.startsWith('.') || !entry.name.endsWith(LOG_SUFFIX)) continue
+      const path = join(bucket, entry.name)
+      const id = decodeSessionId(basename(entry.name, LOG_SUFFIX))
+      if (id === undefined) {
+        onProblem({ path, code: 'E_CORRUPT', message: `${path}: the file name is not an encoded session id` })
+        continue
+      }
+      files.push({ path, id })
+    }
+  }
+  const listings: SessionListing[] = []
+  const queue = new PQueue({ concurrency: 32 })
+  await queue.addAll(
+    files.map(({ path, id }) => async () => {
+      try {
+        const { header, sizeBytes, mtimeMs } = await readHeader(ctx, path, id)
+        listings.push({ meta: metaFromHeader(header), location: { kind: 'jsonl', path }, sizeBytes, mtimeMs })
+      } catch (err) {
+        report(path, err)
+      }
+    }),
+  )
+  return listings.sort(
+    (a, b) => b.meta.createdAt - a.meta.createdAt || (a.meta.id < b.meta.id ? -1 : a.meta.id > b.meta.id ? 1 : 0),
+  )
+}

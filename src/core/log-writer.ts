@@ -1,0 +1,76 @@
+import { SessionPersistenceError, ioError } from '../errors.js'
+import type { FileHandle } from '../fs/file-system.js'
+import { syncFile, writeAll } from './durable.js'
+import type { StoreContext } from './store-context.js'
+
+/**
+ * The open end of one materialized log: its handle, its acknowledged length and next seq.
+ * Appends are one positional write at the acknowledged end plus one sync (SPEC 5.2).
+ */
+export class LogWriter {
+  readonly #ctx: StoreContext
+  readonly path: string
+  readonly sessionId: string
+  readonly #handle: FileHandle
+  /** Bytes acknowledged durable: the rollback point of the next append. */
+  size: number
+  #broken: SessionPersistenceError | undefined
+
+  constructor(ctx: StoreContext, sessionId: string, path: string, handle: FileHandle, size: number) {
+    this.#ctx = ctx
+    this.sessionId = sessionId
+    this.path = path
+    this.#handle = handle
+    this.size = size
+  }
+
+  get broken(): SessionPersistenceError | undefined {
+    return this.#broken
+  }
+
+  /**
+   * Writes `bytes` at the acknowledged end and syncs. On failure the
+   * file is cut back to the acknowledged length and synced, and the call rejects with `E_IO`;
+   * if even that fails the writer is broken (`E_WRITER_BROKEN` for every later append).
+   */
+  async append(bytes: Buffer): Promise<void> {
+    if (this.#broken) throw this.#broken
+    const before = this.size
+    try {
+      await writeAll(this.#handle, bytes, before)
+      await syncFile(this.#ctx, this.#handle)
+    } catch (err) {
+      await this.#rollback(before, err)
+      throw ioError(err, `append to ${this.path}`, { sessionId: this.sessionId, path: this.path })
+    }
+    this.size = before + bytes.length
+  }
+
+  /** Cuts the file at `length` and syncs (a load's repair of a torn tail). */
+  async truncate(length: number): Promise<void> {
+    try {
+      await this.#handle.truncate(length)
+      await syncFile(this.#ctx, this.#handle)
+    } catch (err) {
+      throw ioError(err, `truncate ${this.path}`, { sessionId: this.sessionId, path: this.path })
+    }
+    this.size = length
+  }
+
+  async #rollback(length: number, cause: unknown): Promise<void> {
+    try {
+      await this.#handle.truncate(length)
+      await syncFile(this.#ctx, this.#handle)
+    } catch (rollbackError) {
+      this.#broken = new SessionPersistenceError(
+        'E_WRITER_BROKEN',
+        `a failed append to ${this.path} could not be rolled back; close and load the session again`,
+        { sessionId: this.sessionId, path: this.path, cause: new AggregateError([cause, rollbackError]) },
+      )
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#handle.close()
+  }
+}

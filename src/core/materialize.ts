@@ -1,0 +1,71 @@
+import { dirname, join } from 'node:path'
+import { SessionPersistenceError } from '../errors.js'
+import type { FileHandle } from '../fs/file-system.js'
+import { ensureDir, syncDir, syncFile, writeAll } from './durable.js'
+import { tmpName } from './paths.js'
+import { FILE_MODE, type StoreContext } from './store-context.js'
+
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV'])
+
+/**
+ * Publishes a new log atomically (SPEC 5.1): write `bytes` to a unique temporary file, sync it,
+ * `link()` it to `finalPath` (never overwriting), unlink the temporary name, sync the bucket.
+ * `beforeLink` runs just before the link (the caller re-checks other buckets there).
+ * Resolves with the open handle of the published file, positioned nowhere (callers use offsets).
+ */
+export async function materialize(
+  ctx: StoreContext,
+  finalPath: string,
+  bytes: Buffer,
+  details: { sessionId: string; beforeLink?: () => Promise<void> },
+): Promise<FileHandle> {
+  const bucket = dirname(finalPath)
+  await ensureDir(ctx, bucket)
+  const tmp = join(bucket, tmpName())
+  const handle = await ctx.fs.open(tmp, 'wx', FILE_MODE)
+  let linked = false
+  try {
+    await handle.chmod(FILE_MODE)
+    await writeAll(handle, bytes, 0)
+    await syncFile(ctx, handle)
+    await details.beforeLink?.()
+    try {
+      await ctx.fs.link(tmp, finalPath)
+      linked = true
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'EEXIST') {
+        throw new SessionPersistenceError('E_EXISTS', `a log for session '${details.sessionId}' already exists`, {
+          sessionId: details.sessionId,
+          path: finalPath,
+          cause: err,
+        })
+      }
+      if (code !== undefined && NO_HARD_LINKS.has(code)) {
+        throw new SessionPersistenceError(
+          'E_LINK_UNSUPPORTED',
+          `the file system of ${ctx.root} cannot make hard links (${code}); session logs need them`,
+          { sessionId: details.sessionId, path: ctx.root, cause: err },
+        )
+      }
+      throw err
+    }
+    await ctx.fs.unlink(tmp)
+    await syncDir(ctx, bucket)
+    return handle
+  } catch (err) {
+    await handle.close().catch(() => {})
+    await ctx.fs.unlink(tmp).catch(() => {})
+    // Published but not made durable: take the name back, so a retry starts from nothing.
+    if (linked) {
+      try {
+        await ctx.fs.unlink(finalPath)
+      } catch (undoError) {
+        throw Object.assign(new AggregateError([err, undoError], 'materialization could not be undone'), {
+          published: true,
+        })
+      }
+    }
+    throw err
+  }
+}

@@ -1,0 +1,31 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { encodeSessionId } from './id-encoding.js'
+
+export const NO_CWD_BUCKET = '_no-cwd'
+export const LOG_SUFFIX = '.jsonl'
+export const LOCKS_DIR = '.locks'
+export const TMP_PREFIX = '.tmp-'
+
+/** `cwd-<first 12 hex digits of sha256(cwd)>`, or `_no-cwd` (SPEC 3.1). */
+export function bucketName(cwd: string | undefined): string {
+  if (cwd === undefined) return NO_CWD_BUCKET
+  return `cwd-${createHash('sha256').update(cwd, 'utf8').digest('hex').slice(0, 12)}`
+}
+
+export function isBucketName(name: string): boolean {
+  return name === NO_CWD_BUCKET || /^cwd-[0-9a-f]{12}$/.test(name)
+}
+
+export function logFileName(id: string): string {
+  return `${encodeSessionId(id)}${LOG_SUFFIX}`
+}
+
+export function logPath(root: string, id: string, cwd: string | undefined): string {
+  return join(root, bucketName(cwd), logFileName(id))
+}
+
+/** A fresh temporary name; unique so a name left behind by a crash never blocks anything. */
+export function tmpName(): string {
+  return `${TMP_PREFIX}${randomBytes(12).toString('hex')}`
+}

@@ -1,0 +1,53 @@
+import { SessionPersistenceError } from '../errors.js'
+import { envelopeProblem } from './envelope.js'
+import { pathKey, plainJsonProblem } from './json-check.js'
+import type { SessionEvent } from './schema.js'
+
+export interface PreparedBatch {
+  firstSeq: number
+  count: number
+  /** The batch's lines, serialized when `append` was called (later mutation changes nothing). */
+  bytes: Buffer
+}
+
+const ENVELOPE_KEYS = new Set(['seq', 'type', 'time', 'ignorable'])
+
+/**
+ * Validates and serializes a batch (SPEC 4.3): envelope (`E_INVALID_EVENT`), plain JSON
+ * content (`E_NOT_JSON`, naming type, seq and path) and contiguity inside the batch
+ * (`E_SEQ_NOT_CONTIGUOUS`). Whether the first seq continues the log is checked at write time.
+ */
+export function prepareBatch(sessionId: string, events: readonly SessionEvent[]): PreparedBatch {
+  if (!Array.isArray(events)) {
+    throw new SessionPersistenceError('E_INVALID_EVENT', 'append expects an array of events', { sessionId })
+  }
+  let text = ''
+  let firstSeq = 0
+  for (let i = 0; i < events.length; i++) {
+    const event: unknown = events[i]
+    const envelope = envelopeProblem(event)
+    if (envelope) {
+      throw new SessionPersistenceError('E_INVALID_EVENT', `event ${i} of the batch: ${envelope}`, { sessionId })
+    }
+    const e = event as SessionEvent
+    for (const key of Object.keys(e)) {
+      if (ENVELOPE_KEYS.has(key)) continue
+      const value = (e as Record<string, unknown>)[key]
+      if (value === undefined) continue
+      const problem = plainJsonProblem(value, pathKey('', key))
+      if (problem) {
+        throw new SessionPersistenceError('E_NOT_JSON', `event '${e.type}' (seq ${e.seq}): ${problem}`, { sessionId })
+      }
+    }
+    if (i === 0) firstSeq = e.seq
+    else if (e.seq !== firstSeq + i) {
+      throw new SessionPersistenceError(
+        'E_SEQ_NOT_CONTIGUOUS',
+        `batch is not contiguous: event ${i} has seq ${e.seq}, expected ${firstSeq + i}`,
+        { sessionId },
+      )
+    }
+    text += `${JSON.stringify(e)}\n`
+  }
+  return { firstSeq, count: events.length, bytes: Buffer.from(text, 'utf8') }
+}

@@ -1,0 +1,57 @@
+import type { FileHandle } from '../fs/file-system.js'
+
+/**
+ * Called once per line, synchronously. `buf[start, end)` is the line without its `\n`; the
+ * bytes are only valid during the call. `offset` is the file offset where the line starts;
+ * `complete` is false for a last line that has no `\n`. Return `false` to stop reading.
+ */
+export type LineVisitor = (buf: Buffer, start: number, end: number, offset: number, complete: boolean) => boolean | void
+
+const CHUNK_BYTES = 1 << 20
+
+/**
+ * Reads `[from, to)` of a file as a stream of lines, never holding the file as one string or
+ * one buffer (SPEC 6.5): memory is one chunk plus the longest line. Resolves with the offset
+ * reading stopped at.
+ */
+export async function forEachLine(
+  handle: FileHandle,
+  visit: LineVisitor,
+  options: { from?: number; to?: number; chunkBytes?: number } = {},
+): Promise<number> {
+  const to = options.to ?? Number.POSITIVE_INFINITY
+  const chunk = Buffer.allocUnsafe(options.chunkBytes ?? CHUNK_BYTES)
+  let pos = options.from ?? 0
+  let lineOffset = pos
+  let carry: Buffer[] = [] // pieces of a line that spans chunks
+  while (pos < to) {
+    const want = Math.min(chunk.length, to - pos)
+    const n = await handle.read(chunk, 0, want, pos)
+    if (n === 0) break
+    const view = chunk.subarray(0, n)
+    let i = 0
+    for (;;) {
+      const nl = view.indexOf(10, i)
+      if (nl === -1) break
+      let keepGoing: boolean | void
+      if (carry.length > 0) {
+        carry.push(view.subarray(i, nl))
+        const line = Buffer.concat(carry)
+        carry = []
+        keepGoing = visit(line, 0, line.length, lineOffset, true)
+      } else {
+        keepGoing = visit(view, i, nl, lineOffset, true)
+      }
+      lineOffset = pos + nl + 1
+      i = nl + 1
+      if (keepGoing === false) return lineOffset
+    }
+    if (i < n) carry.push(Buffer.from(view.subarray(i, n))) // copy: `chunk` is reused
+    pos += n
+  }
+  if (carry.length > 0) {
+    const line = Buffer.concat(carry)
+    visit(line, 0, line.length, lineOffset, false)
+  }
+  return pos
+}

@@ -1,0 +1,56 @@
+import { SessionPersistenceCorruptionError } from '../errors.js'
+import { computeClosers } from './closers.js'
+import type { LogScan } from './scan-log.js'
+import type { SessionEvent } from './schema.js'
+
+/** What a repair cut and wrote (SPEC 4). */
+export interface RepairReport {
+  persisted: boolean
+  truncatedAtByte?: number
+  droppedBytes: number
+  droppedLines: number
+  droppedTurnEnds: number
+  reason?: string
+  closers: readonly SessionEvent[]
+}
+
+export interface RepairPlan {
+  /** Keep bytes `[0, keepBytes)`. */
+  keepBytes: number
+  /** Defined when the file's tail must be cut. */
+  truncateAt: number | undefined
+  closers: SessionEvent[]
+  report: Omit<RepairReport, 'persisted'> | undefined
+}
+
+/**
+ * Decides between "fine", "repair the torn tail" and "refuse" (SPEC 6.3–6.4). Throws E_CORRUPT
+ * when the first defect lies at or before the commit boundary, unless it holds a NUL byte.
+ */
+export function planRepair(
+  scan: LogScan,
+  context: { path: string; sessionId?: string; closeOpenTurn: boolean },
+): RepairPlan {
+  const { defect } = scan
+  if (defect && !defect.hasNul && scan.commitLine !== undefined && defect.line <= scan.commitLine) {
+    throw new SessionPersistenceCorruptionError(defect.line, defect.byteOffset, defect.reason, {
+      path: context.path,
+      sessionId: context.sessionId,
+    })
+  }
+  const closers = context.closeOpenTurn ? computeClosers(scan.events, scan.header.createdAt) : []
+  if (!defect && closers.length === 0) {
+    return { keepBytes: scan.size, truncateAt: undefined, closers, report: undefined }
+  }
+  const report: Omit<RepairReport, 'persisted'> = defect
+    ? {
+        truncatedAtByte: defect.byteOffset,
+        droppedBytes: scan.size - defect.byteOffset,
+        droppedLines: scan.droppedLines,
+        droppedTurnEnds: defect.hasNul ? scan.droppedTurnEnds : 0,
+        reason: defect.reason,
+        closers,
+      }
+    : { droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
+  return { keepBytes: scan.validEnd, truncateAt: defect?.byteOffset, closers, report }
+}

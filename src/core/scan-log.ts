@@ -1,0 +1,197 @@
+import { isUtf8 } from 'node:buffer'
+import { SessionFormatUnsupportedError, SessionPersistenceCorruptionError } from '../errors.js'
+import type { FileHandle } from '../fs/file-system.js'
+import { envelopeProblem } from './envelope.js'
+import { forEachLine } from './read-lines.js'
+import { describeZodError, type SessionEvent, SessionHeaderSchema, type SessionHeader } from './schema.js'
+
+export interface Defect {
+  line: number // 1-based
+  byteOffset: number
+  reason: string
+  hasNul: boolean
+}
+
+/** What one pass over a log found (SPEC 6). It decides nothing; repair-plan.ts does. */
+export interface LogScan {
+  header: SessionHeader
+  /** Raw bytes of line 1 including its `\n` (a fork copies the parent's event lines, not this). */
+  headerBytes: number
+  /** The valid prefix: events[i].seq === i. */
+  events: SessionEvent[]
+  /** File offset just after each valid event's `\n`; only when asked for (fork). */
+  eventEnds: number[] | undefined
+  /** Where the kept prefix ends: the first defect's offset, or the end of what was read. */
+  validEnd: number
+  /** Total bytes read. */
+  size: number
+  defect: Defect | undefined
+  /** 1-based line number of the last complete line that parses as JSON with type `turn/end`. */
+  commitLine: number | undefined
+  /** Lines from the first defect on (a last line without `\n` counts). */
+  droppedLines: number
+  /** Complete, parseable `turn/end` lines from the first defect on. */
+  droppedTurnEnds: number
+}
+
+function lineDefectReason(buf: Buffer, start: number, end: number, complete: boolean): string | undefined {
+  return !complete ? 'torn tail: the last line has no newline' : start === end ? 'blank line' : undefined
+}
+
+function hasNulByte(buf: Buffer, start: number, end: number): boolean {
+  const at = buf.indexOf(0, start)
+  return at !== -1 && at < end
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch (err) {
+    return { ok: false, message: (err as Error).message }
+  }
+}
+
+function isTurnEnd(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'turn/end'
+}
+
+/**
+ * Parses line 1 (SPEC 6.1): a numeric `version` other than 0 is `E_FORMAT_UNSUPPORTED`, any
+ * other invalid header `E_CORRUPT` at line 1, byte 0.
+ */
+export function parseHeaderLine(
+  buf: Buffer,
+  start: number,
+  end: number,
+  complete: boolean,
+  context: { path: string; sessionId?: string | undefined },
+): SessionHeader {
+  const { path, sessionId } = context
+  const corrupt = (reason: string) => new SessionPersistenceCorruptionError(1, 0, reason, { path, sessionId })
+  if (!complete) throw corrupt('the header line has no newline')
+  if (!isUtf8(buf.subarray(start, end))) throw corrupt('the header is not valid UTF-8')
+  const parsed = parseJson(buf.toString('utf8', start, end))
+  if (!parsed.ok) throw corrupt(`the header is not JSON: ${parsed.message}`)
+  const version = (parsed.value as { version?: unknown } | null)?.version
+  if (typeof version === 'number' && version !== 0) {
+    throw new SessionFormatUnsupportedError(
+      version,
+      `session log ${path} has format version ${version}; this release reads only version 0`,
+      { path, sessionId },
+    )
+  }
+  const result = SessionHeaderSchema.safeParse(parsed.value)
+  if (!result.success) throw corrupt(`invalid header: ${describeZodError(result.error)}`)
+  if (sessionId !== undefined && result.data.id !== sessionId) {
+    throw corrupt(`the header's id ${JSON.stringify(result.data.id)} does not match the file's id`)
+  }
+  return result.data
+}
+
+/**
+ * Reads a log line by line (header first) and classifies every line by SPEC 6.1–6.3. Throws
+ * `E_FORMAT_UNSUPPORTED` or `E_CORRUPT` for a bad header; defects in event lines are returned.
+ */
+export async function scanLog(
+  handle: FileHandle,
+  context: { path: string; sessionId?: string; to?: number; keepEventEnds?: boolean },
+): Promise<LogScan> {
+  const { path } = context
+  let header: SessionHeader | undefined
+  let headerError: Error | undefined
+  let headerBytes = 0
+  let lineNo = 0
+  const events: SessionEvent[] = []
+  const eventEnds: number[] | undefined = context.keepEventEnds ? [] : undefined
+  let defect: Defect | undefined
+  let validEnd = 0
+  let commitLine: number | undefined
+  let droppedLines = 0
+  let droppedTurnEnds = 0
+
+  const size = await forEachLine(
+    handle,
+    (buf, start, end, offset, complete) => {
+      lineNo++
+      if (lineNo === 1) {
+        try {
+          header = parseHeaderLine(buf, start, end, complete, context)
+        } catch (err) {
+          headerError = err as Error
+          return false
+        }
+        headerBytes = end - start + 1
+        validEnd = headerBytes
+        return
+      }
+      if (defect !== undefined) {
+        droppedLines++
+        if (complete && start !== end) {
+          const parsed = parseJson(buf.toString('utf8', start, end))
+          if (parsed.ok && isTurnEnd(parsed.value)) {
+            commitLine = lineNo
+            droppedTurnEnds++
+          }
+        }
+        return
+      }
+      let reason = lineDefectReason(buf, start, end, complete)
+      let value: unknown
+      if (reason === undefined) {
+        if (!isUtf8(buf.subarray(start, end))) {
+          reason = 'invalid UTF-8'
+        } else {
+          const parsed = parseJson(buf.toString('utf8', start, end))
+          if (!parsed.ok) {
+            reason = `not JSON: ${parsed.message}`
+          } else {
+            value = parsed.value
+            reason = envelopeProblem(value)
+            if (reason === undefined) {
+              const expected = events.length
+              const seq = (value as SessionEvent).seq
+              if (seq !== expected) reason = `seq ${seq} where ${expected} was expected`
+            }
+          }
+        }
+      }
+      if (reason === undefined) {
+        const event = value as SessionEvent
+        events.push(event)
+        eventEnds?.push(offset + end - start + 1)
+        validEnd = offset + end - start + 1
+        if (event.type === 'turn/end') commitLine = lineNo
+        return
+      }
+      const hasNul = hasNulByte(buf, start, end)
+      if (hasNul) reason = `NUL bytes (blocks never synced before a crash); ${reason}`
+      defect = { line: lineNo, byteOffset: offset, reason, hasNul }
+      droppedLines = 1
+      if (complete && value !== undefined && isTurnEnd(value)) {
+        commitLine = lineNo
+        droppedTurnEnds = 1
+      }
+    },
+    context.to === undefined ? {} : { to: context.to },
+  )
+  if (headerError) throw headerError
+  if (!header) {
+    throw new SessionPersistenceCorruptionError(1, 0, 'the file is empty: no header line', {
+      path,
+      sessionId: context.sessionId,
+    })
+  }
+
+  return {
+    header,
+    headerBytes,
+    events,
+    eventEnds,
+    validEnd,
+    size,
+    defect,
+    commitLine,
+    droppedLines,
+    droppedTurnEnds,
+  }
+}

@@ -1,0 +1,101 @@
+import { isAbsolute } from 'node:path'
+import { z } from 'zod'
+import type { FileSystem } from '../fs/file-system.js'
+
+/** Format version written in every header (SPEC 2). */
+export const SESSION_FORMAT_VERSION = 0
+
+export const JsonValueSchema = z.json()
+export type JsonValue = z.infer<typeof JsonValueSchema>
+
+const safeNonNegativeInt = z.number().int().nonnegative()
+
+const metaShape = {
+  id: z.string().min(1),
+  createdAt: safeNonNegativeInt,
+  cwd: z.string().refine((p) => isAbsolute(p), 'cwd must be an absolute path').optional(),
+  parentSession: z.string().min(1).optional(),
+  seedLength: safeNonNegativeInt.optional(),
+  delegationDepth: safeNonNegativeInt,
+}
+
+const seedNeedsParent = (m: { seedLength?: number | undefined; parentSession?: string | undefined }) =>
+  m.seedLength === undefined || m.parentSession !== undefined
+const seedNeedsParentIssue = { message: 'seedLength requires parentSession', path: ['seedLength'] }
+
+/** Session metadata as a caller gives it (SPEC 2). Extra JSON fields are kept verbatim. */
+export const SessionMetaSchema = z
+  .object(metaShape)
+  .catchall(JsonValueSchema)
+  .refine((m) => !('type' in m) && !('version' in m), {
+    message: '`type` and `version` are reserved header fields',
+  })
+  .refine(seedNeedsParent, seedNeedsParentIssue)
+export type SessionMeta = z.infer<typeof SessionMetaSchema>
+
+/** Line 1 of every log (SPEC 3.3). */
+export const SessionHeaderSchema = z
+  .object({ type: z.literal('session'), version: z.literal(SESSION_FORMAT_VERSION), ...metaShape })
+  .catchall(JsonValueSchema)
+  .refine(seedNeedsParent, seedNeedsParentIssue)
+export type SessionHeader = z.infer<typeof SessionHeaderSchema>
+
+/**
+ * The event envelope (SPEC 2). The single source of truth for what a line may hold; the load
+ * hot path uses `envelopeProblem` (envelope.ts), which a property test holds equal to this.
+ */
+export const SessionEventSchema = z
+  .object({
+    seq: safeNonNegativeInt,
+    type: z.string().min(1),
+    time: z.number(),
+    data: JsonValueSchema.optional(),
+    ignorable: z.literal(true).optional(),
+  })
+  .catchall(JsonValueSchema)
+export type SessionEvent = z.infer<typeof SessionEventSchema>
+
+export const SyncModeSchema = z.enum(['data', 'full', 'none'])
+export type SyncMode = z.infer<typeof SyncModeSchema>
+
+/** Where the package reports problems that are not errors of a call (a bad file in `list`). */
+export interface Logger {
+  warn(message: string, details?: unknown): void
+}
+
+const LoggerSchema = z.custom<Logger>(
+  (v) => typeof v === 'object' && v !== null && typeof (v as { warn?: unknown }).warn === 'function',
+  'logger must have a warn(message) method',
+)
+
+/** The JSON-representable part of the JSONL backend's configuration. */
+export const JsonlJsonConfigSchema = z
+  .object({
+    root: z.string().min(1).describe('Directory that holds every session log (required, no default).'),
+    sync: SyncModeSchema.default('data').describe(
+      "'data' = fdatasync (default), 'full' = fsync, 'none' = no sync (survives a process crash, not a power loss).",
+    ),
+    staleLockMs: z
+      .number()
+      .int()
+      .min(100)
+      .default(10_000)
+      .describe('A writer lock not refreshed for this long is stale and may be taken over.'),
+  })
+  .strict()
+
+export const JsonlConfigSchema = JsonlJsonConfigSchema.extend({
+  logger: LoggerSchema.optional(),
+  /** The file-system seam; tests inject the fault-injecting one. Default: Node's fs. */
+  fs: z.custom<FileSystem>((v) => typeof v === 'object' && v !== null, 'fs must be a FileSystem').optional(),
+}).strict()
+export type JsonlConfig = z.input<typeof JsonlConfigSchema>
+export type ResolvedJsonlConfig = z.output<typeof JsonlConfigSchema>
+
+/** Formats the first zod issue as `field: message`, for `E_CONFIG` / `E_INVALID_META`. */
+export function describeZodError(error: z.ZodError): string {
+  const issue = error.issues[0]
+  if (!issue) return 'invalid value'
+  const path = issue.path.map(String).join('.')
+  return path ? `${path}: ${issue.message}` : issue.message
+}

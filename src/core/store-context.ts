@@ -1,0 +1,13 @@
+import type { FileSystem } from '../fs/file-system.js'
+import type { Logger, SyncMode } from './schema.js'
+
+/** What every storage primitive needs: the seam, the root and the durability mode. */
+export interface StoreContext {
+  readonly fs: FileSystem
+  readonly root: string
+  readonly sync: SyncMode
+  readonly logger: Logger
+}
+
+export const DIR_MODE = 0o700
+export const FILE_MODE = 0o600

@@ -1,0 +1,94 @@
+/** Every stable error code of the package (SPEC 9). Codes never change; messages may. */
+export const ERROR_CODES = [
+  'E_CONFIG',
+  'E_INVALID_ID',
+  'E_INVALID_META',
+  'E_INVALID_EVENT',
+  'E_NOT_JSON',
+  'E_SEQ_NOT_CONTIGUOUS',
+  'E_NOT_FOUND',
+  'E_EXISTS',
+  'E_AMBIGUOUS',
+  'E_CORRUPT',
+  'E_FORMAT_UNSUPPORTED',
+  'E_LOCKED',
+  'E_SESSION_LIVE',
+  'E_BAD_FORK_POINT',
+  'E_LINK_UNSUPPORTED',
+  'E_IO',
+  'E_WRITER_BROKEN',
+  'E_DISPOSED',
+] as const
+
+export type ErrorCode = (typeof ERROR_CODES)[number]
+
+// A registry-wide symbol, so two copies of this package recognise each other's errors.
+const BRAND = Symbol.for('session-persistence-jsonl/error')
+
+export interface ErrorDetails {
+  sessionId?: string | undefined
+  path?: string | undefined
+  cause?: unknown
+}
+
+/** The one error type the package throws on purpose. Compare `code`, never `message`. */
+export class SessionPersistenceError extends Error {
+  readonly code: ErrorCode
+  readonly sessionId: string | undefined
+  readonly path: string | undefined
+
+  constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause })
+    this.name = 'SessionPersistenceError'
+    this.code = code
+    this.sessionId = details.sessionId
+    this.path = details.path
+    Object.defineProperty(this, BRAND, { value: true })
+  }
+}
+
+/** `E_FORMAT_UNSUPPORTED`: a header version this release cannot read. Nothing is migrated. */
+export class SessionFormatUnsupportedError extends SessionPersistenceError {
+  readonly version: number
+  constructor(version: number, message: string, details: ErrorDetails = {}) {
+    super('E_FORMAT_UNSUPPORTED', message, details)
+    this.name = 'SessionFormatUnsupportedError'
+    this.version = version
+  }
+}
+
+/** `E_CORRUPT`: committed history is damaged; carries the 1-based `line` and its `byteOffset`. */
+export class SessionPersistenceCorruptionError extends SessionPersistenceError {
+  readonly line: number
+  readonly byteOffset: number
+  readonly reason: string
+  constructor(line: number, byteOffset: number, reason: string, details: ErrorDetails = {}) {
+    super(
+      'E_CORRUPT',
+      `corrupt session log${details.path ? ` ${details.path}` : ''}: line ${line} (byte ${byteOffset}): ${reason}`,
+      details,
+    )
+    this.name = 'SessionPersistenceCorruptionError'
+    this.line = line
+    this.byteOffset = byteOffset
+    this.reason = reason
+  }
+}
+
+/** True for errors of this package, also when they come from another installed copy of it. */
+export function isSessionPersistenceError(err: unknown, code?: ErrorCode): err is SessionPersistenceError {
+  if (typeof err !== 'object' || err === null) return false
+  if ((err as Record<symbol, unknown>)[BRAND] !== true) return false
+  return code === undefined || (err as { code?: unknown }).code === code
+}
+
+/** Wraps a system error from the file system as `E_IO`, keeping it as `cause`. */
+export function ioError(err: unknown, what: string, details: ErrorDetails = {}): SessionPersistenceError {
+  if (isSessionPersistenceError(err)) return err
+  const sys = err as NodeJS.ErrnoException
+  const code = typeof sys?.code === 'string' ? `${sys.code}: ` : ''
+  return new SessionPersistenceError('E_IO', `${what} failed: ${code}${sys?.message ?? String(err)}`, {
+    ...details,
+    cause: err,
+  })
+}

@@ -1,0 +1,56 @@
+/**
+ * The narrow file-system seam of the storage core (STYLE 5). Every file-system call of the
+ * package goes through it; only node-file-system.ts imports `node:fs`. Errors are Node-style
+ * system errors with a string `code` (`ENOENT`, `EEXIST`, `ENOSPC`…).
+ */
+export interface FileSystem {
+  /** Creates one directory (not recursive); rejects `EEXIST` if it exists, `ENOENT` if its parent does not. */
+  mkdir(path: string, mode: number): Promise<void>
+  /**
+   * Opens a file. `'r'` reads; `'r+'` reads and writes an existing file; `'wx'` creates a new
+   * file exclusively (`EEXIST` if the name exists) with `mode`.
+   */
+  open(path: string, flags: 'r' | 'r+' | 'wx', mode?: number): Promise<FileHandle>
+  /** Hard link; never overwrites (`EEXIST`). */
+  link(existingPath: string, newPath: string): Promise<void>
+  unlink(path: string): Promise<void>
+  readdir(path: string): Promise<DirEntry[]>
+  stat(path: string): Promise<FileStat>
+  chmod(path: string, mode: number): Promise<void>
+  /** Atomically replaces `newPath` (used only to take over a stale writer lock). */
+  rename(oldPath: string, newPath: string): Promise<void>
+  /** Sets access and modification times (a writer lock's heartbeat). */
+  utimes(path: string, atime: Date, mtime: Date): Promise<void>
+  readlink(path: string): Promise<string>
+  /** Makes the directory's entries durable (open the directory, fsync it). */
+  syncDir(path: string): Promise<void>
+}
+
+export interface DirEntry {
+  name: string
+  isDirectory: boolean
+  isFile: boolean
+}
+
+export interface FileStat {
+  size: number
+  ino: number
+  mtimeMs: number
+  isDirectory: boolean
+  isFile: boolean
+}
+
+export interface FileHandle {
+  /** Reads up to `length` bytes at `position`; resolves with the number read (0 at end of file). */
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>
+  /** Writes at `position`; may write fewer bytes than asked (callers loop). */
+  write(buffer: Buffer, offset: number, length: number, position: number): Promise<number>
+  /** fsync(2) */
+  sync(): Promise<void>
+  /** fdatasync(2) */
+  datasync(): Promise<void>
+  truncate(length: number): Promise<void>
+  stat(): Promise<FileStat>
+  chmod(mode: number): Promise<void>
+  close(): Promise<void>
+}

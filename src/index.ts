@@ -1,0 +1,48 @@
+export {
+  ERROR_CODES,
+  type ErrorCode,
+  isSessionPersistenceError,
+  SessionFormatUnsupportedError,
+  SessionPersistenceCorruptionError,
+  SessionPersistenceError,
+} from './errors.js'
+export {
+  type JsonlConfig,
+  JsonlConfigSchema,
+  JsonlJsonConfigSchema,
+  type JsonValue,
+  type Logger,
+  SESSION_FORMAT_VERSION,
+  type SessionEvent,
+  SessionEventSchema,
+  type SessionHeader,
+  SessionHeaderSchema,
+  type SessionMeta,
+  SessionMetaSchema,
+  type SyncMode,
+} from './core/schema.js'
+export { decodeSessionId, encodeSessionId, MAX_ENCODED_ID_BYTES } from './core/id-encoding.js'
+export { bucketName } from './core/paths.js'
+export { computeClosers, INTERRUPTED_TOOL_TEXT } from './core/closers.js'
+export type {
+  ForkChild,
+  JsonlSessionPersistence,
+  ListOptions,
+  ListProblem,
+  LoadedSession,
+  LoadOptions,
+  RepairReport,
+  SessionListing,
+  SessionLocation,
+  SessionPersistence,
+} from './persistence.js'
+export { createJsonlPersistence } from './jsonl-persistence.js'
+export {
+  type ContentBlock,
+  type ModelHistory,
+  type ModelMessage,
+  toModelHistory,
+  UNANSWERED_TOOL_TEXT,
+} from './history.js'
+export type { DirEntry, FileHandle, FileStat, FileSystem } from './fs/file-system.js'
+export { createNodeFileSystem } from './fs/node-file-system.js'

@@ -1,0 +1,350 @@
+import { resolve } from 'node:path'
+import PQueue from 'p-queue'
+import { findLogs, findOneLog } from './core/find-logs.js'
+import { encodeSessionId } from './core/id-encoding.js'
+import { listSessions } from './core/list-sessions.js'
+import { LogWriter } from './core/log-writer.js'
+import { materialize } from './core/materialize.js'
+import { headerLine, metaFromHeader, validateMeta } from './core/meta.js'
+import { logPath } from './core/paths.js'
+import { type PreparedBatch, prepareBatch } from './core/prepare-batch.js'
+import { planRepair } from './core/repair-plan.js'
+import { scanLog } from './core/scan-log.js'
+import { describeZodError, type JsonlConfig, JsonlConfigSchema, type SessionEvent, type SessionMeta } from './core/schema.js'
+import type { StoreContext } from './core/store-context.js'
+import { ioError, isSessionPersistenceError, SessionPersistenceError } from './errors.js'
+import { createNodeFileSystem } from './fs/node-file-system.js'
+import { type HeldLock, SessionLocks } from './lock/session-lock.js'
+import type {
+  ForkChild,
+  JsonlSessionPersistence,
+  ListOptions,
+  LoadedSession,
+  LoadOptions,
+  SessionListing,
+  SessionLocation,
+} from './persistence.js'
+
+/** One session this instance writes (or is about to): created, loaded or forked here. */
+interface Tracked {
+  readonly id: string
+  /** Serializes every operation of the session (load, fork, appends, close). */
+  readonly queue: PQueue
+  meta: SessionMeta | undefined
+  path: string | undefined
+  /** Seq the next append must start with. */
+  nextSeq: number
+  /** Undefined until the first append materializes the log (or a load/fork opens it). */
+  writer: LogWriter | undefined
+  lock: HeldLock | undefined
+  /** Set when a failed materialization could not be undone. */
+  broken: SessionPersistenceError | undefined
+  closing: Promise<void> | undefined
+}
+
+/**
+ * The crash-safe JSONL backend (SPEC 3–6). Creating it does no I/O; the root is created on
+ * first need. Throws `E_CONFIG` naming the field for an invalid configuration.
+ */
+export function createJsonlPersistence(config: JsonlConfig): JsonlSessionPersistence {
+  const parsed = JsonlConfigSchema.safeParse(config)
+  if (!parsed.success) {
+    throw new SessionPersistenceError('E_CONFIG', `invalid configuration: ${describeZodError(parsed.error)}`, {
+      cause: parsed.error,
+    })
+  }
+  const { root, sync, staleLockMs, logger, fs } = parsed.data
+  const ctx: StoreContext = {
+    fs: fs ?? createNodeFileSystem(),
+    root: resolve(root),
+    sync,
+    logger: logger ?? { warn: (message) => console.warn(`session-persistence-jsonl: ${message}`) },
+  }
+  return new JsonlPersistence(ctx, staleLockMs)
+}
+
+class JsonlPersistence implements JsonlSessionPersistence {
+  readonly #ctx: StoreContext
+  readonly #locks: SessionLocks
+  readonly #sessions = new Map<string, Tracked>()
+
+  constructor(ctx: StoreContext, staleLockMs: number) {
+    this.#ctx = ctx
+    this.#locks = new SessionLocks(ctx, staleLockMs)
+  }
+
+  get root(): string {
+    return this.#ctx.root
+  }
+
+  locate(meta: SessionMeta): SessionLocation {
+    const valid = validateMeta(meta)
+    return { kind: 'jsonl', path: logPath(this.#ctx.root, valid.id, valid.cwd) }
+  }
+
+  async create(meta: SessionMeta): Promise<void> {
+    const valid = validateMeta(meta)
+    const s = this.#track(valid.id, 'E_EXISTS')
+    await this.#run(s, async () => {
+      await this.#assertNoLog(valid.id)
+      s.meta = valid
+      s.path = logPath(this.#ctx.root, valid.id, valid.cwd)
+    })
+  }
+
+  async append(id: string, events: readonly SessionEvent[]): Promise<void> {
+    const s = this.#sessions.get(id)
+    if (!s || s.closing) throw notWritable(id)
+    const batch = prepareBatch(id, events) // captured now: later mutation changes nothing
+    if (batch.count === 0) return
+    await s.queue.add(() => this.#appendNow(s, batch))
+  }
+
+  async #appendNow(s: Tracked, batch: PreparedBatch): Promise<void> {
+    if (this.#sessions.get(s.id) !== s || !s.meta || !s.path) throw notWritable(s.id)
+    const broken = s.broken ?? s.writer?.broken
+    if (broken) throw broken
+    if (batch.firstSeq !== s.nextSeq) {
+      throw new SessionPersistenceError(
+        'E_SEQ_NOT_CONTIGUOUS',
+        `session '${s.id}': the batch starts at seq ${batch.firstSeq}, the log continues at ${s.nextSeq}`,
+        { sessionId: s.id, path: s.path },
+      )
+    }
+    try {
+      if (s.lock) await s.lock.assertHeld()
+      else s.lock = await this.#locks.acquire(s.id)
+      if (s.writer) {
+        await s.writer.append(batch.bytes)
+      } else {
+        const bytes = Buffer.concat([Buffer.from(headerLine(s.meta)), batch.bytes])
+        s.writer = await this.#materialize(s, s.path, bytes)
+      }
+    } catch (err) {
+      throw this.#wrap(err, `append to session '${s.id}'`, s)
+    }
+    s.nextSeq += batch.count
+  }
+
+  async #materialize(s: Tracked, path: string, bytes: Buffer): Promise<LogWriter> {
+    try {
+      const handle = await materialize(this.#ctx, path, bytes, {
+        sessionId: s.id,
+        // Under the lock: no other writer can publish this id in another bucket now.
+        beforeLink: () => this.#assertNoLog(s.id),
+      })
+      return new LogWriter(this.#ctx, s.id, path, handle, bytes.length)
+    } catch (err) {
+      if ((err as { published?: unknown }).published === true) {
+        s.broken = new SessionPersistenceError(
+          'E_WRITER_BROKEN',
+          `the log of session '${s.id}' was published but could not be made durable or taken back; close and load it again`,
+          { sessionId: s.id, path, cause: err },
+        )
+      }
+      throw err
+    }
+  }
+
+  async load(id: string, options: LoadOptions = {}): Promise<LoadedSession> {
+    encodeSessionId(id)
+    const closeOpenTurn = options.closeOpenTurn !== false
+    const s = this.#track(id, 'E_SESSION_LIVE')
+    return this.#run(s, async () => {
+      const path = await findOneLog(this.#ctx, id)
+      s.lock = await this.#locks.acquire(id)
+      const handle = await this.#ctx.fs.open(path, 'r+')
+      const writer = new LogWriter(this.#ctx, id, path, handle, 0)
+      try {
+        const scan = await scanLog(handle, { path, sessionId: id })
+        const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn })
+        writer.size = scan.size
+        if (plan.truncateAt !== undefined) await writer.truncate(plan.truncateAt)
+        if (plan.closers.length > 0) await writer.append(prepareBatch(id, plan.closers).bytes)
+        const events = plan.closers.length > 0 ? [...scan.events, ...plan.closers] : scan.events
+        Object.assign(s, { writer, path, meta: metaFromHeader(scan.header), nextSeq: events.length })
+        const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events }
+        if (plan.report) loaded.repair = { persisted: true, ...plan.report }
+        return loaded
+      } catch (err) {
+        await writer.close().catch(() => {})
+        throw err
+      }
+    })
+  }
+
+  async inspect(id: string): Promise<LoadedSession> {
+    encodeSessionId(id)
+    try {
+      const path = await findOneLog(this.#ctx, id)
+      const { scan, plan } = await this.#read(id, path, true, false)
+      const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events: [...scan.events, ...plan.closers] }
+      if (plan.report) loaded.repair = { persisted: false, ...plan.report }
+      return loaded
+    } catch (err) {
+      throw this.#wrap(err, `inspect session '${id}'`)
+    }
+  }
+
+  /** Read-only scan; a log this instance is writing is read up to its acknowledged length. */
+  async #read(id: string, path: string, closeOpenTurn: boolean, keepEventEnds: boolean) {
+    const live = this.#sessions.get(id)
+    const to = live?.writer && live.path === path ? live.writer.size : undefined
+    const handle = await this.#ctx.fs.open(path, 'r')
+    try {
+      const scan = await scanLog(handle, { path, sessionId: id, keepEventEnds, ...(to === undefined ? {} : { to }) })
+      const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn })
+      return { scan, plan, handle }
+    } finally {
+      await handle.close()
+    }
+  }
+
+  async list(options: ListOptions = {}): Promise<SessionListing[]> {
+    const onProblem = options.onProblem ?? ((p) => this.#ctx.logger.warn(`skipped ${p.path}: ${p.message}`, p))
+    try {
+      return await listSessions(this.#ctx, onProblem)
+    } catch (err) {
+      throw this.#wrap(err, 'list sessions')
+    }
+  }
+
+  async fork(parentId: string, child: ForkChild): Promise<SessionMeta> {
+    encodeSessionId(parentId)
+    const { seedLength } = child
+    if (!Number.isSafeInteger(seedLength) || seedLength < 0) {
+      throw new SessionPersistenceError('E_INVALID_META', `seedLength must be a non-negative integer`, {
+        sessionId: child.id,
+      })
+    }
+    encodeSessionId(child.id)
+    const s = this.#track(child.id, 'E_EXISTS')
+    return this.#run(s, async () => {
+      const parentPath = await findOneLog(this.#ctx, parentId)
+      const { scan } = await this.#read(parentId, parentPath, false, true)
+      const stored = scan.events.length
+      if (seedLength > stored || (seedLength > 0 && scan.events[seedLength - 1]?.type !== 'turn/end')) {
+        throw new SessionPersistenceError(
+          'E_BAD_FORK_POINT',
+          seedLength > stored
+            ? `session '${parentId}' has ${stored} valid events; cannot fork at ${seedLength}`
+            : `event ${seedLength - 1} of session '${parentId}' is not a turn/end; fork at 0 or just after a turn/end`,
+          { sessionId: parentId, path: parentPath },
+        )
+      }
+      const parent = scan.header
+      const cwd = child.cwd ?? parent.cwd
+      const meta = validateMeta({
+        id: child.id,
+        createdAt: child.createdAt ?? Date.now(),
+        ...(cwd === undefined ? {} : { cwd }),
+        parentSession: parentId,
+        seedLength,
+        delegationDepth: parent.delegationDepth,
+      })
+      await this.#assertNoLog(meta.id)
+      const path = logPath(this.#ctx.root, meta.id, meta.cwd)
+      Object.assign(s, { meta, path, nextSeq: seedLength })
+      if (seedLength === 0) return meta // nothing to write: the lock is taken at the first append
+      s.lock = await this.#locks.acquire(meta.id)
+      const seed = await this.#readRange(parentPath, scan.headerBytes, scan.eventEnds?.[seedLength - 1] ?? 0)
+      s.writer = await this.#materialize(s, path, Buffer.concat([Buffer.from(headerLine(meta)), seed]))
+      return meta
+    })
+  }
+
+  async #readRange(path: string, from: number, to: number): Promise<Buffer> {
+    const handle = await this.#ctx.fs.open(path, 'r')
+    try {
+      const buf = Buffer.alloc(to - from)
+      let done = 0
+      while (done < buf.length) {
+        const n = await handle.read(buf, done, buf.length - done, from + done)
+        if (n === 0) throw Object.assign(new Error(`${path} shrank while it was being read`), { code: 'EIO' })
+        done += n
+      }
+      return buf
+    } finally {
+      await handle.close()
+    }
+  }
+
+  close(id: string): Promise<void> {
+    const s = this.#sessions.get(id)
+    if (!s) return Promise.resolve()
+    s.closing ??= (async () => {
+      await s.queue.onIdle()
+      try {
+        await s.writer?.close()
+        await s.lock?.release()
+      } finally {
+        if (this.#sessions.get(id) === s) this.#sessions.delete(id)
+      }
+    })()
+    return s.closing
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.#sessions.keys()].map((id) => this.close(id)))
+  }
+
+  /** Registers `id` synchronously, so a concurrent create/load/fork of it is refused with `code`. */
+  #track(id: string, code: 'E_EXISTS' | 'E_SESSION_LIVE'): Tracked {
+    if (this.#sessions.has(id)) {
+      throw new SessionPersistenceError(
+        code,
+        code === 'E_EXISTS'
+          ? `session '${id}' is already open in this instance`
+          : `session '${id}' is being written by this instance; close it before loading it again`,
+        { sessionId: id },
+      )
+    }
+    const s: Tracked = {
+      id,
+      queue: new PQueue({ concurrency: 1 }),
+      meta: undefined,
+      path: undefined,
+      nextSeq: 0,
+      writer: undefined,
+      lock: undefined,
+      broken: undefined,
+      closing: undefined,
+    }
+    this.#sessions.set(id, s)
+    return s
+  }
+
+  /** Runs the opening job of a tracked session; on failure it is untracked and its lock released. */
+  async #run<T>(s: Tracked, job: () => Promise<T>): Promise<T> {
+    try {
+      return await s.queue.add(job)
+    } catch (err) {
+      if (this.#sessions.get(s.id) === s) this.#sessions.delete(s.id)
+      await s.lock?.release().catch(() => {})
+      throw this.#wrap(err, `open session '${s.id}'`, s)
+    }
+  }
+
+  async #assertNoLog(id: string): Promise<void> {
+    const existing = await findLogs(this.#ctx, id)
+    if (existing.length > 0) {
+      throw new SessionPersistenceError('E_EXISTS', `a log for session '${id}' already exists: ${existing[0]}`, {
+        sessionId: id,
+        path: existing[0],
+      })
+    }
+  }
+
+  #wrap(err: unknown, what: string, s?: Tracked): SessionPersistenceError {
+    if (isSessionPersistenceError(err)) return err
+    return ioError(err, what, { sessionId: s?.id, path: s?.path })
+  }
+}
+
+function notWritable(id: string): SessionPersistenceError {
+  return new SessionPersistenceError(
+    'E_NOT_FOUND',
+    `session '${id}' is not open for appends in this instance (create, load or fork it first)`,
+    { sessionId: id },
+  )
+}

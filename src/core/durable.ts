@@ -25,9 +25,10 @@ export async function syncDir(ctx: StoreContext, path: string): Promise<void> {
 
 /**
  * Creates `path` and any missing parents with mode 0700 (chmod'ed, whatever the umask), and
- * syncs the parent of every directory it created so the new entry survives a power cut.
+ * syncs the parent of every directory it created so the new entry survives a power cut —
+ * except the leaf's parent when `durable` is false (the lock directory need not survive).
  */
-export async function ensureDir(ctx: StoreContext, path: string): Promise<void> {
+export async function ensureDir(ctx: StoreContext, path: string, durable = true): Promise<void> {
   try {
     await ctx.fs.mkdir(path, DIR_MODE)
   } catch (err) {
@@ -43,5 +44,5 @@ export async function ensureDir(ctx: StoreContext, path: string): Promise<void> 
     }
   }
   await ctx.fs.chmod(path, DIR_MODE)
-  await syncDir(ctx, dirname(path))
+  if (durable) await syncDir(ctx, dirname(path))
 }

@@ -57,7 +57,7 @@ export class SessionLocks {
     const dir = join(this.#ctx.root, LOCKS_DIR)
     const path = join(dir, `${encodeSessionId(sessionId)}.lock`)
     const machine = await this.#machine()
-    await ensureDir(this.#ctx, dir)
+    await ensureDir(this.#ctx, dir, false) // a lock need not be durable (SPEC 5.3)
     for (let attempt = 0; attempt < 8; attempt++) {
       const owner: LockOwner = {
         pid: process.pid,

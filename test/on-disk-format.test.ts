@@ -19,7 +19,7 @@ describe('layout and lines (SPEC 3)', () => {
     await p.create(m)
     const events: SessionEvent[] = [
       { time: 1, seq: 0, type: 'turn/start', data: { turn: 1 } },
-      { seq: 1, type: 'x', time: 2.5, ignorable: true, data: undefined, custom: 'kept' } as SessionEvent,
+      { seq: 1, type: 'x', time: 2.5, ignorable: true, data: undefined, custom: 'kept' } as unknown as SessionEvent,
     ]
     await p.append('S.1', events)
     await p.closeAll()

@@ -21,7 +21,7 @@ function describe(value: unknown): string {
     default: {
       const ctor = (value as { constructor?: { name?: unknown } }).constructor
       const name = typeof ctor?.name === 'string' && ctor.name !== '' ? ctor.name : 'non-plain object'
-      return /^[AEIOU]/.test(name) ? `an ${name}` : `a ${name}`
+      return /^[AEIO]/.test(name) ? `an ${name}` : `a ${name}`
     }
   }
 }

@@ -26,7 +26,7 @@ const seedNeedsParentIssue = { message: 'seedLength requires parentSession', pat
 /** Session metadata as a caller gives it (SPEC 2). Extra JSON fields are kept verbatim. */
 export const SessionMetaSchema = z
   .object(metaShape)
-  .catchall(JsonValueSchema)
+  .catchall(JsonValueSchema.optional())
   .refine((m) => !('type' in m) && !('version' in m), {
     message: '`type` and `version` are reserved header fields',
   })
@@ -52,7 +52,8 @@ export const SessionEventSchema = z
     data: JsonValueSchema.optional(),
     ignorable: z.literal(true).optional(),
   })
-  .catchall(JsonValueSchema)
+  // `undefined` extras are allowed and omitted, as JSON.stringify does (SPEC 4.3).
+  .catchall(JsonValueSchema.optional())
 export type SessionEvent = z.infer<typeof SessionEventSchema>
 
 export const SyncModeSchema = z.enum(['data', 'full', 'none'])

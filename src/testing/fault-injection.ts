@@ -99,12 +99,16 @@ function matches(rule: FaultRule, op: FsOp, path: string): boolean {
 export function createFaultInjectingFileSystem(base: FileSystem = createNodeFileSystem()): FaultInjectingFileSystem {
   const calls: FsCall[] = []
   let rules: LiveRule[] = []
+  // The names of each open handle's file: a link() gives the same inode one more name.
+  const openNames = new Set<string[]>()
   const state = { shortWrites: false }
 
-  async function gate(op: FsOp, path: string, detail?: string | number): Promise<void> {
+  async function gate(op: FsOp, names: string | string[], detail?: string | number): Promise<void> {
+    const all = typeof names === 'string' ? [names] : names
+    const path = all[all.length - 1] ?? ''
     calls.push(detail === undefined ? { op, path } : { op, path, detail })
     for (const rule of rules) {
-      if (!matches(rule, op, path)) continue
+      if (!all.some((name) => matches(rule, op, name))) continue
       rule.seen++
       if (rule.seen <= (rule.skip ?? 0)) continue
       if (rule.times !== undefined && rule.fired >= rule.times) continue
@@ -114,7 +118,10 @@ export function createFaultInjectingFileSystem(base: FileSystem = createNodeFile
     }
   }
 
-  const wrapHandle = (path: string, h: FileHandle): FileHandle => ({
+  const wrapHandle = (openedAs: string, h: FileHandle): FileHandle => {
+    const path = [openedAs]
+    openNames.add(path)
+    return {
     async read(buffer, offset, length, position) {
       await gate('read', path, length)
       return h.read(buffer, offset, length, position)
@@ -146,9 +153,11 @@ export function createFaultInjectingFileSystem(base: FileSystem = createNodeFile
     },
     async close() {
       await gate('close', path)
+      openNames.delete(path)
       return h.close()
     },
-  })
+  }
+  }
 
   return {
     calls,
@@ -178,7 +187,8 @@ export function createFaultInjectingFileSystem(base: FileSystem = createNodeFile
     },
     async link(existingPath, newPath) {
       await gate('link', newPath)
-      return base.link(existingPath, newPath)
+      await base.link(existingPath, newPath)
+      for (const names of openNames) if (names.includes(existingPath)) names.push(newPath)
     },
     async unlink(path) {
       await gate('unlink', path)

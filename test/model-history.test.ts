@@ -1,0 +1,79 @@
+import { describe, expect, test } from 'vitest'
+import { computeClosers, INTERRUPTED_TOOL_TEXT, type SessionEvent, toModelHistory, UNANSWERED_TOOL_TEXT } from '../src/index.js'
+
+let seq = 0
+const e = (type: string, data?: SessionEvent['data']): SessionEvent => ({ seq: seq++, type, time: 1, ...(data === undefined ? {} : { data }) })
+const call = (callId: string) => ({ type: 'tool-call', callId, name: 'bash', arguments: { cmd: callId } })
+
+describe('toModelHistory (SPEC 7)', () => {
+  test('one message per system, user, assistant message and tool result; chunks and other types never', () => {
+    seq = 0
+    const events = [
+      e('request/header', { header: { model: 'a' }, reason: 'initial' }),
+      e('system/message', { content: 'be brief' }),
+      e('turn/start', { turn: 1 }),
+      e('user/message', { content: [{ type: 'text', text: 'hi' }] }),
+      e('assistant/chunk', { turn: 1, step: 0, chunk: { delta: 'he' } }),
+      e('assistant/chunk', { turn: 1, step: 0, chunk: { delta: 'llo' } }),
+      e('assistant/message', { turn: 1, step: 0, content: [{ type: 'text', text: 'hello' }, call('c1')] }),
+      e('tool/call', { turn: 1, step: 0, callId: 'c1', name: 'bash', arguments: {} }),
+      e('tool/result', { turn: 1, step: 0, callId: 'c1', content: [{ type: 'text', text: 'ok' }], isError: false }),
+      e('vendor/unknown', { anything: true }),
+      e('turn/end', { turn: 1, reason: { kind: 'completed' } }),
+      e('request/header', { header: { model: 'b' }, reason: 'change' }),
+    ]
+    const { messages, requestHeader } = toModelHistory(events)
+    expect(messages).toEqual([
+      { role: 'system', seq: 1, content: 'be brief' },
+      { role: 'user', seq: 3, content: [{ type: 'text', text: 'hi' }] },
+      { role: 'assistant', seq: 6, content: [{ type: 'text', text: 'hello' }, call('c1')] },
+      { role: 'tool', seq: 8, content: [{ type: 'text', text: 'ok' }], callId: 'c1', isError: false },
+    ])
+    expect(requestHeader).toEqual({ model: 'b' })
+  })
+
+  test('after a repair, each interrupted call has exactly one tool message with the recorded text', () => {
+    seq = 0
+    const events = [
+      e('turn/start', { turn: 1 }),
+      e('step/start', { turn: 1, step: 0 }),
+      e('assistant/message', { turn: 1, step: 0, content: [call('a'), call('b')] }),
+      e('tool/result', { turn: 1, step: 0, callId: 'a', content: [{ type: 'text', text: 'done' }] }),
+    ]
+    const repaired = [...events, ...computeClosers(events, 0)]
+    const tools = toModelHistory(repaired).messages.filter((m) => m.role === 'tool')
+    expect(tools.map((m) => [m.callId, m.isError ?? false, m.synthetic ?? false])).toEqual([
+      ['a', false, false],
+      ['b', true, false],
+    ])
+    expect(tools[1]?.content).toEqual([{ type: 'text', text: INTERRUPTED_TOOL_TEXT }])
+  })
+
+  test('a call never answered outside a repair gets a synthetic result right after the other results of its message', () => {
+    seq = 0
+    const events = [
+      e('turn/start', { turn: 1 }),
+      e('assistant/message', { turn: 1, step: 0, content: [call('x'), call('y'), call('z')] }),
+      e('tool/result', { turn: 1, step: 0, callId: 'y', content: [] }),
+      e('turn/end', { turn: 1, reason: { kind: 'aborted' } }),
+      e('turn/start', { turn: 2 }),
+      e('user/message', { content: 'again' }),
+    ]
+    const { messages } = toModelHistory(events)
+    expect(messages.map((m) => `${m.role}:${m.callId ?? ''}:${m.synthetic ? 'synthetic' : m.seq}`)).toEqual([
+      'assistant::1',
+      'tool:y:2',
+      'tool:x:synthetic',
+      'tool:z:synthetic',
+      'user::5',
+    ])
+    expect(messages[2]).toEqual({ role: 'tool', callId: 'x', isError: true, synthetic: true, content: [{ type: 'text', text: UNANSWERED_TOOL_TEXT }] })
+  })
+
+  test('malformed data never throws: the storage is vocabulary-agnostic', () => {
+    seq = 0
+    const events = [e('assistant/message', 5), e('tool/result'), e('user/message', [1]), e('request/header', 'x'), e('assistant/message', { content: [null, 3, { type: 'tool-call' }] })]
+    expect(toModelHistory(events).messages).toHaveLength(4)
+    expect(computeClosers([e('turn/start', 'weird'), e('assistant/message', { content: 'no' }), e('tool/call', null)], 0)).toHaveLength(1)
+  })
+})

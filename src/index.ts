@@ -46,3 +46,11 @@ export {
 } from './history.js'
 export type { DirEntry, FileHandle, FileStat, FileSystem } from './fs/file-system.js'
 export { createNodeFileSystem } from './fs/node-file-system.js'
+export {
+  PLUGIN_NAME,
+  type PluginEvents,
+  sessionPersistencePlugin,
+  type SessionPersistencePlugin,
+} from './plugin/plugin.js'
+export { type PluginConfig, PluginConfigSchema, PluginJsonConfigSchema } from './plugin/config.js'
+export { type AgentHost, HOST_SESSION_EVENT_NAMES, type HostSessionEvents, type LiveSession } from './plugin/host.js'

@@ -7,3 +7,12 @@ export {
   MUTATING_OPS,
 } from './fault-injection.js'
 export { createMemoryPersistence, MemoryStore, type MemoryPersistenceOptions } from './memory-persistence.js'
+export {
+  createReferenceHost,
+  type ReferenceHost,
+  type ReferenceHostOptions,
+  type ReferenceSession,
+  type StepScript,
+  type ToolCallScript,
+  type TurnScript,
+} from './reference-host.js'

@@ -1,0 +1,34 @@
+import type { EventEmitter } from 'eventemitter3'
+import type { SessionEvent, SessionMeta } from '../core/schema.js'
+
+/** What an agent host emits about its sessions (SPEC 8). */
+export interface HostSessionEvents {
+  /** `seed`: the events the live session starts with (a fork's inherited events, or a resumed session's stored events); they never arrive on 'session/event'. */
+  'session/created': [meta: SessionMeta, seed: readonly SessionEvent[]]
+  /** Frozen, in seq order. */
+  'session/event': [sessionId: string, event: SessionEvent]
+  /** The host asks for a drain. */
+  'session/flush': [sessionId: string]
+  'session/disposed': [sessionId: string]
+}
+
+export type HostSessionEventName = keyof HostSessionEvents
+
+/** The names a plugin subscribes to, in the manifest's order. */
+export const HOST_SESSION_EVENT_NAMES: readonly HostSessionEventName[] = [
+  'session/created',
+  'session/event',
+  'session/flush',
+  'session/disposed',
+]
+
+export interface LiveSession {
+  meta: SessionMeta
+  events: readonly SessionEvent[]
+}
+
+/** The host interface the plugin registers with. */
+export interface AgentHost {
+  readonly sessionEvents: EventEmitter<HostSessionEvents>
+  liveSessions(): Iterable<LiveSession>
+}

@@ -1,0 +1,226 @@
+import { randomUUID } from 'node:crypto'
+import { EventEmitter } from 'eventemitter3'
+import type { JsonValue, SessionEvent, SessionMeta } from '../core/schema.js'
+import type { LoadedSession } from '../persistence.js'
+import type { AgentHost, HostSessionEvents, LiveSession } from '../plugin/host.js'
+
+export interface ToolCallScript {
+  name: string
+  arguments?: JsonValue
+  callId?: string
+}
+
+export interface StepScript {
+  /** The assistant's text; streamed as `chunks` deltas before the complete message. */
+  text?: string
+  reasoning?: string
+  /** How many `assistant/chunk` events stream the text (default 3; 0 for none). */
+  chunks?: number
+  toolCalls?: ToolCallScript[]
+}
+
+export interface TurnScript {
+  user: string
+  /** A `request/header` emitted at the start of the turn. */
+  header?: JsonValue
+  steps: (StepScript & { results?: (string | { text: string; isError?: boolean })[] })[]
+  end?: 'completed' | 'aborted' | 'error' | 'max-tokens' | 'blocked'
+}
+
+/** One scripted session of the reference host. Every emitted event is frozen and in seq order. */
+export interface ReferenceSession {
+  readonly meta: SessionMeta
+  readonly events: readonly SessionEvent[]
+  /** The turn number of the open (or last) turn; 0 before the first. */
+  readonly turn: number
+  /** Emits one event with the next seq. */
+  emit(type: string, data?: JsonValue, extra?: Record<string, JsonValue>): SessionEvent
+  requestHeader(header: JsonValue, reason?: 'initial' | 'resume' | 'change'): void
+  beginTurn(userText: string): void
+  /** step/start, streamed chunks, the assistant message, then one tool/call per call. Returns the call ids. */
+  step(script: StepScript): string[]
+  toolResult(callId: string, text: string, isError?: boolean): void
+  endStep(): void
+  endTurn(kind?: 'completed' | 'aborted' | 'error' | 'max-tokens' | 'blocked'): void
+  /** A whole turn: header, user message, every step with its results, turn end. */
+  runTurn(script: TurnScript): void
+  /** Asks the plugin for a drain (`session/flush`). */
+  flush(): void
+  dispose(): void
+}
+
+export interface ReferenceHost extends AgentHost {
+  readonly sessionEvents: EventEmitter<HostSessionEvents>
+  startSession(init?: { id?: string; cwd?: string; createdAt?: number; extra?: Record<string, JsonValue> }): ReferenceSession
+  /** Continues a stored session: its events become the live session's seed. */
+  resume(loaded: LoadedSession): ReferenceSession
+  /** A new session seeded with the parent's first `seedLength` events. */
+  fork(parent: ReferenceSession, options: { seedLength: number; id?: string }): ReferenceSession
+  /** A delegated sub-session: `delegationDepth` one deeper, `parentSession` set, empty seed. */
+  delegate(parent: ReferenceSession, options?: { id?: string }): ReferenceSession
+  session(id: string): ReferenceSession | undefined
+}
+
+export interface ReferenceHostOptions {
+  /** Clock for event times and createdAt (default Date.now). */
+  now?: () => number
+  /** Default cwd of new sessions. */
+  cwd?: string
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const v of Object.values(value)) deepFreeze(v)
+  }
+  return value
+}
+
+/**
+ * An in-memory agent host that scripts realistic sessions (SPEC 10): request headers,
+ * streamed chunks, assistant messages with tool calls, tool calls and results, multi-step
+ * turns, forks, delegated sub-sessions and resumes. Works without vitest.
+ */
+export function createReferenceHost(options: ReferenceHostOptions = {}): ReferenceHost {
+  const now = options.now ?? Date.now
+  const sessionEvents = new EventEmitter<HostSessionEvents>()
+  const live = new Map<string, ReferenceSession>()
+
+  function open(meta: SessionMeta, seed: readonly SessionEvent[]): ReferenceSession {
+    const frozenMeta = deepFreeze({ ...meta })
+    const events: SessionEvent[] = seed.map((e) => deepFreeze(structuredClone(e)))
+    let turn = 0
+    let step = -1
+    let callCounter = 0
+    for (const e of events) {
+      const t = (e.data as { turn?: unknown } | undefined)?.turn
+      if (e.type === 'turn/start' && typeof t === 'number') turn = t
+    }
+    const session: ReferenceSession = {
+      meta: frozenMeta,
+      events,
+      get turn() {
+        return turn
+      },
+      emit(type, data, extra) {
+        const event: SessionEvent = { seq: events.length, type, time: now(), ...(data === undefined ? {} : { data }), ...extra }
+        deepFreeze(event)
+        events.push(event)
+        sessionEvents.emit('session/event', frozenMeta.id, event)
+        return event
+      },
+      requestHeader(header, reason = 'initial') {
+        session.emit('request/header', { header, reason })
+      },
+      beginTurn(userText) {
+        turn++
+        step = -1
+        session.emit('turn/start', { turn })
+        session.emit('user/message', { content: userText })
+      },
+      step(script) {
+        step++
+        session.emit('step/start', { turn, step })
+        const text = script.text ?? ''
+        const chunks = script.chunks ?? 3
+        for (let i = 0; i < chunks && text.length > 0; i++) {
+          const size = Math.ceil(text.length / chunks)
+          session.emit('assistant/chunk', { turn, step, chunk: { type: 'text-delta', text: text.slice(i * size, (i + 1) * size) } })
+        }
+        const calls = (script.toolCalls ?? []).map((c) => ({ ...c, callId: c.callId ?? `call-${frozenMeta.id.slice(0, 8)}-${++callCounter}` }))
+        const content: JsonValue[] = []
+        if (script.reasoning) content.push({ type: 'reasoning', text: script.reasoning })
+        if (text) content.push({ type: 'text', text })
+        for (const c of calls) content.push({ type: 'tool-call', callId: c.callId, name: c.name, arguments: c.arguments ?? {} })
+        session.emit('assistant/message', { turn, step, content })
+        for (const c of calls) session.emit('tool/call', { turn, step, callId: c.callId, name: c.name, arguments: c.arguments ?? {} })
+        return calls.map((c) => c.callId)
+      },
+      toolResult(callId, text, isError = false) {
+        session.emit('tool/result', { turn, step, callId, content: [{ type: 'text', text }], ...(isError ? { isError } : {}) })
+      },
+      endStep() {
+        session.emit('step/end', { turn, step })
+      },
+      endTurn(kind = 'completed') {
+        session.emit('turn/end', { turn, reason: { kind } })
+      },
+      runTurn(script) {
+        if (script.header !== undefined) session.requestHeader(script.header, turn === 0 ? 'initial' : 'change')
+        session.beginTurn(script.user)
+        for (const s of script.steps) {
+          const ids = session.step(s)
+          ids.forEach((id, i) => {
+            const r = s.results?.[i] ?? 'ok'
+            typeof r === 'string' ? session.toolResult(id, r) : session.toolResult(id, r.text, r.isError)
+          })
+          session.endStep()
+        }
+        session.endTurn(script.end)
+      },
+      flush() {
+        sessionEvents.emit('session/flush', frozenMeta.id)
+      },
+      dispose() {
+        live.delete(frozenMeta.id)
+        sessionEvents.emit('session/disposed', frozenMeta.id)
+      },
+    }
+    live.set(frozenMeta.id, session)
+    sessionEvents.emit('session/created', frozenMeta, events.slice())
+    return session
+  }
+
+  return {
+    sessionEvents,
+    liveSessions(): Iterable<LiveSession> {
+      return [...live.values()].map((s) => ({ meta: s.meta, events: s.events.slice() }))
+    },
+    startSession(init = {}) {
+      const cwd = init.cwd ?? options.cwd
+      return open(
+        {
+          ...init.extra,
+          id: init.id ?? randomUUID(),
+          createdAt: init.createdAt ?? now(),
+          ...(cwd === undefined ? {} : { cwd }),
+          delegationDepth: 0,
+        },
+        [],
+      )
+    },
+    resume(loaded) {
+      return open(loaded.meta, loaded.events)
+    },
+    fork(parent, { seedLength, id }) {
+      const { cwd } = parent.meta
+      return open(
+        {
+          id: id ?? randomUUID(),
+          createdAt: now(),
+          ...(cwd === undefined ? {} : { cwd }),
+          parentSession: parent.meta.id,
+          seedLength,
+          delegationDepth: parent.meta.delegationDepth,
+        },
+        parent.events.slice(0, seedLength),
+      )
+    },
+    delegate(parent, { id } = {}) {
+      const { cwd } = parent.meta
+      return open(
+        {
+          id: id ?? randomUUID(),
+          createdAt: now(),
+          ...(cwd === undefined ? {} : { cwd }),
+          parentSession: parent.meta.id,
+          delegationDepth: parent.meta.delegationDepth + 1,
+        },
+        [],
+      )
+    },
+    session(id) {
+      return live.get(id)
+    },
+  }
+}

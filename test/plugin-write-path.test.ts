@@ -1,0 +1,226 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { describe, expect, test } from 'vitest'
+import { createJsonlPersistence, isSessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
+import { createMemoryPersistence, createReferenceHost, MUTATING_OPS } from '../src/testing/index.js'
+import { oneTurn, pluginSetup } from './helpers/plugin-setup.js'
+
+describe('plugin write path (SPEC 8)', () => {
+  test('a new session is created lazily and every event is durable after flush, in seq order, exactly once', async () => {
+    const { plugin, host, stored } = await pluginSetup()
+    const s = host.startSession()
+    s.runTurn(oneTurn(1))
+    s.runTurn(oneTurn(2))
+    await plugin.flush(s.meta.id)
+    expect(await stored(s.meta.id)).toEqual(s.events)
+    expect(s.events.some((e) => e.type === 'assistant/chunk')).toBe(true)
+    await plugin.dispose()
+  })
+
+  test('the session/event and session/created handlers do no file-system work on the host call path', async () => {
+    const { plugin, host, fs } = await pluginSetup()
+    const before = fs.calls.length
+    const s = host.startSession()
+    s.runTurn(oneTurn(1))
+    s.emit('after/turn-end', { same: 'tick' })
+    expect(fs.calls.length).toBe(before)
+    await plugin.flush()
+    expect(fs.calls.length).toBeGreaterThan(before)
+    await plugin.dispose()
+  })
+
+  test('a turn/end drains at once; other events at most flushDelayMs later', async () => {
+    const { plugin, host, stored } = await pluginSetup({ flushDelayMs: 30 })
+    const s = host.startSession()
+    s.runTurn(oneTurn(1))
+    await sleep(15)
+    expect((await stored(s.meta.id)).length).toBe(s.events.length) // turn/end: no timer needed
+    s.beginTurn('still typing')
+    await sleep(5)
+    expect((await stored(s.meta.id)).length).toBeLessThan(s.events.length)
+    await sleep(150)
+    expect(await stored(s.meta.id)).toEqual(s.events)
+    await plugin.dispose()
+  })
+
+  test('session/flush requests a drain', async () => {
+    const { plugin, host, stored } = await pluginSetup()
+    const s = host.startSession()
+    s.beginTurn('hi')
+    s.flush()
+    await sleep(50)
+    expect(await stored(s.meta.id)).toEqual(s.events)
+    await plugin.dispose()
+  })
+
+  test('a turn/end followed by more events in the same tick: all written, in order', async () => {
+    const { plugin, host, stored } = await pluginSetup()
+    const s = host.startSession()
+    s.runTurn(oneTurn(1))
+    s.beginTurn('next')
+    s.step({ text: 'more' })
+    await plugin.flush()
+    expect(await stored(s.meta.id)).toEqual(s.events)
+    await plugin.dispose()
+  })
+
+  test('events for a session before its session/created are reported (E_NOT_FOUND) and not written', async () => {
+    const { plugin, host, errors, root } = await pluginSetup()
+    host.sessionEvents.emit('session/event', 'early', { seq: 0, type: 'turn/start', time: 1 })
+    expect(errors.map((e) => e.code)).toEqual(['E_NOT_FOUND'])
+    await plugin.flush()
+    expect(await createJsonlPersistence({ root }).list()).toEqual([])
+    await plugin.dispose()
+  })
+
+  test('a seq gap stops writing that session, is reported, and every flush rejects until re-created', async () => {
+    const { plugin, host, errors, stored } = await pluginSetup()
+    const s = host.startSession()
+    s.runTurn(oneTurn(1))
+    const good = s.events.length
+    host.sessionEvents.emit('session/event', s.meta.id, { seq: good + 5, type: 'x', time: 1 })
+    s.emit('later') // seq `good`: the log and the host diverged, nothing more is written
+    expect(errors.map((e) => e.code)).toEqual(['E_SEQ_NOT_CONTIGUOUS'])
+    for (let i = 0; i < 2; i++) {
+      const err = await plugin.flush(s.meta.id).catch((e) => e)
+      expect(isSessionPersistenceError(err, 'E_SEQ_NOT_CONTIGUOUS')).toBe(true)
+    }
+    expect((await stored(s.meta.id)).length).toBe(good)
+    s.dispose()
+    const again = host.resume(await createJsonlPersistence({ root: plugin.persistence.locate(s.meta).path.split('/cwd-')[0]! }).inspect(s.meta.id))
+    again.runTurn(oneTurn(2))
+    await plugin.flush(s.meta.id)
+    expect(await stored(s.meta.id)).toEqual(again.events)
+    await plugin.dispose().catch(() => {})
+  })
+
+  test('forks persist their seed once; delegated sub-sessions record their depth', async () => {
+    const { plugin, host, stored, raw } = await pluginSetup()
+    const parent = host.startSession()
+    parent.runTurn(oneTurn(1))
+    parent.runTurn(oneTurn(2))
+    await plugin.flush()
+    const cut = parent.events.findIndex((e) => e.type === 'turn/end') + 1
+    const child = host.fork(parent, { seedLength: cut })
+    child.runTurn(oneTurn(3))
+    const sub = host.delegate(parent)
+    sub.runTurn(oneTurn(4))
+    await plugin.flush()
+    expect(await stored(child.meta.id)).toEqual(child.events)
+    expect((await raw(child.meta.id)).split('\n').slice(1, cut + 1)).toEqual((await raw(parent.meta.id)).split('\n').slice(1, cut + 1))
+    const listing = await plugin.persistence.list()
+    expect(listing.find((l) => l.meta.id === child.meta.id)?.meta).toMatchObject({ parentSession: parent.meta.id, seedLength: cut })
+    expect(listing.find((l) => l.meta.id === sub.meta.id)?.meta).toMatchObject({ parentSession: parent.meta.id, delegationDepth: 1 })
+    await plugin.dispose()
+  })
+
+  test('a repeated session/created changes nothing', async () => {
+    const { plugin, host, stored } = await pluginSetup()
+    const s = host.startSession()
+    s.runTurn(oneTurn(1))
+    host.sessionEvents.emit('session/created', s.meta, [])
+    s.runTurn(oneTurn(2))
+    await plugin.flush()
+    expect(await stored(s.meta.id)).toEqual(s.events)
+    await plugin.dispose()
+  })
+
+  test('session/disposed drains, then releases the lock so another process can resume', async () => {
+    const { plugin, host, root } = await pluginSetup()
+    const s = host.startSession()
+    s.beginTurn('unfinished')
+    s.dispose()
+    await sleep(50)
+    const other = createJsonlPersistence({ root })
+    const loaded = await other.load(s.meta.id)
+    expect(loaded.events.slice(0, s.events.length)).toEqual(s.events)
+    expect(loaded.repair?.closers.at(-1)?.type).toBe('turn/end')
+    await other.closeAll()
+    await plugin.dispose()
+  })
+
+  test('two sessions drain independently: a slow disk for one does not hold the other', async () => {
+    const { plugin, host, fs, stored } = await pluginSetup()
+    const slow = host.startSession({ id: 'slow' })
+    const fast = host.startSession({ id: 'fast' })
+    slow.runTurn(oneTurn(1))
+    fast.runTurn(oneTurn(1))
+    await plugin.flush()
+    fs.inject({ op: 'datasync', path: /slow\.jsonl$/, delayMs: 400 })
+    slow.runTurn(oneTurn(2))
+    fast.runTurn(oneTurn(2))
+    const started = Date.now()
+    await plugin.flush('fast')
+    expect(Date.now() - started).toBeLessThan(350)
+    expect(await stored('fast')).toEqual(fast.events)
+    await plugin.flush('slow')
+    expect(await stored('slow')).toEqual(slow.events)
+    await plugin.dispose()
+  })
+
+  test('runs over any backend: the in-memory reference', async () => {
+    const persistence = createMemoryPersistence()
+    const plugin = sessionPersistencePlugin({ persistence, flushDelayMs: 5 })
+    const host = createReferenceHost()
+    await plugin.apply(host)
+    const s = host.startSession()
+    s.runTurn(oneTurn(1))
+    await plugin.flush()
+    expect((await persistence.inspect(s.meta.id)).events).toEqual(s.events)
+    await plugin.dispose()
+  })
+
+  test('invalid plugin configuration → E_CONFIG', () => {
+    for (const bad of [{}, { root: '/x', flushDelayMs: -1 }, { root: '/x', maxBufferedBytes: 0 }, { persistence: {} }]) {
+      let code = 'none'
+      try {
+        sessionPersistencePlugin(bad as never)
+      } catch (err) {
+        code = isSessionPersistenceError(err) ? err.code : 'foreign'
+      }
+      expect(code).toBe('E_CONFIG')
+    }
+  })
+})
+
+describe('dispose (SPEC 8)', () => {
+  test('waits for a drain in flight; afterwards no file-system write happens; later events are E_DISPOSED', async () => {
+    const { plugin, host, fs, stored, errors } = await pluginSetup({ flushDelayMs: 5 })
+    fs.inject({ op: 'datasync', delayMs: 100 })
+    const s = host.startSession()
+    s.runTurn(oneTurn(1))
+    s.beginTurn('in flight')
+    await sleep(10) // the drain has started and is stuck in the slow sync
+    const disposing = plugin.dispose()
+    const late = s.emit('too/late') // arrives after dispose began: reported, not written
+    await disposing
+    expect(errors.map((e) => e.code)).toEqual(['E_DISPOSED'])
+    expect(await stored(s.meta.id)).toEqual(s.events.filter((e) => e !== late))
+    const after = fs.calls.length
+    expect(host.sessionEvents.listenerCount('session/event')).toBe(0)
+    await sleep(300)
+    expect(fs.calls.slice(after).filter((c) => MUTATING_OPS.has(c.op))).toEqual([])
+    expect(await plugin.dispose()).toBeUndefined() // idempotent
+    expect((await plugin.flush().catch((e) => e)).code).toBe('E_DISPOSED')
+  })
+
+  test('dispose during seeding waits for the seed to be written', async () => {
+    const { root } = await pluginSetup()
+    const host = createReferenceHost()
+    const s = host.startSession()
+    s.runTurn(oneTurn(1))
+    const plugin = sessionPersistencePlugin({ root, flushDelayMs: 5 })
+    const applying = plugin.apply(host)
+    await plugin.dispose()
+    await applying
+    expect((await createJsonlPersistence({ root }).inspect(s.meta.id)).events).toEqual(s.events)
+  })
+
+  test('Symbol.asyncDispose disposes (await using)', async () => {
+    const { plugin, host, stored } = await pluginSetup()
+    const s = host.startSession()
+    s.runTurn(oneTurn(1))
+    await plugin[Symbol.asyncDispose]()
+    expect(await stored(s.meta.id)).toEqual(s.events)
+    expect((await plugin.apply(host).catch((e) => e)).code).toBe('E_DISPOSED')
+  })
+})

@@ -1,0 +1,192 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { readdir, readFile, unlink, utimes, writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { describe, expect, test } from 'vitest'
+import { createJsonlPersistence, isSessionPersistenceError, type SessionEvent } from '../src/index.js'
+import { meta, turn } from './helpers/events.js'
+import { tmpRoot } from './helpers/tmp-root.js'
+
+const WORKER = new URL('./fixtures/lock-worker.mjs', import.meta.url).pathname
+
+async function rejection(p: Promise<unknown>) {
+  try {
+    await p
+  } catch (err) {
+    return err as Error & { code: string }
+  }
+  throw new Error('expected a rejection')
+}
+
+async function seeded(root: string, id: string) {
+  const p = createJsonlPersistence({ root })
+  await p.create(meta(id))
+  await p.append(id, turn(0, 1))
+  await p.closeAll()
+  return join(root, '.locks', `${id}.lock`)
+}
+
+function worker(args: string[]): { child: ChildProcess; result: Promise<Record<string, unknown>> } {
+  const child = spawn(process.execPath, [WORKER, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const result = new Promise<Record<string, unknown>>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line)))
+    child.once('exit', (code, signal) => reject(new Error(`worker exited ${code ?? signal} without a result`)))
+  })
+  return { child, result }
+}
+
+function assertContiguous(events: readonly SessionEvent[]) {
+  expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
+}
+
+describe('one writer per session (SPEC 5.3), in one process', () => {
+  test('a second instance gets E_LOCKED naming the holder; inspect and list neither take nor wait for the lock', async () => {
+    const root = await tmpRoot()
+    await seeded(root, 'held')
+    const a = createJsonlPersistence({ root })
+    await a.load('held')
+    const b = createJsonlPersistence({ root })
+    const err = await rejection(b.load('held'))
+    expect(err.code).toBe('E_LOCKED')
+    expect(err.message).toContain(`pid ${process.pid}`)
+    expect(err.message).toContain(`host ${hostname()}`)
+    expect(err.message).toMatch(/since \d{4}-\d\d-\d\dT/)
+    expect((await b.inspect('held')).events).toHaveLength(4)
+    expect(await b.list()).toHaveLength(1)
+    expect((await rejection(b.fork('held', { id: 'held', seedLength: 0 }))).code).toBe('E_EXISTS')
+    await a.closeAll()
+    expect(await readdir(join(root, '.locks'))).toEqual([])
+    expect((await b.load('held')).events).toHaveLength(4)
+    await b.closeAll()
+  })
+
+  test('fork takes the child lock; a seedLength 0 fork takes it at the first append', async () => {
+    const root = await tmpRoot()
+    await seeded(root, 'parent')
+    const a = createJsonlPersistence({ root })
+    await a.fork('parent', { id: 'kid', seedLength: 4 })
+    await a.fork('parent', { id: 'kid0', seedLength: 0 })
+    expect((await readdir(join(root, '.locks'))).sort()).toEqual(['kid.lock'])
+    await a.append('kid0', turn(0, 1))
+    expect((await readdir(join(root, '.locks'))).sort()).toEqual(['kid.lock', 'kid0.lock'])
+    expect((await rejection(createJsonlPersistence({ root }).load('kid'))).code).toBe('E_LOCKED')
+    await a.closeAll()
+  })
+
+  test('a holder whose lock was removed by hand, or taken over, rejects its next append with E_LOCKED and writes nothing', async () => {
+    const root = await tmpRoot()
+    const lock = await seeded(root, 'lost')
+    const a = createJsonlPersistence({ root })
+    const loaded = await a.load('lost')
+    const path = a.locate(loaded.meta).path
+    await unlink(lock)
+    const before = await readFile(path)
+    expect((await rejection(a.append('lost', turn(4, 2)))).code).toBe('E_LOCKED')
+    expect(await readFile(path)).toEqual(before)
+    // B takes the (now absent) lock; A stays locked out even though a lock file exists again.
+    const b = createJsonlPersistence({ root })
+    await b.load('lost')
+    expect((await rejection(a.append('lost', turn(4, 2)))).code).toBe('E_LOCKED')
+    await b.append('lost', turn(4, 2))
+    await a.closeAll() // must not remove B's lock
+    expect(await readdir(join(root, '.locks'))).toEqual(['lost.lock'])
+    await b.closeAll()
+    const final = await createJsonlPersistence({ root }).inspect('lost')
+    assertContiguous(final.events)
+    expect(final.events).toHaveLength(8)
+  })
+
+  test('a lock from another host is respected until its heartbeat is older than its staleLockMs', async () => {
+    const root = await tmpRoot()
+    const lock = await seeded(root, 'remote')
+    const foreign = { pid: 1, host: 'other-host', bootId: 'b', pidNs: 'n', since: Date.now(), staleLockMs: 1000, token: 'tok-remote' }
+    await writeFile(lock, JSON.stringify(foreign))
+    const p = createJsonlPersistence({ root })
+    const err = await rejection(p.load('remote'))
+    expect(err.code).toBe('E_LOCKED')
+    expect(err.message).toContain('pid 1 on host other-host')
+    const old = new Date(Date.now() - 5000)
+    await utimes(lock, old, old)
+    expect((await p.load('remote')).events).toHaveLength(4)
+    expect(JSON.parse(await readFile(lock, 'utf8')).pid).toBe(process.pid)
+    await p.closeAll()
+  })
+
+  test('an empty or unreadable lock file is stale', async () => {
+    const root = await tmpRoot()
+    const lock = await seeded(root, 'garbled')
+    for (const content of ['', '{"pid":', 'not json at all']) {
+      await writeFile(lock, content)
+      const p = createJsonlPersistence({ root })
+      expect((await p.load('garbled')).events.length).toBeGreaterThan(0)
+      await p.closeAll()
+    }
+  })
+
+  test('the holder refreshes its heartbeat at least every staleLockMs / 2', async () => {
+    const root = await tmpRoot()
+    const lock = await seeded(root, 'beat')
+    const p = createJsonlPersistence({ root, staleLockMs: 200 })
+    await p.load('beat')
+    const old = new Date(Date.now() - 60_000)
+    await utimes(lock, old, old)
+    await new Promise((r) => setTimeout(r, 250))
+    const { stat } = await import('node:fs/promises')
+    expect(Date.now() - (await stat(lock)).mtimeMs).toBeLessThan(200)
+    await p.closeAll()
+  })
+})
+
+describe('one writer per session, across processes', () => {
+  test('two processes racing to resume one session: exactly one writes, the other gets E_LOCKED (many rounds)', async () => {
+    const root = await tmpRoot()
+    await seeded(root, 'race')
+    const rounds = 8
+    for (let r = 0; r < rounds; r++) {
+      const results = await Promise.all([worker([root, 'race', 'resume', '600']).result, worker([root, 'race', 'resume', '600']).result])
+      expect(results.filter((x) => x.ok === true)).toHaveLength(1)
+      expect(results.filter((x) => x.code === 'E_LOCKED')).toHaveLength(1)
+    }
+    const final = await createJsonlPersistence({ root }).inspect('race')
+    assertContiguous(final.events)
+    expect(final.events).toHaveLength(4 + rounds * 3)
+    expect(final.repair).toBeUndefined()
+  })
+
+  test('a holder killed with SIGKILL is taken over at once, without waiting for staleLockMs', async () => {
+    const root = await tmpRoot()
+    await seeded(root, 'killed')
+    const holder = worker([root, 'killed', 'hold', '0', '600000'])
+    expect((await holder.result).held).toBe(true)
+    const blocked = await worker([root, 'killed', 'resume', '0']).result
+    expect(blocked.code).toBe('E_LOCKED')
+    holder.child.kill('SIGKILL')
+    await new Promise((r) => holder.child.once('exit', r))
+    const started = Date.now()
+    const next = await worker([root, 'killed', 'resume', '0', '600000']).result
+    expect(next.ok).toBe(true)
+    expect(Date.now() - started).toBeLessThan(10_000) // staleLockMs was ten minutes
+    const final = await createJsonlPersistence({ root }).inspect('killed')
+    assertContiguous(final.events)
+    expect(final.events).toHaveLength(10)
+  })
+
+  test('several processes taking over one stale lock at once: exactly one wins', async () => {
+    const root = await tmpRoot()
+    const lock = await seeded(root, 'stale')
+    for (let round = 0; round < 3; round++) {
+      const stale = { pid: 1, host: 'gone-host', bootId: 'x', pidNs: 'y', since: 0, staleLockMs: 100, token: `dead-${round}` }
+      await writeFile(lock, JSON.stringify(stale))
+      const old = new Date(Date.now() - 10_000)
+      await utimes(lock, old, old)
+      const results = await Promise.all(Array.from({ length: 4 }, () => worker([root, 'stale', 'resume', '2500']).result))
+      expect(results.filter((x) => x.ok === true)).toHaveLength(1)
+      expect(results.filter((x) => x.code === 'E_LOCKED')).toHaveLength(3)
+      await writeFile(lock, '') // leave a stale lock behind for the next round
+    }
+    const final = await createJsonlPersistence({ root }).inspect('stale')
+    assertContiguous(final.events)
+    expect(final.events).toHaveLength(4 + 3 * 3)
+  })
+})

@@ -1,5 +1,4 @@
 import { resolve } from 'node:path'
-import PQueue from 'p-queue'
 import { findLogs, findOneLog } from './core/find-logs.js'
 import { encodeSessionId } from './core/id-encoding.js'
 import { listSessions } from './core/list-sessions.js'
@@ -10,6 +9,7 @@ import { logPath } from './core/paths.js'
 import { type PreparedBatch, prepareBatch } from './core/prepare-batch.js'
 import { planRepair } from './core/repair-plan.js'
 import { scanLog } from './core/scan-log.js'
+import { SerialOps } from './core/serial.js'
 import { describeZodError, type JsonlConfig, JsonlConfigSchema, type SessionEvent, type SessionMeta } from './core/schema.js'
 import type { StoreContext } from './core/store-context.js'
 import { ioError, isSessionPersistenceError, SessionPersistenceError } from './errors.js'
@@ -29,7 +29,7 @@ import type {
 interface Tracked {
   readonly id: string
   /** Serializes every operation of the session (load, fork, appends, close). */
-  readonly queue: PQueue
+  readonly ops: SerialOps
   meta: SessionMeta | undefined
   path: string | undefined
   /** Seq the next append must start with. */
@@ -95,12 +95,16 @@ class JsonlPersistence implements JsonlSessionPersistence {
   async append(id: string, events: readonly SessionEvent[]): Promise<void> {
     const s = this.#sessions.get(id)
     if (!s || s.closing) throw notWritable(id)
+    // With nothing of ours queued, the lock check can start now and overlap the serialization:
+    // nothing of this session is written between its start and this batch's write.
+    const early = s.lock && s.ops.idleNow && Array.isArray(events) && events.length > 0 ? s.lock.assertHeld() : undefined
+    early?.catch(() => {}) // awaited in the job; never an unhandled rejection
     const batch = prepareBatch(id, events) // captured now: later mutation changes nothing
     if (batch.count === 0) return
-    await s.queue.add(() => this.#appendNow(s, batch))
+    await s.ops.run(() => this.#appendNow(s, batch, early))
   }
 
-  async #appendNow(s: Tracked, batch: PreparedBatch): Promise<void> {
+  async #appendNow(s: Tracked, batch: PreparedBatch, earlyLockCheck?: Promise<void>): Promise<void> {
     if (this.#sessions.get(s.id) !== s || !s.meta || !s.path) throw notWritable(s.id)
     const broken = s.broken ?? s.writer?.broken
     if (broken) throw broken
@@ -112,7 +116,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
       )
     }
     try {
-      if (s.lock) await s.lock.assertHeld()
+      if (s.lock) await (earlyLockCheck ?? s.lock.assertHeld())
       else s.lock = await this.#locks.acquire(s.id)
       if (s.writer) {
         await s.writer.append(batch.bytes)
@@ -273,7 +277,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     const s = this.#sessions.get(id)
     if (!s) return Promise.resolve()
     s.closing ??= (async () => {
-      await s.queue.onIdle()
+      await s.ops.idle()
       try {
         await s.writer?.close()
         await s.lock?.release()
@@ -301,7 +305,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     }
     const s: Tracked = {
       id,
-      queue: new PQueue({ concurrency: 1 }),
+      ops: new SerialOps(),
       meta: undefined,
       path: undefined,
       nextSeq: 0,
@@ -317,7 +321,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
   /** Runs the opening job of a tracked session; on failure it is untracked and its lock released. */
   async #run<T>(s: Tracked, job: () => Promise<T>): Promise<T> {
     try {
-      return await s.queue.add(job)
+      return await s.ops.run(job)
     } catch (err) {
       if (this.#sessions.get(s.id) === s) this.#sessions.delete(s.id)
       await s.lock?.release().catch(() => {})

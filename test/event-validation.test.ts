@@ -66,6 +66,32 @@ describe('E_NOT_JSON names the event type, its seq, the path and what was found 
   })
 })
 
+test('property: the allocation-free JSON check agrees with the precise walk', async () => {
+  const { isPlainJson, plainJsonProblem } = await import('../src/core/json-check.js')
+  const odd = fc.oneof(
+    fc.constant(undefined),
+    fc.constant(Number.NaN),
+    fc.constant(Number.POSITIVE_INFINITY),
+    fc.bigInt(),
+    fc.constant(new Date(0)),
+    fc.constant(() => 1),
+    fc.constant(Symbol('s')),
+  )
+  const value = fc.letrec((tie) => ({
+    node: fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 1 }), odd, fc.array(tie('node'), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 3 }), tie('node'), { maxKeys: 3 })),
+  })).node
+  fc.assert(
+    fc.property(value, (v) => {
+      expect(isPlainJson(v)).toBe(plainJsonProblem(v, 'data') === undefined)
+    }),
+    { numRuns: 5000 },
+  )
+  let deep: unknown = 1
+  for (let i = 0; i < 200; i++) deep = [deep]
+  expect(isPlainJson(deep)).toBe(false) // gives up past its depth limit…
+  expect(plainJsonProblem(deep, 'data')).toBeUndefined() // …and the precise walk accepts it
+})
+
 describe('the hot-path envelope check agrees with the zod schema (STYLE 9)', () => {
   const near = fc.record(
     {

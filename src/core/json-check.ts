@@ -31,6 +31,41 @@ function isPlainObject(value: object): boolean {
   return proto === Object.prototype || proto === null
 }
 
+const FAST_MAX_DEPTH = 64
+
+/**
+ * The hot-path check: true when `value` is plain JSON. Allocates nothing; gives up (false) past
+ * FAST_MAX_DEPTH, which every cycle reaches, so the precise walk below handles cycles and
+ * produces the message. Inherited enumerable keys (a polluted prototype) also make it give up.
+ */
+export function isPlainJson(value: unknown, depth = 0): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true
+    case 'number':
+      return Number.isFinite(value)
+    case 'object':
+      break
+    default:
+      return false
+  }
+  if (value === null) return true
+  if (depth > FAST_MAX_DEPTH) return false
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype) return false
+    for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false
+    return true
+  }
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return false
+  for (const key in value) {
+    const child = (value as Record<string, unknown>)[key]
+    if (child !== undefined && !isPlainJson(child, depth + 1)) return false
+  }
+  return true
+}
+
 /**
  * Finds the first place where `value` is not plain JSON: null, booleans, finite numbers,
  * strings, arrays and plain objects, recursively, without cycles. Object properties whose value

@@ -1,6 +1,6 @@
 import { SessionPersistenceError } from '../errors.js'
 import { envelopeProblem } from './envelope.js'
-import { pathKey, plainJsonProblem } from './json-check.js'
+import { isPlainJson, pathKey, plainJsonProblem } from './json-check.js'
 import type { SessionEvent } from './schema.js'
 
 export interface PreparedBatch {
@@ -30,13 +30,15 @@ export function prepareBatch(sessionId: string, events: readonly SessionEvent[])
       throw new SessionPersistenceError('E_INVALID_EVENT', `event ${i} of the batch: ${envelope}`, { sessionId })
     }
     const e = event as SessionEvent
-    for (const key of Object.keys(e)) {
-      if (ENVELOPE_KEYS.has(key)) continue
-      const value = (e as Record<string, unknown>)[key]
-      if (value === undefined) continue
-      const problem = plainJsonProblem(value, pathKey('', key))
-      if (problem) {
-        throw new SessionPersistenceError('E_NOT_JSON', `event '${e.type}' (seq ${e.seq}): ${problem}`, { sessionId })
+    if (!isPlainJson(e)) {
+      for (const key of Object.keys(e)) {
+        if (ENVELOPE_KEYS.has(key)) continue
+        const value = (e as Record<string, unknown>)[key]
+        if (value === undefined) continue
+        const problem = plainJsonProblem(value, pathKey('', key))
+        if (problem) {
+          throw new SessionPersistenceError('E_NOT_JSON', `event '${e.type}' (seq ${e.seq}): ${problem}`, { sessionId })
+        }
       }
     }
     if (i === 0) firstSeq = e.seq

@@ -183,15 +183,22 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
   // ---- draining ---------------------------------------------------------------------
 
   #drainSoon(ch: SessionChannel): void {
-    if (ch.drainScheduled) return
-    ch.drainScheduled = true
     void this.#drain(ch).catch(() => {})
   }
 
-  /** Queues a drain after a tick (never on the host's call stack); failures are reported and retried. */
-  async #drain(ch: SessionChannel): Promise<void> {
+  /**
+   * Queues a drain after a tick (never on the host's call stack); failures are reported and
+   * retried. A drain not yet queued will take every event received so far, so a request made
+   * meanwhile (a flush right after a turn/end) joins it instead of queuing an empty one.
+   */
+  #drain(ch: SessionChannel): Promise<void> {
+    ch.scheduledDrain ??= this.#drainAfterTick(ch)
+    return ch.scheduledDrain
+  }
+
+  async #drainAfterTick(ch: SessionChannel): Promise<void> {
     await nextTick()
-    ch.drainScheduled = false
+    ch.scheduledDrain = undefined
     if (ch.flushTimer) clearTimeout(ch.flushTimer)
     ch.flushTimer = undefined
     try {

@@ -30,7 +30,8 @@ export class SessionChannel {
   sizedBytes = 0
   sizing = false
   flushTimer: NodeJS.Timeout | undefined
-  drainScheduled = false
+  /** A drain requested but not yet queued: later requests join it. */
+  scheduledDrain: Promise<void> | undefined
   retryTimer: NodeJS.Timeout | undefined
   retryDelayMs = 0
   /** Set by session/disposed: the drain-then-close in progress. */

@@ -1,0 +1,43 @@
+// Shared helpers of the benchmark scripts: timing, statistics, event generation, scratch space.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+export const now = () => Number(process.hrtime.bigint()) / 1e6 // ms
+
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = s.length >> 1
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
+}
+
+export function stats(xs) {
+  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), runs: xs.length }
+}
+
+/** A scratch directory on the same file system as the test runs (never tmpfs unless TMPDIR says so). */
+export function scratch(name) {
+  const base = process.env.BENCH_DIR ?? join(process.cwd(), 'bench', '.work')
+  mkdirSync(base, { recursive: true })
+  return mkdtempSync(join(base, `${name}-`))
+}
+
+export function cleanup(dir) {
+  rmSync(dir, { recursive: true, force: true })
+}
+
+const TEXT = 'The quick brown fox jumps over the lazy dog while the agent streams its answer. '.repeat(5).slice(0, 300)
+
+/** An event of about 400 bytes once serialized, like a streamed chunk. */
+export function event(seq, turn = 1) {
+  return { seq, type: 'assistant/chunk', time: 1_764_489_600_000 + seq, data: { turn, step: 0, chunk: { type: 'text-delta', text: TEXT } } }
+}
+
+/** `count` events of ~400 bytes, seqs from `from`. */
+export function events(from, count) {
+  const out = []
+  for (let i = 0; i < count; i++) out.push(event(from + i))
+  return out
+}
+
+export const serialize = (batch) => Buffer.from(batch.map((e) => `${JSON.stringify(e)}\n`).join(''))

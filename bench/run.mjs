@@ -1,0 +1,89 @@
+// `npm run bench [-- --quick]`: every figure is a median over >= 5 runs; every ratio is computed
+// within one run (both sides measured back to back), so machine noise cancels. Writes bench/results.json.
+import { statSync, writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
+import { appendRun, concurrentRun, materializeRun } from './scenarios/append.mjs'
+import { listRun, loadRun, lockRun, makeLoadFixture, peakRss } from './scenarios/load-list-lock.mjs'
+import { endToEndRun, handlerRun } from './scenarios/plugin.mjs'
+import { stats } from './lib.mjs'
+
+const quick = process.argv.includes('--quick')
+const RUNS = quick ? 5 : 7
+const rows = []
+const fmt = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(3))
+
+/** Records a figure: `values` (one per run), a target like ['<=', 1.2], and its unit. */
+function record(name, values, unit, target) {
+  const s = stats(values)
+  const met = target ? (target[0] === '<=' ? s.median <= target[1] : s.median >= target[1]) : undefined
+  rows.push({ name, unit, ...s, target: target ? `${target[0]} ${target[1]}` : '', met })
+  const t = target ? `  target ${target[0]} ${target[1]} ${met ? 'MET' : 'NOT MET'}` : ''
+  console.log(`${name.padEnd(58)} ${fmt(s.median).padStart(9)} ${unit.padEnd(9)} (min ${fmt(s.min)}, max ${fmt(s.max)})${t}`)
+}
+
+async function repeat(fn) {
+  const out = []
+  for (let i = 0; i < RUNS; i++) out.push(await fn(i))
+  return out
+}
+const col = (runs, f) => runs.map(f)
+
+console.log(`session-persistence-jsonl benchmarks (${quick ? 'quick' : 'full'}; ${RUNS} runs each; node ${process.version}; ${cpus().length} × ${cpus()[0]?.model}; ${(totalmem() / 2 ** 30).toFixed(0)} GiB)`)
+console.log()
+
+for (const size of [1, 10, 100]) {
+  const runs = await repeat(() => appendRun(size, quick ? 60 : 200))
+  record(`append batch ${size}: package, ms per batch`, col(runs, (r) => r.pkg), 'ms')
+  record(`append batch ${size}: raw FileHandle write+fdatasync, ms`, col(runs, (r) => r.asyncRaw), 'ms')
+  record(`append batch ${size}: raw writeSync+fdatasyncSync, ms`, col(runs, (r) => r.syncRaw), 'ms')
+  record(`append batch ${size}: package / raw non-blocking`, col(runs, (r) => r.pkg / r.asyncRaw), '×', size === 10 ? ['<=', 1.2] : undefined)
+  record(`append batch ${size}: package / raw synchronous (floor)`, col(runs, (r) => r.pkg / r.syncRaw), '×')
+  if (size === 100) {
+    record('append batch 100: throughput vs stringify+write+fdatasync', col(runs, (r) => r.stringify / r.pkg), '×', ['>=', 0.85])
+  }
+}
+
+const conc = await repeat(() => concurrentRun(16, quick ? 30 : 80))
+record('16 sessions concurrently: package events/s', col(conc, (r) => r.pkgEventsPerSec), 'ev/s')
+record('16 sessions: events/s vs one synchronous raw writer', col(conc, (r) => r.pkgEventsPerSec / r.syncEventsPerSec), '×', ['>=', 2])
+
+const mat = await repeat(() => materializeRun(quick ? 30 : 100))
+record('new session: package first append, ms', col(mat, (r) => r.pkg), 'ms')
+record('new session: vs create+write+fdatasync+dir fsync', col(mat, (r) => r.pkg / r.raw), '×', ['<=', 1.3])
+
+const fixture = makeLoadFixture(100_000)
+try {
+  const size = statSync(fixture.path).size
+  const loads = await repeat(() => loadRun(fixture))
+  record(`load 100k events (${(size / 2 ** 20).toFixed(1)} MiB): package, ms`, col(loads, (r) => r.pkg), 'ms')
+  record('load 100k: throughput vs readFileSync+split+JSON.parse', col(loads, (r) => r.baseline / r.pkg), '×', ['>=', 0.9])
+  const rss = await repeat(() => peakRss('package', fixture.root, fixture.path).peakAboveBaseline / size)
+  record('load 100k: peak RSS above baseline / file size', rss, '×', ['<=', 2.5])
+  const rssBase = await repeat(() => peakRss('baseline', fixture.root, fixture.path).peakAboveBaseline / size)
+  record('load 100k: same for readFileSync+split+JSON.parse', rssBase, '×')
+} finally {
+  fixture.cleanup()
+}
+
+const lists = await repeat(() => listRun(quick ? 2_000 : 10_000))
+record(`list ${quick ? '2,000' : '10,000'} sessions, ms`, col(lists, (r) => r.ms), 'ms')
+record('list: reads per file', col(lists, (r) => r.readsPerFile), 'reads', ['<=', 1])
+record('list: bytes asked per read', col(lists, (r) => r.maxBytesPerRead), 'bytes', ['<=', 4096])
+
+const locks = await repeat(() => lockRun(quick ? 30 : 100))
+record('load + append 10 + close, ms', col(locks, (r) => r.withLock), 'ms')
+record('writer lock: acquire + check + release / the rest', col(locks, (r) => r.ratio), '×', ['<=', 0.25])
+
+const handler = await repeat(() => handlerRun(100_000))
+record('plugin session/event handler on the host call path', col(handler, (r) => r.nsPerEvent / 1000), 'µs/event', ['<=', 2])
+record('  (eventemitter3 emit to a no-op listener, for scale)', col(handler, (r) => r.nsPerEventNoop / 1000), 'µs/event')
+const e2e = await repeat(() => endToEndRun(quick ? 50 : 150))
+record('plugin end to end: durable events/s vs direct append', col(e2e, (r) => r.ratio), '×', ['>=', 0.8])
+
+writeFileSync(
+  new URL('./results.json', import.meta.url),
+  `${JSON.stringify({ date: new Date().toISOString(), mode: quick ? 'quick' : 'full', node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model, rows }, null, 2)}\n`,
+)
+const missed = rows.filter((r) => r.met === false)
+console.log()
+console.log(missed.length === 0 ? 'All targets met.' : `Targets not met: ${missed.map((r) => r.name).join('; ')}`)

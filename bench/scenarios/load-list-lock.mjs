@@ -1,0 +1,104 @@
+// Loading a large log, listing many sessions, and what the writer lock costs.
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createJsonlPersistence } from '../../dist/index.js'
+import { SessionLocks } from '../../dist/lock/session-lock.js'
+import { createNodeFileSystem } from '../../dist/fs/node-file-system.js'
+import { createFaultInjectingFileSystem } from '../../dist/testing/index.js'
+import { cleanup, events, now, scratch, serialize } from '../lib.mjs'
+
+const header = (id) => `{"type":"session","version":0,"id":"${id}","createdAt":1764489600000,"delegationDepth":0}\n`
+
+/** Writes a balanced log of `count` ~400-byte events under `<root>/_no-cwd/<id>.jsonl`. */
+export function writeLog(root, id, count) {
+  mkdirSync(join(root, '_no-cwd'), { recursive: true })
+  const evs = events(0, count)
+  evs[count - 1] = { seq: count - 1, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } }
+  const path = join(root, '_no-cwd', `${id}.jsonl`)
+  writeFileSync(path, Buffer.concat([Buffer.from(header(id)), serialize(evs)]))
+  return path
+}
+
+export function makeLoadFixture(count) {
+  const root = scratch('load')
+  const path = writeLog(root, 'big', count)
+  return { root, path, cleanup: () => cleanup(root) }
+}
+
+/** One run: package load vs readFileSync + split + JSON.parse of the same file (ms). */
+export async function loadRun({ root, path }) {
+  let t = now()
+  const text = readFileSync(path, 'utf8')
+  const lines = text.split('\n')
+  const parsed = []
+  for (let i = 1; i < lines.length; i++) if (lines[i]) parsed.push(JSON.parse(lines[i]))
+  const baseline = now() - t
+  const p = createJsonlPersistence({ root })
+  t = now()
+  const loaded = await p.load('big')
+  const pkg = now() - t
+  await p.closeAll()
+  if (loaded.events.length !== parsed.length) throw new Error('load returned a different number of events')
+  return { pkg, baseline }
+}
+
+/** Peak RSS above the process's baseline, measured in a fresh process for each reader. */
+export function peakRss(mode, root, path) {
+  const probe = fileURLToPath(new URL('../probes/rss.mjs', import.meta.url))
+  const r = spawnSync(process.execPath, ['--max-old-space-size=16384', probe, mode, root, path], { encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`rss probe failed: ${r.stderr}`)
+  return JSON.parse(r.stdout)
+}
+
+/** list over `count` sessions, through a counting file system: reads per file and bytes asked. */
+export async function listRun(count) {
+  const root = scratch('list')
+  try {
+    mkdirSync(join(root, '_no-cwd'), { recursive: true })
+    const line = `${JSON.stringify(events(0, 1)[0])}\n`.repeat(20)
+    for (let i = 0; i < count; i++) writeFileSync(join(root, '_no-cwd', `s${i}.jsonl`), header(`s${i}`) + line)
+    const fs = createFaultInjectingFileSystem()
+    const p = createJsonlPersistence({ root, fs })
+    const t = now()
+    const listing = await p.list()
+    const ms = now() - t
+    const reads = fs.calls.filter((c) => c.op === 'read')
+    if (listing.length !== count) throw new Error(`listed ${listing.length} of ${count}`)
+    return { ms, readsPerFile: reads.length / count, maxBytesPerRead: Math.max(...reads.map((r) => r.detail)) }
+  } finally {
+    cleanup(root)
+  }
+}
+
+/** Lock cost: acquire + one ownership check + release, against load + one append + close. */
+export async function lockRun(iterations) {
+  const root = scratch('lock')
+  try {
+    writeLog(root, 'locked', 100)
+    const batch = () => null
+    void batch
+    let next = 100
+    let t = now()
+    for (let i = 0; i < iterations; i++) {
+      const p = createJsonlPersistence({ root })
+      const { events: evs } = await p.load('locked')
+      next = evs.length
+      await p.append('locked', events(next, 10))
+      await p.closeAll()
+    }
+    const withLock = (now() - t) / iterations
+    const locks = new SessionLocks({ fs: createNodeFileSystem(), root, sync: 'data', logger: console }, 10_000)
+    t = now()
+    for (let i = 0; i < iterations; i++) {
+      const held = await locks.acquire('locked')
+      await held.assertHeld()
+      await held.release()
+    }
+    const lockOnly = (now() - t) / iterations
+    return { withLock, lockOnly, ratio: lockOnly / (withLock - lockOnly) }
+  } finally {
+    cleanup(root)
+  }
+}

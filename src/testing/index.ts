@@ -16,3 +16,4 @@ export {
   type ToolCallScript,
   type TurnScript,
 } from './reference-host.js'
+export { type CrashFileSystem, type CrashImage, contentVariants, createCrashFileSystem } from './crash-fs.js'

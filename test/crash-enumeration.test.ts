@@ -46,9 +46,9 @@ describe('crash-state enumeration (every crash point of every operation)', () =>
     )
   })
 
-  test('seeded random workloads (as the long form runs them)', async () => {
-    for (let seed = 1; seed <= 4; seed++) {
-      const r = await enumerateCrashStates(randomWorkload(seed), { maxImagesPerPoint: 64 })
+  test('seeded random workloads (as the long form runs them)', { timeout: 240_000 }, async () => {
+    for (let seed = 1; seed <= Number(process.env.CRASH_SEEDS ?? 8); seed++) {
+      const r = await enumerateCrashStates(randomWorkload(seed, 10), { maxImagesPerPoint: 128 })
       report.workloads++
       report.states += r.states
       expect(r.failures).toEqual([])

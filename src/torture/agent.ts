@@ -1,0 +1,68 @@
+// The torture's agent process: resumes (or starts) its sessions through the plugin, then runs
+// turns with streamed chunks and tool calls, forks now and then, and after every acknowledged
+// flush prints {"id","count","digest"} — until it is killed.
+import { isSessionPersistenceError, sessionPersistencePlugin } from '../index.js'
+import { createReferenceHost, type ReferenceSession } from '../testing/index.js'
+import { HashChain } from './hash-chain.js'
+
+const [root, seedArg, mainId = 'main'] = process.argv.slice(2)
+if (!root) throw new Error('usage: agent <root> [seed]')
+let seed = Number(seedArg ?? Date.now()) >>> 0
+const rand = () => {
+  seed = (seed + 0x6d2b79f5) >>> 0
+  let t = Math.imul(seed ^ (seed >>> 15), seed | 1)
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+
+// TORTURE_SYNC=none shows that the checks have teeth: power cuts then lose acknowledged events.
+const sync = process.env.TORTURE_SYNC === 'none' ? 'none' : 'data'
+const plugin = sessionPersistencePlugin({ root, flushDelayMs: 5, sync })
+plugin.on('error', (e) => process.stderr.write(`agent error ${e.code}: ${e.message}\n`))
+const host = createReferenceHost({ cwd: '/torture' })
+await plugin.apply(host)
+
+const chains = new Map<string, HashChain>()
+const track = (s: ReferenceSession) => {
+  chains.set(s.meta.id, HashChain.of(s.events))
+  host.sessionEvents.on('session/event', (id, e) => {
+    if (id === s.meta.id) chains.get(id)!.add(e)
+  })
+  return s
+}
+const acknowledge = async (s: ReferenceSession) => {
+  await plugin.flush(s.meta.id)
+  const chain = chains.get(s.meta.id)!
+  process.stdout.write(`${JSON.stringify({ id: s.meta.id, count: chain.count, digest: chain.digest })}\n`)
+}
+
+async function resume(id: string): Promise<ReferenceSession> {
+  try {
+    return track(host.resume(await plugin.persistence.load(id)))
+  } catch (err) {
+    if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
+    return track(host.startSession({ id }))
+  }
+}
+
+const main = await resume(mainId)
+await acknowledge(main) // the repair (closers) is acknowledged too
+for (let n = 0; ; n++) {
+  const r = rand()
+  if (r < 0.08 && main.events.some((e) => e.type === 'turn/end')) {
+    const cut = main.events.map((e) => e.type).lastIndexOf('turn/end') + 1
+    const child = track(host.fork(main, { seedLength: cut, id: `fork-${Date.now()}-${n}` }))
+    child.runTurn({ user: 'forked', steps: [{ text: 'a branch', chunks: 2 }] })
+    await acknowledge(child)
+    child.dispose()
+    continue
+  }
+  const calls = Math.floor(rand() * 3)
+  main.beginTurn(`request ${n}`)
+  const ids = main.step({ text: 'working on it '.repeat(1 + Math.floor(rand() * 40)), chunks: 1 + Math.floor(rand() * 6), toolCalls: Array.from({ length: calls }, () => ({ name: 'bash', arguments: { cmd: 'make test' } })) })
+  if (rand() < 0.5) await acknowledge(main) // a durability point with calls in flight
+  for (const id of ids) main.toolResult(id, 'ok '.repeat(Math.floor(rand() * 2000)))
+  main.endStep()
+  main.endTurn()
+  await acknowledge(main)
+}

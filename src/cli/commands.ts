@@ -1,0 +1,245 @@
+import { randomUUID } from 'node:crypto'
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
+import PQueue from 'p-queue'
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
+import type { JsonlSessionPersistence, ListProblem, LoadedSession, SessionListing } from '../persistence.js'
+import { formatBytes, oneLine, renderMarkdown, renderTranscript, type Style } from './render.js'
+
+export interface Io {
+  out: (s: string) => void
+  err: (s: string) => void
+  style: Style
+  /** Progress on a terminal only. */
+  progress: ((done: number, total: number) => void) | undefined
+}
+
+/** A session id from an exact id or a unique prefix of one; an ambiguous prefix lists the matches. */
+export async function resolveId(p: JsonlSessionPersistence, given: string): Promise<string> {
+  const ids = (await p.list({ onProblem: () => {} })).map((l) => l.meta.id)
+  if (ids.includes(given)) return given
+  const matches = ids.filter((id) => id.startsWith(given))
+  if (matches.length === 1) return matches[0]!
+  if (matches.length > 1) {
+    throw new SessionPersistenceError('E_AMBIGUOUS', `'${given}' is a prefix of ${matches.length} sessions: ${matches.sort().join(', ')}`)
+  }
+  return given // not listed (e.g. a damaged header): let the operation say what is wrong
+}
+
+export async function ls(p: JsonlSessionPersistence, io: Io, opts: { json: boolean; cwd?: string | undefined }): Promise<number> {
+  const problems: ListProblem[] = []
+  let listing = await p.list({ onProblem: (pr) => problems.push(pr) })
+  if (opts.cwd !== undefined) {
+    const cwd = resolve(opts.cwd)
+    listing = listing.filter((l) => l.meta.cwd === cwd)
+  }
+  if (opts.json) {
+    io.out(`${JSON.stringify({ sessions: listing, problems }, null, 2)}\n`)
+    return 0
+  }
+  const rows = listing.map((l) => [
+    l.meta.id,
+    new Date(l.meta.createdAt).toISOString().replace('T', ' ').slice(0, 19),
+    l.meta.cwd ?? '-',
+    formatBytes(l.sizeBytes),
+    l.meta.parentSession ? (l.meta.seedLength !== undefined ? `fork of ${l.meta.parentSession}@${l.meta.seedLength}` : `sub of ${l.meta.parentSession}`) : '-',
+    String(l.meta.delegationDepth),
+  ])
+  const header = ['ID', 'CREATED (UTC)', 'CWD', 'SIZE', 'PARENT', 'DEPTH']
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
+  const fmt = (r: string[]) => r.map((c, i) => (i === 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()
+  io.out(`${io.style.bold(fmt(header))}\n`)
+  for (const r of rows) io.out(`${fmt(r)}\n`)
+  if (rows.length === 0) io.out(io.style.dim('(no sessions)\n'))
+  for (const pr of problems) io.err(`warning: skipped ${pr.path}: ${pr.code}\n`)
+  return 0
+}
+
+async function logPath(p: JsonlSessionPersistence, id: string): Promise<string> {
+  const found = (await p.list({ onProblem: () => {} })).find((l) => l.meta.id === id)
+  if (!found) throw new SessionPersistenceError('E_NOT_FOUND', `no listable session '${id}' under ${p.root}`, { sessionId: id })
+  return found.location.path
+}
+
+export async function show(p: JsonlSessionPersistence, io: Io, id: string, opts: { json: boolean; raw: boolean }): Promise<number> {
+  if (opts.raw) {
+    io.out((await readFile(await logPath(p, id))).toString('utf8'))
+    return 0
+  }
+  const session = await p.inspect(id)
+  io.out(opts.json ? `${JSON.stringify(session, null, 2)}\n` : renderTranscript(session, io.style))
+  return 0
+}
+
+export async function tree(p: JsonlSessionPersistence, io: Io, id: string | undefined, opts: { json: boolean }): Promise<number> {
+  const listing = await p.list({ onProblem: () => {} })
+  const byId = new Map(listing.map((l) => [l.meta.id, l]))
+  const children = new Map<string, SessionListing[]>()
+  const roots: SessionListing[] = []
+  for (const l of [...listing].sort((a, b) => a.meta.createdAt - b.meta.createdAt || (a.meta.id < b.meta.id ? -1 : 1))) {
+    const parent = l.meta.parentSession
+    if (parent && byId.has(parent)) children.set(parent, [...(children.get(parent) ?? []), l])
+    else roots.push(l)
+  }
+  let top = roots
+  if (id !== undefined) {
+    let cur = byId.get(id)
+    if (!cur) throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}' under ${p.root}`, { sessionId: id })
+    const seen = new Set<string>()
+    while (cur.meta.parentSession && byId.has(cur.meta.parentSession) && !seen.has(cur.meta.id)) {
+      seen.add(cur.meta.id)
+      cur = byId.get(cur.meta.parentSession)!
+    }
+    top = [cur]
+  }
+  type Node = { id: string; relation: string; createdAt: number; children: Node[] }
+  const build = (l: SessionListing, seen: Set<string>): Node => ({
+    id: l.meta.id,
+    relation: !l.meta.parentSession ? 'root' : l.meta.seedLength !== undefined ? `fork at ${l.meta.seedLength}` : `delegated (depth ${l.meta.delegationDepth})`,
+    createdAt: l.meta.createdAt,
+    children: seen.has(l.meta.id) ? [] : (children.get(l.meta.id) ?? []).map((c) => build(c, new Set([...seen, l.meta.id]))),
+  })
+  const nodes = top.map((l) => build(l, new Set()))
+  if (opts.json) {
+    io.out(`${JSON.stringify(nodes, null, 2)}\n`)
+    return 0
+  }
+  const print = (n: Node, prefix: string, last: boolean, depth: number) => {
+    const branch = depth === 0 ? '' : last ? '└─ ' : '├─ '
+    const rel = n.relation === 'root' ? '' : io.style.dim(` (${n.relation})`)
+    io.out(`${prefix}${branch}${n.id}${rel}\n`)
+    const next = depth === 0 ? '' : prefix + (last ? '   ' : '│  ')
+    n.children.forEach((c, i) => print(c, next, i === n.children.length - 1, depth + 1))
+  }
+  for (const n of nodes) print(n, '', true, 0)
+  if (nodes.length === 0) io.out(io.style.dim('(no sessions)\n'))
+  return 0
+}
+
+type Verdict =
+  | { status: 'ok'; id: string; path: string; events: number }
+  | { status: 'repairable'; id: string; path: string; events: number; cutBytes: number; cutLines: number; truncateAt?: number; reason?: string; closers: number; droppedTurnEnds: number }
+  | { status: 'corrupt'; id?: string; path: string; line?: number; byteOffset?: number; reason: string }
+  | { status: 'unsupported'; id?: string; path: string; reason: string }
+
+export async function verify(p: JsonlSessionPersistence, io: Io, opts: { json: boolean }): Promise<number> {
+  const verdicts: Verdict[] = []
+  const problems: ListProblem[] = []
+  const listing = await p.list({ onProblem: (pr) => problems.push(pr) })
+  for (const pr of problems) {
+    verdicts.push(pr.code === 'E_FORMAT_UNSUPPORTED' ? { status: 'unsupported', path: pr.path, reason: pr.message } : { status: 'corrupt', path: pr.path, reason: pr.message })
+  }
+  let done = 0
+  const queue = new PQueue({ concurrency: 8 })
+  await queue.addAll(
+    listing.map((l) => async () => {
+      const { id } = l.meta
+      const path = l.location.path
+      try {
+        const s = await p.inspect(id)
+        const r = s.repair
+        verdicts.push(
+          r
+            ? {
+                status: 'repairable',
+                id,
+                path,
+                events: s.events.length - r.closers.length,
+                cutBytes: r.droppedBytes,
+                cutLines: r.droppedLines,
+                ...(r.truncatedAtByte !== undefined ? { truncateAt: r.truncatedAtByte } : {}),
+                ...(r.reason !== undefined ? { reason: r.reason } : {}),
+                closers: r.closers.length,
+                droppedTurnEnds: r.droppedTurnEnds,
+              }
+            : { status: 'ok', id, path, events: s.events.length },
+        )
+      } catch (err) {
+        if (isSessionPersistenceError(err, 'E_FORMAT_UNSUPPORTED')) verdicts.push({ status: 'unsupported', id, path, reason: err.message })
+        else if (isSessionPersistenceError(err)) {
+          const c = err as SessionPersistenceError & { line?: number; byteOffset?: number; reason?: string }
+          verdicts.push({ status: 'corrupt', id, path, ...(c.line !== undefined ? { line: c.line, byteOffset: c.byteOffset! } : {}), reason: c.reason ?? `${err.code}: ${err.message}` })
+        } else throw err
+      }
+      io.progress?.(++done, listing.length)
+    }),
+  )
+  const temps = await staleTempFiles(p.root)
+  const order = { corrupt: 0, unsupported: 1, repairable: 2, ok: 3 }
+  verdicts.sort((a, b) => order[a.status] - order[b.status] || (a.path < b.path ? -1 : 1))
+  const count = (s: Verdict['status']) => verdicts.filter((v) => v.status === s).length
+  const summary = { logs: verdicts.length, ok: count('ok'), repairable: count('repairable'), corrupt: count('corrupt'), unsupported: count('unsupported'), tempFiles: temps.length }
+  const failed = summary.corrupt + summary.unsupported > 0
+  if (opts.json) {
+    io.out(`${JSON.stringify({ summary, logs: verdicts, tempFiles: temps }, null, 2)}\n`)
+    return failed ? 1 : 0
+  }
+  const s = io.style
+  for (const v of verdicts) {
+    const name = v.id ?? v.path
+    if (v.status === 'ok') io.out(`${s.green('ok')}           ${name} (${v.events} events)\n`)
+    else if (v.status === 'repairable') {
+      const cut = v.truncateAt !== undefined ? `would cut ${v.cutBytes} bytes in ${v.cutLines} line(s) at byte ${v.truncateAt} (${v.reason})` : 'nothing to cut'
+      io.out(`${s.yellow('repairable')}   ${name}: ${cut}; would write ${v.closers} closing event(s)${v.droppedTurnEnds ? `; ${v.droppedTurnEnds} committed turn end(s) lost to zeroed blocks` : ''}\n`)
+    } else if (v.status === 'corrupt') {
+      io.out(`${s.red('corrupt')}      ${name}: ${v.path}${v.line !== undefined ? ` line ${v.line}, byte ${v.byteOffset}` : ''}: ${oneLine(v.reason, 160)}\n`)
+    } else io.out(`${s.red('unsupported')}  ${name}: ${oneLine(v.reason, 160)}\n`)
+  }
+  for (const t of temps) io.out(`${s.dim('temp file')}    ${t} (left by an interrupted write; safe to delete when no writer runs)\n`)
+  io.out(`${summary.logs} log(s): ${summary.ok} ok, ${summary.repairable} repairable, ${summary.corrupt} corrupt, ${summary.unsupported} unsupported${temps.length ? `; ${temps.length} temporary file(s)` : ''}\n`)
+  return failed ? 1 : 0
+}
+
+async function staleTempFiles(root: string): Promise<string[]> {
+  const found: string[] = []
+  let buckets: string[] = []
+  try {
+    buckets = (await readdir(root, { withFileTypes: true })).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => join(root, e.name))
+  } catch {
+    return found
+  }
+  for (const bucket of buckets) {
+    for (const name of await readdir(bucket).catch(() => [] as string[])) {
+      if (name.startsWith('.tmp-')) found.push(join(bucket, name))
+    }
+  }
+  return found
+}
+
+function describeRepair(session: LoadedSession, dryRun: boolean): string {
+  const r = session.repair
+  if (!r) return `nothing to repair: ${session.events.length} events, no torn tail, no open turn\n`
+  const lines: string[] = []
+  lines.push(r.truncatedAtByte !== undefined ? `${dryRun ? 'would cut' : 'cut'} ${r.droppedBytes} bytes in ${r.droppedLines} line(s) at byte ${r.truncatedAtByte}: ${r.reason}` : 'no torn tail')
+  if (r.droppedTurnEnds) lines.push(`warning: ${r.droppedTurnEnds} committed turn end(s) were after zeroed (never synced) blocks and are cut too`)
+  lines.push(r.closers.length ? `${dryRun ? 'would write' : 'wrote'} ${r.closers.length} closing event(s):` : 'no open turn to close')
+  for (const c of r.closers) lines.push(`  seq ${c.seq} ${c.type} ${oneLine(c.data ?? null, 140)}`)
+  lines.push(`${session.events.length} events ${dryRun ? 'after the repair' : 'now'}`)
+  return `${lines.join('\n')}\n`
+}
+
+export async function repair(p: JsonlSessionPersistence, io: Io, id: string, opts: { json: boolean; dryRun: boolean }): Promise<number> {
+  const session = opts.dryRun ? await p.inspect(id) : await p.load(id)
+  await p.closeAll()
+  if (opts.json) io.out(`${JSON.stringify({ id, dryRun: opts.dryRun, repair: session.repair ?? null, events: session.events.length }, null, 2)}\n`)
+  else io.out(describeRepair(session, opts.dryRun))
+  return 0
+}
+
+export async function fork(p: JsonlSessionPersistence, io: Io, id: string, opts: { json: boolean; at: number; newId: string | undefined }): Promise<number> {
+  const meta = await p.fork(id, { id: opts.newId ?? randomUUID(), seedLength: opts.at })
+  await p.closeAll()
+  io.out(opts.json ? `${JSON.stringify(meta, null, 2)}\n` : `${meta.id}\n`)
+  return 0
+}
+
+export async function exportSession(p: JsonlSessionPersistence, io: Io, id: string, opts: { format: 'md' | 'json'; out: string | undefined }): Promise<number> {
+  const session = await p.inspect(id)
+  const text = opts.format === 'md' ? renderMarkdown(session) : `${JSON.stringify(session, null, 2)}\n`
+  if (opts.out) {
+    await stat(dirname(resolve(opts.out)))
+    await writeFile(opts.out, text)
+    io.err(`wrote ${opts.out}\n`)
+  } else io.out(text)
+  return 0
+}

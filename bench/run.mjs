@@ -3,7 +3,7 @@
 import { statSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { appendRun, concurrentRun, materializeRun } from './scenarios/append.mjs'
-import { listRun, loadRun, lockRun, makeLoadFixture, peakRss } from './scenarios/load-list-lock.mjs'
+import { listRun, loadRun, lockRun, makeLoadFixture, peakRss, verifyRun } from './scenarios/load-list-lock.mjs'
 import { endToEndRun, handlerRun } from './scenarios/plugin.mjs'
 import { stats } from './lib.mjs'
 
@@ -69,6 +69,10 @@ const lists = await repeat(() => listRun(quick ? 2_000 : 10_000))
 record(`list ${quick ? '2,000' : '10,000'} sessions, ms`, col(lists, (r) => r.ms), 'ms')
 record('list: reads per file', col(lists, (r) => r.readsPerFile), 'reads', ['<=', 1])
 record('list: bytes asked per read', col(lists, (r) => r.maxBytesPerRead), 'bytes', ['<=', 4096])
+
+const verifies = await repeat(() => verifyRun(quick ? 1_000 : 10_000))
+record(`verify ${quick ? '1,000' : '10,000'} sessions of 100 events, ms`, col(verifies, (r) => r.verifyMs), 'ms')
+record('verify: throughput vs loading them one after another', col(verifies, (r) => r.ratio), '×', ['>=', 0.5])
 
 const locks = await repeat(() => lockRun(quick ? 30 : 100))
 record('load + append 10 + close, ms', col(locks, (r) => r.withLock), 'ms')

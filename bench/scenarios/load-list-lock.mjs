@@ -102,3 +102,28 @@ export async function lockRun(iterations) {
     cleanup(root)
   }
 }
+
+/** `session-jsonl verify` over `count` sessions of 100 events vs loading them one after another. */
+export async function verifyRun(count) {
+  const root = scratch('verify')
+  try {
+    for (let i = 0; i < count; i++) writeLog(root, `v${i}`, 100)
+    const { verify } = await import('../../dist/cli/commands.js')
+    const { makeStyle } = await import('../../dist/cli/render.js')
+    const io = { out: () => {}, err: () => {}, style: makeStyle(false), progress: undefined }
+    let t = now()
+    const code = await verify(createJsonlPersistence({ root }), io, { json: true })
+    const verifyMs = now() - t
+    if (code !== 0) throw new Error('verify found problems in healthy logs')
+    const p = createJsonlPersistence({ root })
+    t = now()
+    for (let i = 0; i < count; i++) {
+      await p.load(`v${i}`)
+      await p.close(`v${i}`)
+    }
+    const loadMs = now() - t
+    return { verifyMs, loadMs, ratio: loadMs / verifyMs }
+  } finally {
+    cleanup(root)
+  }
+}

@@ -95,7 +95,7 @@ export async function tree(p: JsonlSessionPersistence, io: Io, id: string | unde
   type Node = { id: string; relation: string; createdAt: number; children: Node[] }
   const build = (l: SessionListing, seen: Set<string>): Node => ({
     id: l.meta.id,
-    relation: !l.meta.parentSession ? 'root' : l.meta.seedLength !== undefined ? `fork at ${l.meta.seedLength}` : `delegated (depth ${l.meta.delegationDepth})`,
+    relation: !l.meta.parentSession ? 'root' : l.meta.seedLength !== undefined ? `fork at ${l.meta.seedLength}` : `delegated, depth ${l.meta.delegationDepth}`,
     createdAt: l.meta.createdAt,
     children: seen.has(l.meta.id) ? [] : (children.get(l.meta.id) ?? []).map((c) => build(c, new Set([...seen, l.meta.id]))),
   })

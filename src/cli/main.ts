@@ -42,7 +42,7 @@ const HINTS: Record<string, string> = {
   E_CORRUPT: 'the file was not modified; `session-jsonl verify` shows every damaged log',
   E_FORMAT_UNSUPPORTED: 'written by a newer version of session-persistence-jsonl; upgrade to read it',
   E_LOCKED: 'another process is writing this session; retry when it has finished',
-  E_BAD_FORK_POINT: 'fork at 0 or just after a turn/end (see `session-jsonl show`)',
+  E_BAD_FORK_POINT: '`session-jsonl show` marks where each turn ends',
   E_EXISTS: 'choose another --id',
 }
 

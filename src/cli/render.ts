@@ -109,7 +109,7 @@ export function renderTranscript(session: LoadedSession, style: Style): string {
       case 'assistant/message': {
         const n = chunks.get(`${String(d?.turn)}/${String(d?.step)}`)
         const text = contentText(d?.content)
-        out.push(`${style.cyan('assistant')}${n ? style.dim(` (streamed in ${n} chunks)`) : ''}: ${text}`)
+        out.push(`${style.cyan('assistant')}${n ? style.dim(` (streamed in ${n} chunks)`) : ''}${text ? `: ${text}` : ''}`)
         for (const call of toolCalls(d?.content)) {
           const result = results.get(call.callId)
           out.push(`  → ${style.bold(call.name)} ${oneLine(call.arguments, 80)} ${style.dim(`[${call.callId}]`)}`)

@@ -3,8 +3,9 @@
 import { statSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { appendRun, concurrentRun, materializeRun } from './scenarios/append.mjs'
-import { listRun, loadRun, lockRun, makeLoadFixture, peakRss, verifyRun } from './scenarios/load-list-lock.mjs'
+import { listRun, loadRun, lockRun, makeBigFixture, makeLoadFixture, peakRss, verifyRun } from './scenarios/load-list-lock.mjs'
 import { endToEndRun, handlerRun } from './scenarios/plugin.mjs'
+import { growthRun, loadSqlite, noSyncRun, sqliteAppendRun, sqliteLoadRun } from './scenarios/alternatives.mjs'
 import { stats } from './lib.mjs'
 
 const quick = process.argv.includes('--quick')
@@ -43,6 +44,24 @@ for (const size of [1, 10, 100]) {
   }
 }
 
+const Database = loadSqlite()
+if (Database) {
+  for (const size of [1, 10, 100]) {
+    const runs = await repeat(() => sqliteAppendRun(Database, size, quick ? 40 : 150))
+    record(`SQLite WAL synchronous=FULL, batch ${size}: ms per batch`, col(runs, (r) => r.sqlite), 'ms')
+    record(`package / SQLite WAL FULL, batch ${size}`, col(runs, (r) => r.pkg / r.sqlite), '×', size === 10 ? ['<=', 1] : undefined)
+  }
+} else {
+  console.log('SQLite: better-sqlite3 is not installed (npm install); SQLite rows skipped')
+}
+const nosync = await repeat(() => noSyncRun(10, quick ? 100 : 300))
+record("sync 'none' batch 10 / appendFileSync without sync", col(nosync, (r) => r.pkg / r.raw), '×')
+const growth = await repeat(() => growthRun(quick ? 30 : 100))
+record('growth: package per batch at 50k events / at 1k', col(growth, (r) => r.pkgAt50k / r.pkgAt1k), '×', ['<=', 1.2])
+record('growth: whole-file rewrite per save at 50k / at 1k', col(growth, (r) => r.rewriteAt50k / r.rewriteAt1k), '×')
+record('whole-file rewrite at 50k events: ms per save', col(growth, (r) => r.rewriteAt50k), 'ms')
+record('whole-file rewrite at 50k / package append at 50k', col(growth, (r) => r.rewriteAt50k / r.pkgAt50k), '×')
+
 const conc = await repeat(() => concurrentRun(16, quick ? 30 : 80))
 record('16 sessions concurrently: package events/s', col(conc, (r) => r.pkgEventsPerSec), 'ev/s')
 record('16 sessions: events/s vs one synchronous raw writer', col(conc, (r) => r.pkgEventsPerSec / r.syncEventsPerSec), '×', ['>=', 2])
@@ -61,8 +80,27 @@ try {
   record('load 100k: peak RSS above baseline / file size', rss, '×', ['<=', 2.5])
   const rssBase = await repeat(() => peakRss('baseline', fixture.root, fixture.path).peakAboveBaseline / size)
   record('load 100k: same for readFileSync+split+JSON.parse', rssBase, '×')
+  if (Database) {
+    const sq = await repeat(() => sqliteLoadRun(Database, fixture.root, 100_000))
+    record('load 100k: throughput vs SQLite SELECT + JSON.parse', col(sq, (r) => r.sqlite / r.pkg), '×', ['>=', 1])
+  }
 } finally {
   fixture.cleanup()
+}
+
+if (!quick) {
+  // A log over 1 GiB: readFileSync cannot hold it as one string, so the baseline is a streaming reader.
+  const big = makeBigFixture(2_700_000)
+  try {
+    const size = statSync(big.path).size
+    const runs = await repeat(() => ({ pkg: peakRss('package', big.root, big.path), stream: peakRss('stream', big.root, big.path) }))
+    record(`load ${(size / 2 ** 30).toFixed(2)} GiB (2.7M events): package, ms`, col(runs, (r) => r.pkg.ms), 'ms')
+    record('load > 1 GiB: throughput vs readline stream + JSON.parse', col(runs, (r) => r.stream.ms / r.pkg.ms), '×')
+    record('load > 1 GiB: peak RSS above baseline / file size', col(runs, (r) => r.pkg.peakAboveBaseline / size), '×', ['<=', 2.5])
+    record('load > 1 GiB: same for the readline stream', col(runs, (r) => r.stream.peakAboveBaseline / size), '×')
+  } finally {
+    big.cleanup()
+  }
 }
 
 const lists = await repeat(() => listRun(quick ? 2_000 : 10_000))

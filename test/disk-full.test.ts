@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { mountTmpfs, runDiskFull } from '../src/torture/disk-full.js'
+import { diskFullBytes, mountTmpfs, runDiskFull } from '../src/torture/disk-full.js'
 
 const probe = mountTmpfs(2 << 20)
 const unavailable = 'unavailable' in probe ? probe.unavailable : undefined
@@ -8,7 +8,7 @@ if (unavailable) console.warn(`DISK-FULL TESTS NOT RUN: ${unavailable}`)
 
 describe('a real full disk (tmpfs)', () => {
   test.skipIf(unavailable !== undefined)('ENOSPC: E_IO, rolled back to the acknowledged length, plugin keeps its buffer, retry loses and duplicates nothing', async () => {
-    const m = mountTmpfs(2 << 20)
+    const m = mountTmpfs(diskFullBytes(10))
     if ('unavailable' in m) throw new Error(m.unavailable)
     try {
       const r = await runDiskFull(m.dir, 10)

@@ -6,6 +6,7 @@ import { createJsonlPersistence } from '../../dist/index.js'
 const [mode, root, path] = process.argv.slice(2)
 globalThis.gc?.()
 const before = process.memoryUsage().rss
+const started = performance.now()
 let count = 0
 if (mode === 'package') {
   const p = createJsonlPersistence({ root })
@@ -26,4 +27,4 @@ if (mode === 'package') {
   count = out.length
 }
 const peak = process.resourceUsage().maxRSS * 1024
-process.stdout.write(JSON.stringify({ count, peakAboveBaseline: peak - before }))
+process.stdout.write(JSON.stringify({ count, ms: performance.now() - started, peakAboveBaseline: peak - before }))

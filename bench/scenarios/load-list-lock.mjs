@@ -1,6 +1,6 @@
 // Loading a large log, listing many sessions, and what the writer lock costs.
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { appendFileSync, closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createJsonlPersistence } from '../../dist/index.js'
@@ -12,13 +12,33 @@ import { cleanup, events, now, scratch, serialize } from '../lib.mjs'
 const header = (id) => `{"type":"session","version":0,"id":"${id}","createdAt":1764489600000,"delegationDepth":0}\n`
 
 /** Writes a balanced log of `count` ~400-byte events under `<root>/_no-cwd/<id>.jsonl`. */
-export function writeLog(root, id, count) {
+export function writeLog(root, id, count, durable = true) {
   mkdirSync(join(root, '_no-cwd'), { recursive: true })
   const evs = events(0, count)
   evs[count - 1] = { seq: count - 1, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } }
   const path = join(root, '_no-cwd', `${id}.jsonl`)
   writeFileSync(path, Buffer.concat([Buffer.from(header(id)), serialize(evs)]))
+  if (durable) {
+    const fd = openSync(path, 'r+')
+    fsyncSync(fd) // or the first timed sync would flush the fixture's dirty pages
+    closeSync(fd)
+  }
   return path
+}
+
+/** A log of `count` events written 100k events at a time (a single string cannot exceed 512 MiB). */
+export function makeBigFixture(count) {
+  const root = scratch('big')
+  mkdirSync(join(root, '_no-cwd'), { recursive: true })
+  const path = join(root, '_no-cwd', 'big.jsonl')
+  writeFileSync(path, header('big'))
+  for (let from = 0; from < count; from += 100_000) {
+    const n = Math.min(100_000, count - from)
+    const evs = events(from, n)
+    if (from + n === count) evs[n - 1] = { seq: count - 1, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } }
+    appendFileSync(path, serialize(evs))
+  }
+  return { root, path, cleanup: () => cleanup(root) }
 }
 
 export function makeLoadFixture(count) {
@@ -107,7 +127,7 @@ export async function lockRun(iterations) {
 export async function verifyRun(count) {
   const root = scratch('verify')
   try {
-    for (let i = 0; i < count; i++) writeLog(root, `v${i}`, 100)
+    for (let i = 0; i < count; i++) writeLog(root, `v${i}`, 100, false) // read-only work: no sync needed
     const { verify } = await import('../../dist/cli/commands.js')
     const { makeStyle } = await import('../../dist/cli/render.js')
     const io = { out: () => {}, err: () => {}, style: makeStyle(false), progress: undefined }

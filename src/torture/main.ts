@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { enumerateCrashStates, randomWorkload } from './crash-enumeration.js'
-import { mountTmpfs, runDiskFull } from './disk-full.js'
+import { diskFullBytes, mountTmpfs, runDiskFull } from './disk-full.js'
 import { runFuzz } from './fuzz.js'
 import { runKillTorture } from './kill-runner.js'
 import { POWER_CUT_CONFIGS, powerCutUnavailable, runPowerCuts } from './power-cut.js'
@@ -69,12 +69,13 @@ if (want('fuzz')) {
 }
 
 if (want('disk-full')) {
-  const m = mountTmpfs(2 << 20)
+  const cycles = n(values['disk-full'], 50, 10)
+  const m = mountTmpfs(diskFullBytes(cycles))
   if ('unavailable' in m) {
     line(`disk full: NOT RUN — ${m.unavailable}`)
   } else {
     try {
-      const r = await runDiskFull(m.dir, n(values['disk-full'], 50, 10))
+      const r = await runDiskFull(m.dir, cycles)
       line(`disk full: ${r.cycles} cycles on a real tmpfs, ${r.enospcSeen} ENOSPC rolled back, ${r.failures.length} failures`)
       for (const f of r.failures.slice(0, 10)) line(`  ${f}`)
       failed ||= r.failures.length > 0

@@ -75,6 +75,11 @@ export async function runPowerCuts(config: PowerCutConfig, cuts: number, seed = 
       const agent = startAgent(root, Math.floor(rand() * 2 ** 31), `main-${Math.floor(c / 10)}`, acked)
       await Promise.race([agent.ready, agent.exited])
       await new Promise((r) => setTimeout(r, Math.floor(rand() * 200)))
+      // A power cut stops the process and the disk at the same instant. Freeze the agent first:
+      // every acknowledgement it printed then had its sync return before the cut. (Killing it
+      // after the shutdown let an fdatasync racing the shutdown report success; such a late
+      // acknowledgement cannot happen in a real power cut.)
+      agent.child.kill('SIGSTOP')
       run('xfs_io', ['-x', '-c', 'shutdown', mnt])
       agent.child.kill('SIGKILL')
       await agent.exited

@@ -59,6 +59,7 @@ export function createJsonlPersistence(config: JsonlConfig): JsonlSessionPersist
     root: resolve(root),
     sync,
     logger: logger ?? { warn: (message) => console.warn(`session-persistence-jsonl: ${message}`) },
+    knownDirs: new Set(),
   }
   return new JsonlPersistence(ctx, staleLockMs)
 }
@@ -115,28 +116,30 @@ class JsonlPersistence implements JsonlSessionPersistence {
         { sessionId: s.id, path: s.path },
       )
     }
+    const locked = s.lock ? (earlyLockCheck ?? s.lock.assertHeld()) : this.#locks.acquire(s.id).then((l) => void (s.lock = l))
     try {
-      if (s.lock) await (earlyLockCheck ?? s.lock.assertHeld())
-      else s.lock = await this.#locks.acquire(s.id)
       if (s.writer) {
+        await locked
         await s.writer.append(batch.bytes)
       } else {
+        // The lock and the under-lock check of the other buckets overlap with writing the
+        // temporary file; the link waits for both.
+        const mayPublish = locked.then(() => this.#assertNoLog(s.id))
+        mayPublish.catch(() => {})
         const bytes = Buffer.concat([Buffer.from(headerLine(s.meta)), batch.bytes])
-        s.writer = await this.#materialize(s, s.path, bytes)
+        s.writer = await this.#materialize(s, s.path, bytes, () => mayPublish)
       }
     } catch (err) {
+      await locked.catch(() => {}) // a lock still being taken must land before close can release it
       throw this.#wrap(err, `append to session '${s.id}'`, s)
     }
     s.nextSeq += batch.count
   }
 
-  async #materialize(s: Tracked, path: string, bytes: Buffer): Promise<LogWriter> {
+  /** `mayPublish` resolves once the lock is held and no other bucket holds this id. */
+  async #materialize(s: Tracked, path: string, bytes: Buffer, mayPublish: () => Promise<void>): Promise<LogWriter> {
     try {
-      const handle = await materialize(this.#ctx, path, bytes, {
-        sessionId: s.id,
-        // Under the lock: no other writer can publish this id in another bucket now.
-        beforeLink: () => this.#assertNoLog(s.id),
-      })
+      const handle = await materialize(this.#ctx, path, bytes, { sessionId: s.id, beforeLink: mayPublish })
       return new LogWriter(this.#ctx, s.id, path, handle, bytes.length)
     } catch (err) {
       if ((err as { published?: unknown }).published === true) {
@@ -252,7 +255,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
       if (seedLength === 0) return meta // nothing to write: the lock is taken at the first append
       s.lock = await this.#locks.acquire(meta.id)
       const seed = await this.#readRange(parentPath, scan.headerBytes, scan.eventEnds?.[seedLength - 1] ?? 0)
-      s.writer = await this.#materialize(s, path, Buffer.concat([Buffer.from(headerLine(meta)), seed]))
+      s.writer = await this.#materialize(s, path, Buffer.concat([Buffer.from(headerLine(meta)), seed]), () => this.#assertNoLog(meta.id))
       return meta
     })
   }

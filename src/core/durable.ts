@@ -29,13 +29,32 @@ export async function syncDir(ctx: StoreContext, path: string): Promise<void> {
  * except the leaf's parent when `durable` is false (the lock directory need not survive).
  */
 export async function ensureDir(ctx: StoreContext, path: string, durable = true): Promise<void> {
+  if (ctx.knownDirs.has(path)) return
+  await makeDir(ctx, path, durable)
+  ctx.knownDirs.add(path)
+}
+
+/** Runs `create` in a directory made sure of first; if the directory vanished since, once more. */
+export async function inEnsuredDir<T>(ctx: StoreContext, dir: string, durable: boolean, create: () => Promise<T>): Promise<T> {
+  await ensureDir(ctx, dir, durable)
+  try {
+    return await create()
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    ctx.knownDirs.delete(dir) // removed behind our back: make it again
+    await ensureDir(ctx, dir, durable)
+    return create()
+  }
+}
+
+async function makeDir(ctx: StoreContext, path: string, durable: boolean): Promise<void> {
   try {
     await ctx.fs.mkdir(path, DIR_MODE)
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'EEXIST') return
     if (code !== 'ENOENT' || dirname(path) === path) throw err
-    await ensureDir(ctx, dirname(path))
+    await makeDir(ctx, dirname(path), true)
     try {
       await ctx.fs.mkdir(path, DIR_MODE)
     } catch (again) {

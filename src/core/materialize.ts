@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path'
 import { SessionPersistenceError } from '../errors.js'
 import type { FileHandle } from '../fs/file-system.js'
-import { ensureDir, syncDir, syncFile, writeAll } from './durable.js'
+import { inEnsuredDir, syncDir, syncFile, writeAll } from './durable.js'
 import { tmpName } from './paths.js'
 import { FILE_MODE, type StoreContext } from './store-context.js'
 
@@ -10,7 +10,8 @@ const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDE
 /**
  * Publishes a new log atomically (SPEC 5.1): write `bytes` to a unique temporary file, sync it,
  * `link()` it to `finalPath` (never overwriting), unlink the temporary name, sync the bucket.
- * `beforeLink` runs just before the link (the caller re-checks other buckets there).
+ * `beforeLink` is awaited just before the link: the caller takes the writer lock and re-checks
+ * the other buckets meanwhile, overlapping with the write and sync of the temporary file.
  * Resolves with the open handle of the published file, positioned nowhere (callers use offsets).
  */
 export async function materialize(
@@ -20,13 +21,11 @@ export async function materialize(
   details: { sessionId: string; beforeLink?: () => Promise<void> },
 ): Promise<FileHandle> {
   const bucket = dirname(finalPath)
-  await ensureDir(ctx, bucket)
   const tmp = join(bucket, tmpName())
-  const handle = await ctx.fs.open(tmp, 'wx', FILE_MODE)
+  const handle = await inEnsuredDir(ctx, bucket, true, () => ctx.fs.open(tmp, 'wx', FILE_MODE))
   let linked = false
   try {
-    await handle.chmod(FILE_MODE)
-    await writeAll(handle, bytes, 0)
+    await Promise.all([handle.chmod(FILE_MODE), writeAll(handle, bytes, 0)]) // independent: overlap them
     await syncFile(ctx, handle)
     await details.beforeLink?.()
     try {

@@ -7,6 +7,8 @@ export interface StoreContext {
   readonly root: string
   readonly sync: SyncMode
   readonly logger: Logger
+  /** Directories this instance created or found, so a first append does not mkdir them again. */
+  readonly knownDirs: Set<string>
 }
 
 export const DIR_MODE = 0o700

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { SessionPersistenceError } from '../errors.js'
-import { ensureDir, writeAll } from '../core/durable.js'
+import { inEnsuredDir, writeAll } from '../core/durable.js'
 import { encodeSessionId } from '../core/id-encoding.js'
 import { LOCKS_DIR, tmpName } from '../core/paths.js'
 import { FILE_MODE, type StoreContext } from '../core/store-context.js'
@@ -57,7 +57,6 @@ export class SessionLocks {
     const dir = join(this.#ctx.root, LOCKS_DIR)
     const path = join(dir, `${encodeSessionId(sessionId)}.lock`)
     const machine = await this.#machine()
-    await ensureDir(this.#ctx, dir, false) // a lock need not be durable (SPEC 5.3)
     for (let attempt = 0; attempt < 8; attempt++) {
       const owner: LockOwner = {
         pid: process.pid,
@@ -67,14 +66,21 @@ export class SessionLocks {
         token: randomBytes(12).toString('hex'),
       }
       const tmp = join(dir, tmpName())
-      await this.#writeLockFile(tmp, owner)
+      // A lock need not be durable (SPEC 5.3): its directory's creation is not synced.
+      await inEnsuredDir(this.#ctx, dir, false, () => this.#writeLockFile(tmp, owner))
       let tmpExists = true
       try {
+        let linked = false
         try {
           await fs.link(tmp, path)
-          return await this.#held(sessionId, path, owner)
+          linked = true
         } catch (err) {
           if (errno(err) !== 'EEXIST') throw err
+        }
+        if (linked) {
+          tmpExists = false
+          const [held] = await Promise.all([this.#held(sessionId, path, owner), fs.unlink(tmp).catch(() => {})])
+          return held
         }
         const current = await this.#observe(path)
         if (!current) continue // released meanwhile: try again
@@ -108,8 +114,7 @@ export class SessionLocks {
   async #writeLockFile(path: string, owner: LockOwner): Promise<void> {
     const h = await this.#ctx.fs.open(path, 'wx', FILE_MODE)
     try {
-      await h.chmod(FILE_MODE)
-      await writeAll(h, Buffer.from(`${JSON.stringify(owner)}\n`), 0)
+      await Promise.all([h.chmod(FILE_MODE), writeAll(h, Buffer.from(`${JSON.stringify(owner)}\n`), 0)])
     } finally {
       await h.close()
     }

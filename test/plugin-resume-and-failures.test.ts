@@ -32,10 +32,10 @@ describe('resume and reload (SPEC 8)', () => {
     const s = host.startSession({ id: 'hmr' })
     s.runTurn(oneTurn(1))
     s.beginTurn('long running')
-    s.step({ text: 'working', toolCalls: [{ name: 'bash' }] })
+    const [callId] = s.step({ text: 'working', toolCalls: [{ name: 'bash' }] })
     await old.flush()
     await old.dispose() // releases the lock
-    s.toolResult(s.events.at(-1)!.data && (s.events.at(-1)!.data as { callId: string }).callId, 'done') // nobody listening
+    s.toolResult(callId!, 'done') // nobody listening
     s.endStep()
     const fresh = sessionPersistencePlugin({ root, flushDelayMs: 10_000 })
     await fresh.apply(host)

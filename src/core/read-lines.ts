@@ -1,11 +1,20 @@
+import { isUtf8 } from 'node:buffer'
 import type { FileHandle } from '../fs/file-system.js'
 
 /**
  * Called once per line, synchronously. `buf[start, end)` is the line without its `\n`; the
  * bytes are only valid during the call. `offset` is the file offset where the line starts;
- * `complete` is false for a last line that has no `\n`. Return `false` to stop reading.
+ * `complete` is false for a last line that has no `\n`. `text`, when given, is the line already
+ * decoded from bytes known to be valid UTF-8. Return `false` to stop reading.
  */
-export type LineVisitor = (buf: Buffer, start: number, end: number, offset: number, complete: boolean) => boolean | void
+export type LineVisitor = (
+  buf: Buffer,
+  start: number,
+  end: number,
+  offset: number,
+  complete: boolean,
+  text?: string,
+) => boolean | void
 
 const CHUNK_BYTES = 1 << 20
 
@@ -17,7 +26,7 @@ const CHUNK_BYTES = 1 << 20
 export async function forEachLine(
   handle: FileHandle,
   visit: LineVisitor,
-  options: { from?: number; to?: number; chunkBytes?: number } = {},
+  options: { from?: number; to?: number; chunkBytes?: number; decode?: boolean } = {},
 ): Promise<number> {
   const to = options.to ?? Number.POSITIVE_INFINITY
   const chunk = Buffer.allocUnsafe(options.chunkBytes ?? CHUNK_BYTES)
@@ -30,6 +39,34 @@ export async function forEachLine(
     if (n === 0) break
     const view = chunk.subarray(0, n)
     let i = 0
+    if (carry.length > 0) {
+      const nl = view.indexOf(10)
+      if (nl !== -1) {
+        carry.push(view.subarray(0, nl))
+        const line = Buffer.concat(carry)
+        carry = []
+        const keepGoing = visit(line, 0, line.length, lineOffset, true)
+        lineOffset = pos + nl + 1
+        i = nl + 1
+        if (keepGoing === false) return lineOffset
+      }
+    }
+    // Fast path: validate and decode all complete lines of the chunk at once, then walk byte
+    // and character offsets in step (in valid UTF-8, the k-th 0x0A byte is the k-th '\n').
+    const lastNl = options.decode && carry.length === 0 ? view.lastIndexOf(10) : -1
+    if (lastNl >= i && isUtf8(view.subarray(i, lastNl))) {
+      const text = view.toString('utf8', i, lastNl + 1)
+      let c = 0
+      while (i <= lastNl) {
+        const nl = view.indexOf(10, i)
+        const cnl = text.indexOf('\n', c)
+        const keepGoing = visit(view, i, nl, lineOffset, true, text.slice(c, cnl))
+        lineOffset = pos + nl + 1
+        i = nl + 1
+        c = cnl + 1
+        if (keepGoing === false) return lineOffset
+      }
+    }
     for (;;) {
       const nl = view.indexOf(10, i)
       if (nl === -1) break

@@ -111,7 +111,7 @@ export async function scanLog(
 
   const size = await forEachLine(
     handle,
-    (buf, start, end, offset, complete) => {
+    (buf, start, end, offset, complete, decoded) => {
       lineNo++
       if (lineNo === 1) {
         try {
@@ -127,7 +127,7 @@ export async function scanLog(
       if (defect !== undefined) {
         droppedLines++
         if (complete && start !== end) {
-          const parsed = parseJson(buf.toString('utf8', start, end))
+          const parsed = parseJson(decoded ?? buf.toString('utf8', start, end))
           if (parsed.ok && isTurnEnd(parsed.value)) {
             commitLine = lineNo
             droppedTurnEnds++
@@ -138,10 +138,10 @@ export async function scanLog(
       let reason = lineDefectReason(buf, start, end, complete)
       let value: unknown
       if (reason === undefined) {
-        if (!isUtf8(buf.subarray(start, end))) {
+        if (decoded === undefined && !isUtf8(buf.subarray(start, end))) {
           reason = 'invalid UTF-8'
         } else {
-          const parsed = parseJson(buf.toString('utf8', start, end))
+          const parsed = parseJson(decoded ?? buf.toString('utf8', start, end))
           if (!parsed.ok) {
             reason = `not JSON: ${parsed.message}`
           } else {
@@ -172,7 +172,7 @@ export async function scanLog(
         droppedTurnEnds = 1
       }
     },
-    context.to === undefined ? {} : { to: context.to },
+    context.to === undefined ? { decode: true } : { to: context.to, decode: true },
   )
   if (headerError) throw headerError
   if (!header) {

@@ -169,8 +169,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
         if (plan.truncateAt !== undefined) await writer.truncate(plan.truncateAt)
         if (plan.closers.length > 0) await writer.append(prepareBatch(id, plan.closers).bytes)
         const events = plan.closers.length > 0 ? [...scan.events, ...plan.closers] : scan.events
-        Object.assign(s, { writer, path, meta: metaFromHeader(scan.header), nextSeq: events.length })
-        const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events }
+        const meta = metaFromHeader(scan.header)
+        Object.assign(s, { writer, path, meta, nextSeq: events.length })
+        const loaded: LoadedSession = { meta: { ...meta }, events }
         if (plan.report) loaded.repair = { persisted: true, ...plan.report }
         return loaded
       } catch (err) {
@@ -201,7 +202,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     try {
       const scan = await scanLog(handle, { path, sessionId: id, keepEventEnds, ...(to === undefined ? {} : { to }) })
       const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn })
-      return { scan, plan, handle }
+      return { scan, plan }
     } finally {
       await handle.close()
     }

@@ -4,15 +4,8 @@ import { createJsonlPersistence, isSessionPersistenceError } from '../src/index.
 import { createFaultInjectingFileSystem } from '../src/testing/index.js'
 import { meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { codeOf } from './helpers/codes.js'
 
-async function codeOf(p: Promise<unknown>) {
-  try {
-    await p
-    return 'resolved'
-  } catch (err) {
-    return isSessionPersistenceError(err) ? err.code : `foreign: ${String(err)}`
-  }
-}
 
 async function setup() {
   const root = await tmpRoot()

@@ -10,19 +10,12 @@ import {
 } from '../src/index.js'
 import { HEADER, line, writeRawLog } from './helpers/raw-log.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { rejection } from './helpers/codes.js'
 
 const e = (seq: number, type: string, data?: SessionEvent['data']): SessionEvent =>
   data === undefined ? { seq, type, time: 2000 + seq } : { seq, type, time: 2000 + seq, data }
 const turnEnd = (seq: number, turn: number) => e(seq, 'turn/end', { turn, reason: { kind: 'completed' } })
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise
-  } catch (err) {
-    return err
-  }
-  throw new Error('expected a rejection')
-}
 
 /** Loads and inspects `content`; both must reject alike, the file unchanged and no lock left. */
 async function refuse(content: string | Buffer) {

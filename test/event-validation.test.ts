@@ -4,15 +4,8 @@ import { envelopeProblem } from '../src/core/envelope.js'
 import { createJsonlPersistence, isSessionPersistenceError, type SessionEvent, SessionEventSchema } from '../src/index.js'
 import { meta } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { rejection } from './helpers/codes.js'
 
-async function rejection(p: Promise<unknown>) {
-  try {
-    await p
-  } catch (err) {
-    return err as Error & { code: string }
-  }
-  throw new Error('expected a rejection')
-}
 
 describe('E_NOT_JSON names the event type, its seq, the path and what was found (SPEC 4.3)', () => {
   class Point {

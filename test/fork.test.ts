@@ -3,15 +3,8 @@ import { describe, expect, test } from 'vitest'
 import { createJsonlPersistence, isSessionPersistenceError } from '../src/index.js'
 import { ev, meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { codeOf } from './helpers/codes.js'
 
-async function codeOf(p: Promise<unknown>) {
-  try {
-    await p
-    return 'resolved'
-  } catch (err) {
-    return isSessionPersistenceError(err) ? err.code : `foreign: ${String(err)}`
-  }
-}
 
 async function parentWithTwoTurns() {
   const root = await tmpRoot()

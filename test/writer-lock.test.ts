@@ -7,17 +7,10 @@ import { describe, expect, test } from 'vitest'
 import { createJsonlPersistence, isSessionPersistenceError, type SessionEvent } from '../src/index.js'
 import { meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { rejection } from './helpers/codes.js'
 
 const WORKER = new URL('./fixtures/lock-worker.mjs', import.meta.url).pathname
 
-async function rejection(p: Promise<unknown>) {
-  try {
-    await p
-  } catch (err) {
-    return err as Error & { code: string }
-  }
-  throw new Error('expected a rejection')
-}
 
 async function seeded(root: string, id: string) {
   const p = createJsonlPersistence({ root })

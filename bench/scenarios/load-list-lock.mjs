@@ -92,32 +92,31 @@ export async function listRun(count) {
   }
 }
 
-/** Lock cost: acquire + one ownership check + release, against load + one append + close. */
+/**
+ * Lock cost: acquire + one ownership check + release, against load + one append + close,
+ * interleaved iteration by iteration so both see the same disk conditions.
+ */
 export async function lockRun(iterations) {
   const root = scratch('lock')
   try {
     writeLog(root, 'locked', 100)
-    const batch = () => null
-    void batch
-    let next = 100
-    let t = now()
+    const locks = new SessionLocks({ fs: createNodeFileSystem(), root, sync: 'data', logger: console, knownDirs: new Set() }, 10_000)
+    let withLock = 0
+    let lockOnly = 0
     for (let i = 0; i < iterations; i++) {
+      let t = now()
       const p = createJsonlPersistence({ root })
       const { events: evs } = await p.load('locked')
-      next = evs.length
-      await p.append('locked', events(next, 10))
+      await p.append('locked', events(evs.length, 10))
       await p.closeAll()
-    }
-    const withLock = (now() - t) / iterations
-    const locks = new SessionLocks({ fs: createNodeFileSystem(), root, sync: 'data', logger: console, knownDirs: new Set() }, 10_000)
-    t = now()
-    for (let i = 0; i < iterations; i++) {
+      withLock += now() - t
+      t = now()
       const held = await locks.acquire('locked')
       await held.assertHeld()
       await held.release()
+      lockOnly += now() - t
     }
-    const lockOnly = (now() - t) / iterations
-    return { withLock, lockOnly, ratio: lockOnly / (withLock - lockOnly) }
+    return { withLock: withLock / iterations, lockOnly: lockOnly / iterations, ratio: lockOnly / (withLock - lockOnly) }
   } finally {
     cleanup(root)
   }

@@ -67,17 +67,13 @@ export class SessionLocks {
       }
       const tmp = join(dir, tmpName())
       // A lock need not be durable (SPEC 5.3): its directory's creation is not synced.
-      await inEnsuredDir(this.#ctx, dir, false, () => this.#writeLockFile(tmp, owner))
+      const close = await inEnsuredDir(this.#ctx, dir, false, () => this.#writeLockFile(tmp, owner))
       let tmpExists = true
       try {
-        let linked = false
-        try {
-          await fs.link(tmp, path)
-          linked = true
-        } catch (err) {
-          if (errno(err) !== 'EEXIST') throw err
-        }
-        if (linked) {
+        // Closing the temporary file and publishing it are independent: overlap them.
+        const [, linkError] = await Promise.all([close(), fs.link(tmp, path).then(() => undefined, (err: unknown) => err)])
+        if (linkError !== undefined && errno(linkError) !== 'EEXIST') throw linkError
+        if (linkError === undefined) {
           tmpExists = false
           const [held] = await Promise.all([this.#held(sessionId, path, owner), fs.unlink(tmp).catch(() => {})])
           return held
@@ -111,13 +107,16 @@ export class SessionLocks {
     })
   }
 
-  async #writeLockFile(path: string, owner: LockOwner): Promise<void> {
+  /** Writes the lock file under `path`; resolves with the function that closes it. */
+  async #writeLockFile(path: string, owner: LockOwner): Promise<() => Promise<void>> {
     const h = await this.#ctx.fs.open(path, 'wx', FILE_MODE)
     try {
       await Promise.all([h.chmod(FILE_MODE), writeAll(h, Buffer.from(`${JSON.stringify(owner)}\n`), 0)])
-    } finally {
-      await h.close()
+    } catch (err) {
+      await h.close().catch(() => {})
+      throw err
     }
+    return () => h.close()
   }
 
   async #observe(path: string): Promise<ObservedLock | undefined> {

@@ -171,6 +171,12 @@ export function createReferenceHost(options: ReferenceHostOptions = {}): Referen
     return session
   }
 
+  /** What a fork and a delegated sub-session share: a new id, now, the parent's cwd and id. */
+  function childOf(parent: ReferenceSession, id: string | undefined) {
+    const { cwd } = parent.meta
+    return { id: id ?? randomUUID(), createdAt: now(), ...(cwd === undefined ? {} : { cwd }), parentSession: parent.meta.id }
+  }
+
   return {
     sessionEvents,
     liveSessions(): Iterable<LiveSession> {
@@ -193,31 +199,10 @@ export function createReferenceHost(options: ReferenceHostOptions = {}): Referen
       return open(loaded.meta, loaded.events)
     },
     fork(parent, { seedLength, id }) {
-      const { cwd } = parent.meta
-      return open(
-        {
-          id: id ?? randomUUID(),
-          createdAt: now(),
-          ...(cwd === undefined ? {} : { cwd }),
-          parentSession: parent.meta.id,
-          seedLength,
-          delegationDepth: parent.meta.delegationDepth,
-        },
-        parent.events.slice(0, seedLength),
-      )
+      return open({ ...childOf(parent, id), seedLength, delegationDepth: parent.meta.delegationDepth }, parent.events.slice(0, seedLength))
     },
     delegate(parent, { id } = {}) {
-      const { cwd } = parent.meta
-      return open(
-        {
-          id: id ?? randomUUID(),
-          createdAt: now(),
-          ...(cwd === undefined ? {} : { cwd }),
-          parentSession: parent.meta.id,
-          delegationDepth: parent.meta.delegationDepth + 1,
-        },
-        [],
-      )
+      return open({ ...childOf(parent, id), delegationDepth: parent.meta.delegationDepth + 1 }, [])
     },
     session(id) {
       return live.get(id)

@@ -104,8 +104,8 @@ describe('finding the log', () => {
     await mkdir(join(root, 'cwd-0123456789ab'), { recursive: true })
     await writeFile(join(root, 'cwd-0123456789ab', 'twice.jsonl'), content)
     const p = createJsonlPersistence({ root })
-    for (const op of [p.load('twice'), p.inspect('twice')]) {
-      const err = await rejection(op)
+    for (const op of [() => p.load('twice'), () => p.inspect('twice')]) {
+      const err = await rejection(op()) // one at a time: a rejection nobody awaits yet is unhandled
       expect(isSessionPersistenceError(err, 'E_AMBIGUOUS')).toBe(true)
     }
     expect((await rejection(p.create({ id: 'twice', createdAt: 1, delegationDepth: 0 }))) as { code: string }).toMatchObject({ code: 'E_EXISTS' })

@@ -115,7 +115,7 @@ record('verify: throughput vs loading them one after another', col(verifies, (r)
 
 const locks = await repeat(() => lockRun(quick ? 30 : 100))
 record('load + append 10 + close, ms', col(locks, (r) => r.withLock), 'ms')
-record('writer lock: acquire + check + release / the rest', col(locks, (r) => r.ratio), '×', ['<=', 0.25])
+record('writer lock: what it adds to load + append + close', col(locks, (r) => r.ratio), '×', ['<=', 0.25])
 
 const handler = await repeat(() => handlerRun(100_000))
 record('plugin session/event handler on the host call path', col(handler, (r) => r.nsPerEvent / 1000), 'µs/event', ['<=', 2])

@@ -158,8 +158,14 @@ class JsonlPersistence implements JsonlSessionPersistence {
     const closeOpenTurn = options.closeOpenTurn !== false
     const s = this.#track(id, 'E_SESSION_LIVE')
     return this.#run(s, async () => {
-      const path = await findOneLog(this.#ctx, id)
-      s.lock = await this.#locks.acquire(id)
+      // The lock is keyed by id: take it while the buckets are searched. Both must settle
+      // before anything is decided, so a lock still being taken can never outlive a failed
+      // load (#run releases s.lock).
+      const [found, locked] = await Promise.allSettled([findOneLog(this.#ctx, id), this.#locks.acquire(id)])
+      if (locked.status === 'fulfilled') s.lock = locked.value
+      if (found.status === 'rejected') throw found.reason
+      if (locked.status === 'rejected') throw locked.reason
+      const path = found.value
       const handle = await this.#ctx.fs.open(path, 'r+')
       const writer = new LogWriter(this.#ctx, id, path, handle, 0)
       try {

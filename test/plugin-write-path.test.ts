@@ -138,6 +138,19 @@ describe('plugin write path (SPEC 8)', () => {
     await plugin.dispose()
   })
 
+  test('a disposed session that was never materialized leaves its id free for a new session', async () => {
+    const { plugin, host, errors, stored } = await pluginSetup()
+    const first = host.startSession({ id: 'reused' })
+    first.dispose()
+    await plugin.flush().catch(() => {})
+    const second = host.startSession({ id: 'reused' })
+    second.runTurn(oneTurn(1))
+    await plugin.flush('reused')
+    expect(errors).toEqual([])
+    expect(await stored('reused')).toEqual(second.events)
+    await plugin.dispose()
+  })
+
   test('two sessions drain independently: a slow disk for one does not hold the other', async () => {
     const { plugin, host, fs, stored } = await pluginSetup()
     const slow = host.startSession({ id: 'slow' })

@@ -183,3 +183,17 @@ describe('one writer per session, across processes', () => {
     expect(final.events).toHaveLength(4 + 3 * 3)
   })
 })
+
+describe('regressions', () => {
+  test('a load that fails to find the log releases the lock it was taking meanwhile', async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    expect((await rejection(p.load('absent'))).code).toBe('E_NOT_FOUND')
+    await new Promise((r) => setTimeout(r, 50)) // let any acquisition still in flight land
+    expect(await readdir(join(root, '.locks')).catch(() => [])).toEqual([])
+    await p.create(meta('absent'))
+    await p.append('absent', turn(0, 1)) // would be E_LOCKED by its own leaked lock
+    await p.closeAll()
+    expect(await readdir(join(root, '.locks'))).toEqual([])
+  })
+})

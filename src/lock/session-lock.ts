@@ -29,6 +29,7 @@ interface ObservedLock {
 }
 
 const errno = (err: unknown) => (err as NodeJS.ErrnoException).code
+const identities = new WeakMap<object, Promise<MachineIdentity>>()
 
 /**
  * One writer per session across processes (SPEC 5.3). A lock is `<root>/.locks/<encoded-id>.lock`,
@@ -40,7 +41,6 @@ const errno = (err: unknown) => (err as NodeJS.ErrnoException).code
 export class SessionLocks {
   readonly #ctx: StoreContext
   readonly #staleLockMs: number
-  #identity: Promise<MachineIdentity> | undefined
 
   constructor(ctx: StoreContext, staleLockMs: number) {
     this.#ctx = ctx
@@ -48,8 +48,13 @@ export class SessionLocks {
   }
 
   #machine(): Promise<MachineIdentity> {
-    this.#identity ??= readMachineIdentity(this.#ctx.fs)
-    return this.#identity
+    // The identity belongs to the process: read it once per file-system seam, not per instance.
+    let identity = identities.get(this.#ctx.fs)
+    if (!identity) {
+      identity = readMachineIdentity(this.#ctx.fs)
+      identities.set(this.#ctx.fs, identity)
+    }
+    return identity
   }
 
   async acquire(sessionId: string): Promise<HeldLock> {

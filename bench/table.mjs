@@ -1,0 +1,12 @@
+// Prints bench/results.json as the Markdown table of docs/benchmarks.md (`node bench/table.mjs`).
+import { readFileSync } from 'node:fs'
+
+const r = JSON.parse(readFileSync(new URL('./results.json', import.meta.url), 'utf8'))
+const fmt = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(3))
+console.log(`Measured ${r.date.slice(0, 10)}, ${r.mode} run, node ${r.node}, ${r.cpus} × ${r.cpu}.\n`)
+console.log('| figure | median | min – max | target |')
+console.log('|---|---:|---:|---|')
+for (const row of r.rows) {
+  const target = row.target ? `${row.target.replace('<=', '≤').replace('>=', '≥')} ${row.met ? '✅ met' : '❌ not met'}` : ''
+  console.log(`| ${row.name.trim()} | ${fmt(row.median)} ${row.unit} | ${fmt(row.min)} – ${fmt(row.max)} | ${target} |`)
+}

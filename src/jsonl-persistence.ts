@@ -289,8 +289,8 @@ class JsonlPersistence implements JsonlSessionPersistence {
     s.closing ??= (async () => {
       await s.ops.idle()
       try {
-        await s.writer?.close()
-        await s.lock?.release()
+        // Nothing of this session writes any more: close the log and release the lock at once.
+        await Promise.all([s.writer?.close(), s.lock?.release()])
       } finally {
         if (this.#sessions.get(id) === s) this.#sessions.delete(id)
       }

@@ -1,5 +1,6 @@
 // `npm run bench [-- --quick]`: every figure is a median over >= 5 runs; every ratio is computed
 // within one run (both sides measured back to back), so machine noise cancels. Writes bench/results.json.
+import { execFileSync } from 'node:child_process'
 import { statSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { appendRun, concurrentRun, materializeRun } from './scenarios/append.mjs'
@@ -22,7 +23,14 @@ function record(name, values, unit, target) {
   console.log(`${name.padEnd(58)} ${fmt(s.median).padStart(9)} ${unit.padEnd(9)} (min ${fmt(s.min)}, max ${fmt(s.max)})${t}`)
 }
 
+/** Every scenario starts on a settled disk: earlier fixtures' dirty pages are written back first. */
+async function settle() {
+  execFileSync('sync')
+  await new Promise((r) => setTimeout(r, 500))
+}
+
 async function repeat(fn) {
+  await settle()
   const out = []
   for (let i = 0; i < RUNS; i++) out.push(await fn(i))
   return out

@@ -36,6 +36,7 @@ describe('list (SPEC 4.6)', () => {
     await writeRawLog(root, 'future', '{"type":"session","version":3,"id":"future","createdAt":1,"delegationDepth":0}\n')
     await writeRawLog(root, 'mismatch', HEADER('other'))
     await writeRawLog(root, 'Bad-Name', HEADER('Bad-Name'))
+    await writeRawLog(root, 'empty', '')
     await writeFile(join(root, '_no-cwd', '.tmp-abc'), 'partial')
     await writeFile(join(root, '_no-cwd', 'notes.txt'), 'hello')
     await mkdir(join(root, '.hidden'), { recursive: true })
@@ -47,6 +48,7 @@ describe('list (SPEC 4.6)', () => {
     expect(problems.map((pr) => [pr.path.split('/').pop(), pr.code]).sort()).toEqual([
       ['Bad-Name.jsonl', 'E_CORRUPT'],
       ['corrupt.jsonl', 'E_CORRUPT'],
+      ['empty.jsonl', 'E_CORRUPT'],
       ['future.jsonl', 'E_FORMAT_UNSUPPORTED'],
       ['mismatch.jsonl', 'E_CORRUPT'],
     ])

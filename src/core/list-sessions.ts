@@ -1,6 +1,6 @@
 import { basename, join } from 'node:path'
 import PQueue from 'p-queue'
-import { isSessionPersistenceError } from '../errors.js'
+import { isSessionPersistenceError, SessionPersistenceCorruptionError } from '../errors.js'
 import type { ListProblem, SessionListing } from '../persistence.js'
 import { decodeSessionId } from './id-encoding.js'
 import { listBuckets } from './find-logs.js'
@@ -39,10 +39,7 @@ export async function readHeader(
       { chunkBytes: HEADER_BLOCK, to: MAX_HEADER_BYTES },
     )
     if (failure) throw failure
-    if (!header) {
-      parseHeaderLine(Buffer.alloc(0), 0, 0, false, { path, sessionId }) // throws E_CORRUPT
-      throw new Error('unreachable')
-    }
+    if (!header) throw new SessionPersistenceCorruptionError(1, 0, 'the file is empty: no header line', { path, sessionId })
     const st = await handle.stat()
     return { header, sizeBytes: st.size, mtimeMs: st.mtimeMs }
   } finally {

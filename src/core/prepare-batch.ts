@@ -1,5 +1,5 @@
 import { SessionPersistenceError } from '../errors.js'
-import { envelopeProblem } from './envelope.js'
+import { envelopeProblem, isEnvelopeKey } from './envelope.js'
 import { isPlainJson, pathKey, plainJsonProblem } from './json-check.js'
 import type { SessionEvent } from './schema.js'
 
@@ -9,8 +9,6 @@ export interface PreparedBatch {
   /** The batch's lines, serialized when `append` was called (later mutation changes nothing). */
   bytes: Buffer
 }
-
-const ENVELOPE_KEYS = new Set(['seq', 'type', 'time', 'ignorable'])
 
 /**
  * Validates and serializes a batch (SPEC 4.3): envelope (`E_INVALID_EVENT`), plain JSON
@@ -32,7 +30,7 @@ export function prepareBatch(sessionId: string, events: readonly SessionEvent[])
     const e = event as SessionEvent
     if (!isPlainJson(e)) {
       for (const key of Object.keys(e)) {
-        if (ENVELOPE_KEYS.has(key)) continue
+        if (isEnvelopeKey(key)) continue
         const value = (e as Record<string, unknown>)[key]
         if (value === undefined) continue
         const problem = plainJsonProblem(value, pathKey('', key))

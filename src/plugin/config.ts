@@ -1,8 +1,7 @@
 import { z } from 'zod'
-import { JsonlConfigSchema, JsonlJsonConfigSchema } from '../core/schema.js'
+import { describeZodError, JsonlConfigSchema, JsonlJsonConfigSchema } from '../core/schema.js'
 import { SessionPersistenceError } from '../errors.js'
 import type { SessionPersistence } from '../persistence.js'
-import { describeZodError } from '../core/schema.js'
 
 const pluginFields = {
   flushDelayMs: z

@@ -69,9 +69,8 @@ export function createCrashFileSystem(image?: CrashImage): CrashFileSystem {
     const fileIno = new Map<number, number>()
     for (const old of image.files.keys()) fileIno.set(old, nextIno++)
     const age = Date.now() - RECOVERY_AGE_MS
-    for (const [p, ino] of dirInos) {
+    for (const ino of dirInos.values()) {
       if (ino !== rootIno) nodes.set(ino, { kind: 'dir', ino, entries: new Map(), durable: new Map(), mtimeMs: age })
-      void p
     }
     for (const [old, bytes] of image.files) {
       const ino = fileIno.get(old)!

@@ -148,21 +148,13 @@ async function runStep(
       await h.write(torn, 0, torn.length, size)
       await h.datasync()
       await h.close()
-      m.inflight = computeClosers(m.acked, 0).map((c) => ({ ...c, time: m.acked.at(-1)!.time }))
-      const loaded = await p.load(step.id)
-      m.acked = [...loaded.events]
-      m.inflight = []
-      return
+      return reload(p, m, step.id)
     }
     case 'reopen': {
       const m = models.get(step.id)
       if (!m || m.acked.length === 0) return
       await p.close(step.id)
-      m.inflight = computeClosers(m.acked, 0)
-      const loaded = await p.load(step.id)
-      m.acked = [...loaded.events]
-      m.inflight = []
-      return
+      return reload(p, m, step.id)
     }
     case 'fork': {
       const parent = models.get(step.parent)
@@ -179,6 +171,13 @@ async function runStep(
       return
     }
   }
+}
+
+/** A load that repairs: its closers are in flight until it resolves, then acknowledged. */
+async function reload(p: JsonlSessionPersistence, m: Model, id: string): Promise<void> {
+  m.inflight = computeClosers(m.acked, 0)
+  m.acked = [...(await p.load(id)).events]
+  m.inflight = []
 }
 
 async function checkImage(
@@ -208,7 +207,7 @@ async function checkImage(
       if (again.repair !== undefined || !isDeepStrictEqual(again.events, events)) return `${id}: a second load changed something`
       await p.close(id)
     }
-    const listed = await p.list({ onProblem: (pr) => void pr })
+    const listed = await p.list({ onProblem: () => {} })
     for (const l of listed) if (!expected.has(l.meta.id)) return `list shows an unknown session ${l.meta.id}`
     return undefined
   } catch (err) {

@@ -1,42 +1,89 @@
-import { promises as fsp, stat as statCallback } from 'node:fs'
+import {
+  close as closeCallback,
+  fchmod,
+  fdatasync,
+  fstat,
+  fsync,
+  ftruncate,
+  promises as fsp,
+  open as openCallback,
+  read as readCallback,
+  stat as statCallback,
+  write as writeCallback,
+} from 'node:fs'
 import type { DirEntry, FileHandle, FileStat, FileSystem } from './file-system.js'
 
 function toStat(s: import('node:fs').Stats): FileStat {
   return { size: s.size, ino: s.ino, mtimeMs: s.mtimeMs, isDirectory: s.isDirectory(), isFile: s.isFile() }
 }
 
+type Done<T> = (err: NodeJS.ErrnoException | null, value: T) => void
+
+function closedError(): NodeJS.ErrnoException {
+  return Object.assign(new Error('EBADF: file handle already closed'), { code: 'EBADF', errno: -9, syscall: 'write' })
+}
+
+/**
+ * An open file as a descriptor driven through Node's callback API. Every call still runs on
+ * libuv's thread pool, so nothing blocks the event loop; `fs.promises.FileHandle` adds a
+ * promise and a reference count around each call, which measured ~20–40 µs per write + sync
+ * pair on the append path (docs/benchmarks.md). What FileHandle's reference count protects
+ * against is kept: `close` waits for the calls in flight, and a call after `close` rejects
+ * `EBADF` instead of reaching a descriptor number the process may have reused.
+ */
 class NodeFileHandle implements FileHandle {
-  readonly #h: fsp.FileHandle
-  constructor(h: fsp.FileHandle) {
-    this.#h = h
+  #fd: number
+  #inFlight = 0
+  #drained: (() => void) | undefined
+
+  constructor(fd: number) {
+    this.#fd = fd
   }
-  async read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
-    return (await this.#h.read(buffer, offset, length, position)).bytesRead
+
+  #call<T>(start: (fd: number, done: Done<T>) => void): Promise<T> {
+    const fd = this.#fd
+    if (fd < 0) return Promise.reject(closedError())
+    this.#inFlight++
+    return new Promise<T>((resolve, reject) => {
+      start(fd, (err, value) => {
+        if (--this.#inFlight === 0) this.#drained?.()
+        if (err) reject(err)
+        else resolve(value)
+      })
+    })
   }
-  async write(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
-    return (await this.#h.write(buffer, offset, length, position)).bytesWritten
+
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
+    return this.#call((fd, done) => readCallback(fd, buffer, offset, length, position, done))
+  }
+  write(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
+    return this.#call((fd, done) => writeCallback(fd, buffer, offset, length, position, done))
   }
   sync(): Promise<void> {
-    return this.#h.sync()
+    return this.#call<void>((fd, done) => fsync(fd, (err) => done(err, undefined)))
   }
   datasync(): Promise<void> {
-    return this.#h.datasync()
+    return this.#call<void>((fd, done) => fdatasync(fd, (err) => done(err, undefined)))
   }
   truncate(length: number): Promise<void> {
-    return this.#h.truncate(length)
+    return this.#call<void>((fd, done) => ftruncate(fd, length, (err) => done(err, undefined)))
   }
-  async stat(): Promise<FileStat> {
-    return toStat(await this.#h.stat())
+  stat(): Promise<FileStat> {
+    return this.#call<FileStat>((fd, done) => fstat(fd, (err, s) => done(err, err ? (undefined as never) : toStat(s))))
   }
   chmod(mode: number): Promise<void> {
-    return this.#h.chmod(mode)
+    return this.#call<void>((fd, done) => fchmod(fd, mode, (err) => done(err, undefined)))
   }
-  close(): Promise<void> {
-    return this.#h.close()
+  async close(): Promise<void> {
+    const fd = this.#fd
+    if (fd < 0) return
+    this.#fd = -1
+    if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve))
+    await new Promise<void>((resolve, reject) => closeCallback(fd, (err) => (err ? reject(err) : resolve())))
   }
 }
 
-/** The default seam: Node's promise-based `fs`, never a `*Sync` call. Stateless, so shared. */
+/** The default seam: Node's asynchronous `fs` (callbacks and promises), never a `*Sync` call. Stateless, so shared. */
 export function createNodeFileSystem(): FileSystem {
   return NODE_FS
 }
@@ -45,8 +92,10 @@ const NODE_FS: FileSystem = {
   async mkdir(path, mode) {
     await fsp.mkdir(path, { mode })
   },
-  async open(path, flags, mode) {
-    return new NodeFileHandle(await fsp.open(path, flags, mode))
+  open(path, flags, mode) {
+    return new Promise((resolve, reject) =>
+      openCallback(path, flags, mode, (err, fd) => (err ? reject(err) : resolve(new NodeFileHandle(fd)))),
+    )
   },
   link: (existingPath, newPath) => fsp.link(existingPath, newPath),
   unlink: (path) => fsp.unlink(path),

@@ -80,3 +80,24 @@ describe('session id encoding (SPEC 3.2)', () => {
     expect(await readdir(join(root, '.locks'))).toEqual([]) // every lock released
   })
 })
+
+describe('temporary names and lock tokens', () => {
+  test('are never repeated, start with .tmp-, and stay short', async () => {
+    const { tmpName, uniqueToken } = await import('../src/core/paths.js')
+    const names = Array.from({ length: 10_000 }, () => tmpName())
+    expect(new Set(names).size).toBe(names.length)
+    for (const name of names) expect(name).toMatch(/^\.tmp-[0-9a-f]{24}[0-9a-z]+$/)
+    expect(Math.max(...names.map((n) => n.length))).toBeLessThanOrEqual(40)
+    const tokens = Array.from({ length: 1_000 }, () => uniqueToken())
+    expect(new Set([...tokens, ...names.map((n) => n.slice('.tmp-'.length))]).size).toBe(tokens.length + names.length)
+  })
+
+  test('differ between processes (a random part per process, not only a counter)', async () => {
+    const { execFileSync } = await import('node:child_process')
+    const script = "import('./dist/core/paths.js').then((m) => console.log(m.tmpName()))"
+    const a = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim()
+    const b = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim()
+    expect(a).toMatch(/^\.tmp-/)
+    expect(a).not.toBe(b)
+  })
+})

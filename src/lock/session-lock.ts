@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { SessionPersistenceError } from '../errors.js'
 import { inEnsuredDir, writeAll } from '../core/durable.js'
 import { encodeSessionId } from '../core/id-encoding.js'
-import { LOCKS_DIR, tmpName } from '../core/paths.js'
+import { LOCKS_DIR, tmpName, uniqueToken } from '../core/paths.js'
 import { FILE_MODE, type StoreContext } from '../core/store-context.js'
 import {
   describeOwner,
@@ -68,11 +67,11 @@ export class SessionLocks {
         ...machine,
         since: Date.now(),
         staleLockMs: this.#staleLockMs,
-        token: randomBytes(12).toString('hex'),
+        token: uniqueToken(),
       }
       const tmp = join(dir, tmpName())
       // A lock need not be durable (SPEC 5.3): its directory's creation is not synced.
-      const close = await inEnsuredDir(this.#ctx, dir, false, () => this.#writeLockFile(tmp, owner))
+      const { close, ino } = await inEnsuredDir(this.#ctx, dir, false, () => this.#writeLockFile(tmp, owner))
       let tmpExists = true
       try {
         // Closing the temporary file and publishing it are independent: overlap them.
@@ -80,8 +79,8 @@ export class SessionLocks {
         if (linkError !== undefined && errno(linkError) !== 'EEXIST') throw linkError
         if (linkError === undefined) {
           tmpExists = false
-          const [held] = await Promise.all([this.#held(sessionId, path, owner), fs.unlink(tmp).catch(() => {})])
-          return held
+          await fs.unlink(tmp).catch(() => {})
+          return this.#held(sessionId, path, owner, ino)
         }
         const current = await this.#observe(path)
         if (!current) continue // released meanwhile: try again
@@ -98,7 +97,7 @@ export class SessionLocks {
           if (!still || still.ino !== current.ino) continue // changed under us: start again
           await fs.rename(tmp, path)
           tmpExists = false
-          return await this.#held(sessionId, path, owner)
+          return this.#held(sessionId, path, owner, ino)
         } finally {
           await fs.unlink(marker).catch(() => {})
         }
@@ -112,16 +111,24 @@ export class SessionLocks {
     })
   }
 
-  /** Writes the lock file under `path`; resolves with the function that closes it. */
-  async #writeLockFile(path: string, owner: LockOwner): Promise<() => Promise<void>> {
+  /**
+   * Writes the lock file under `path`; resolves with the function that closes it and the file's
+   * inode (which the lock keeps once linked or renamed into place: how a holder knows it still
+   * holds it).
+   */
+  async #writeLockFile(path: string, owner: LockOwner): Promise<{ close: () => Promise<void>; ino: number }> {
     const h = await this.#ctx.fs.open(path, 'wx', FILE_MODE)
     try {
-      await Promise.all([h.chmod(FILE_MODE), writeAll(h, Buffer.from(`${JSON.stringify(owner)}\n`), 0)])
+      const [st] = await Promise.all([
+        h.stat(),
+        h.chmod(FILE_MODE),
+        writeAll(h, Buffer.from(`${JSON.stringify(owner)}\n`), 0),
+      ])
+      return { close: () => h.close(), ino: st.ino }
     } catch (err) {
       await h.close().catch(() => {})
       throw err
     }
-    return () => h.close()
   }
 
   async #observe(path: string): Promise<ObservedLock | undefined> {
@@ -159,9 +166,8 @@ export class SessionLocks {
     return Date.now() - lock.mtimeMs > owner.staleLockMs
   }
 
-  async #held(sessionId: string, path: string, owner: LockOwner): Promise<HeldLock> {
+  #held(sessionId: string, path: string, owner: LockOwner, ino: number): HeldLock {
     const { fs } = this.#ctx
-    const ino = (await fs.stat(path)).ino
     let lost: SessionPersistenceError | undefined
     let released = false
     const check = async (): Promise<void> => {

@@ -47,6 +47,8 @@ for (const size of [1, 10, 100]) {
   record(`append batch ${size}: raw writeSync+fdatasyncSync, ms`, col(runs, (r) => r.syncRaw), 'ms')
   record(`append batch ${size}: package / raw non-blocking`, col(runs, (r) => r.pkg / r.asyncRaw), '×', size === 10 ? ['<=', 1.2] : undefined)
   record(`append batch ${size}: package / raw synchronous (floor)`, col(runs, (r) => r.pkg / r.syncRaw), '×')
+  record(`append batch ${size}: protocol floor (serialize ∥ lock stat, write, fdatasync) / raw non-blocking`, col(runs, (r) => r.floor / r.asyncRaw), '×')
+  record(`append batch ${size}: package / protocol floor`, col(runs, (r) => r.pkg / r.floor), '×')
   if (size === 100) {
     record('append batch 100: throughput vs stringify+write+fdatasync', col(runs, (r) => r.stringify / r.pkg), '×', ['>=', 0.85])
   }
@@ -73,11 +75,26 @@ record('whole-file rewrite at 50k / package append at 50k', col(growth, (r) => r
 const conc = await repeat(() => concurrentRun(16, quick ? 30 : 80))
 record('16 sessions concurrently: package events/s', col(conc, (r) => r.pkgEventsPerSec), 'ev/s')
 record('16 sessions: events/s vs one synchronous raw writer', col(conc, (r) => r.pkgEventsPerSec / r.syncEventsPerSec), '×', ['>=', 2])
+record('16 sessions: raw non-blocking writers vs one synchronous raw writer', col(conc, (r) => r.asyncEventsPerSec / r.syncEventsPerSec), '×')
+// libuv runs every non-blocking file call on a pool of 4 threads unless the host sets
+// UV_THREADPOOL_SIZE before the pool starts; sixteen syncs in flight need more than 4.
+await settle()
+const pooled = JSON.parse(
+  execFileSync(process.execPath, [new URL('./scenarios/concurrent-pool.mjs', import.meta.url).pathname, String(RUNS), String(quick ? 30 : 80)], {
+    env: { ...process.env, UV_THREADPOOL_SIZE: '16' },
+    encoding: 'utf8',
+  }),
+)
+record('16 sessions, UV_THREADPOOL_SIZE=16: package events/s', col(pooled, (r) => r.pkgEventsPerSec), 'ev/s')
+record('16 sessions, UV_THREADPOOL_SIZE=16: vs one synchronous raw writer', col(pooled, (r) => r.pkgEventsPerSec / r.syncEventsPerSec), '×', ['>=', 2])
+record('16 sessions, UV_THREADPOOL_SIZE=16: raw non-blocking vs synchronous', col(pooled, (r) => r.asyncEventsPerSec / r.syncEventsPerSec), '×')
 
 const mat = await repeat(() => materializeRun(quick ? 30 : 100))
 record('new session: package create + first append, ms', col(mat, (r) => r.pkg), 'ms')
 record('new session: create + first append vs create+write+fdatasync+dir fsync', col(mat, (r) => r.pkg / r.raw), '×', ['<=', 1.3])
 record('new session: the first append alone (materialization) vs the same', col(mat, (r) => r.firstAppend / r.raw), '×')
+record('new session: protocol floor (SPEC 4.2 + 5.1 + 5.3 steps, overlapped) vs the same', col(mat, (r) => r.floor / r.raw), '×')
+record('new session: package / protocol floor', col(mat, (r) => r.pkg / r.floor), '×')
 
 const fixture = makeLoadFixture(100_000)
 try {

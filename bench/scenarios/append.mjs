@@ -1,6 +1,6 @@
 // Durable appends: this package against the physical limit (raw write + fdatasync of the same bytes).
-import { closeSync, fdatasyncSync, openSync, writeSync } from 'node:fs'
-import { open } from 'node:fs/promises'
+import { closeSync, fdatasync, fdatasyncSync, openSync, stat, statSync, write, writeFileSync, writeSync } from 'node:fs'
+import { link, mkdir, open, readdir, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createJsonlPersistence } from '../../dist/index.js'
 import { cleanup, events, now, scratch, serialize } from '../lib.mjs'
@@ -22,10 +22,27 @@ function rawSync(path, buffers) {
 
 
 
+const callback = (start) => new Promise((resolve, reject) => start((err, value) => (err ? reject(err) : resolve(value))))
+
+/**
+ * The least any implementation of SPEC 5.2 + 5.3 can do per batch, written with no package code:
+ * serialize the caller's events (they may be mutated after the call) while the writer lock is
+ * stat'ed (a holder that lost its lock must find out before writing), then write + fdatasync,
+ * all through Node's cheapest non-blocking calls (the callback API).
+ */
+async function protocolFloor(state, batch) {
+  const checked = callback((done) => stat(state.lock, done))
+  const bytes = serialize(batch)
+  if ((await checked).ino !== state.lockIno) throw new Error('lock lost')
+  await callback((done) => write(state.fd, bytes, 0, bytes.length, state.pos, done))
+  await callback((done) => fdatasync(state.fd, done))
+  state.pos += bytes.length
+}
+
 /**
  * One run: every contender appends the same batches, interleaved batch by batch (package, raw
- * non-blocking, raw synchronous, stringify+write) so that all of them see the same disk
- * conditions; returns the mean ms per batch of each.
+ * non-blocking, raw synchronous, stringify+write, protocol floor) so that all of them see the
+ * same disk conditions; returns the mean ms per batch of each.
  */
 export async function appendRun(size, count) {
   const dir = scratch(`append-${size}`)
@@ -40,7 +57,10 @@ export async function appendRun(size, count) {
     const fd = openSync(join(dir, 'raw-sync'), 'a')
     let posA = 0
     let posS = 0
-    const total = { pkg: 0, asyncRaw: 0, syncRaw: 0, stringify: 0 }
+    const lock = join(dir, 'floor.lock')
+    writeFileSync(lock, '{}\n')
+    const floor = { fd: openSync(join(dir, 'floor'), 'a'), pos: 0, lock, lockIno: statSync(lock).ino }
+    const total = { pkg: 0, asyncRaw: 0, syncRaw: 0, stringify: 0, floor: 0 }
     for (let i = 1; i <= count; i++) {
       let t = now()
       await p.append('bench', batches[i])
@@ -61,7 +81,11 @@ export async function appendRun(size, count) {
       await hs.datasync()
       total.stringify += now() - t
       posS += sb.length
+      t = now()
+      await protocolFloor(floor, batches[i])
+      total.floor += now() - t
     }
+    closeSync(floor.fd)
     await p.closeAll()
     await h.close()
     await hs.close()
@@ -72,7 +96,10 @@ export async function appendRun(size, count) {
   }
 }
 
-/** Sixteen sessions appending batches of 10 at once, against one synchronous raw writer. */
+/**
+ * Sixteen sessions appending batches of 10 at once, against one synchronous raw writer and
+ * against sixteen raw non-blocking writers (FileHandle write + datasync) doing the same.
+ */
 export async function concurrentRun(sessions, count) {
   const dir = scratch('concurrent')
   try {
@@ -84,7 +111,7 @@ export async function concurrentRun(sessions, count) {
       await p.create(meta(id))
       await p.append(id, all[i][0])
     }
-    const t = now()
+    let t = now()
     await Promise.all(ids.map(async (id, i) => {
       for (let b = 1; b <= count; b++) await p.append(id, all[i][b])
     }))
@@ -93,37 +120,94 @@ export async function concurrentRun(sessions, count) {
     const buffers = all[0].slice(1).map(serialize)
     const syncMs = rawSync(join(dir, 'raw-sync'), buffers)
     const syncEventsPerSec = (count * size) / (syncMs / 1000)
-    return { pkgEventsPerSec, syncEventsPerSec }
+    const handles = await Promise.all(ids.map((id) => open(join(dir, `raw-async-${id}`), 'a')))
+    t = now()
+    await Promise.all(handles.map(async (h) => {
+      let pos = 0
+      for (const b of buffers) {
+        await h.write(b, 0, b.length, pos)
+        await h.datasync()
+        pos += b.length
+      }
+    }))
+    const asyncEventsPerSec = (sessions * count * size) / ((now() - t) / 1000)
+    await Promise.all(handles.map((h) => h.close()))
+    return { pkgEventsPerSec, syncEventsPerSec, asyncEventsPerSec }
   } finally {
     cleanup(dir)
   }
 }
 
-/** Creating a session: first append (materialization) against create + write + fdatasync + directory fsync. */
+/**
+ * The least any implementation of SPEC 4.2, 5.1 and 5.3 can do to create a session and append
+ * its first batch, written with no package code and with every independent step overlapped:
+ * look for the id in every bucket (create); take the writer lock (a temporary file linked into
+ * place, its inode noted) and re-check the buckets under it, while the log's temporary file is
+ * written and synced; then link, unlink the temporary name, fsync the bucket.
+ */
+async function newSessionFloor(root, name, batch) {
+  const bucket = join(root, '_no-cwd')
+  const bytes = Buffer.concat([Buffer.from(`${JSON.stringify({ type: 'session', version: 0, ...meta(name) })}\n`), serialize(batch)])
+  const lockBytes = Buffer.from(`${JSON.stringify({ pid: process.pid, host: 'bench', since: Date.now() })}\n`)
+  const assertAbsent = async () => {
+    const entries = await readdir(root, { withFileTypes: true })
+    const buckets = entries.filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+    await Promise.all(buckets.map((e) => callback((done) => stat(join(root, e.name, name), (err) => done(err ? null : new Error('exists'))))))
+  }
+  await assertAbsent()
+  const lock = (async () => {
+    const tmp = join(root, '.locks', `.tmp-${name}`)
+    const path = join(root, '.locks', `${name}.lock`)
+    const h = await open(tmp, 'wx', 0o600)
+    await h.write(lockBytes, 0, lockBytes.length, 0)
+    await Promise.all([h.close(), link(tmp, path)])
+    await Promise.all([unlink(tmp), callback((done) => stat(path, done))])
+    await assertAbsent()
+  })()
+  const tmp = join(bucket, `.tmp-${name}`)
+  const log = (async () => {
+    const h = await open(tmp, 'wx', 0o600)
+    await h.write(bytes, 0, bytes.length, 0)
+    await h.datasync()
+    return h
+  })()
+  const [, h] = await Promise.all([lock, log])
+  await link(tmp, join(bucket, `${name}.jsonl`))
+  await unlink(tmp)
+  const d = await open(bucket, 'r')
+  await d.sync()
+  await d.close()
+  return h // kept open, as the package keeps its log open for the next append
+}
+
+/**
+ * Creating a session: create + first append (materialization) against create + write +
+ * fdatasync + directory fsync of one file, and against the protocol floor, interleaved session
+ * by session so that all three see the same disk conditions.
+ */
 export async function materializeRun(count) {
   const dir = scratch('materialize')
   try {
     const batch = events(0, 10)
     const bytes = serialize(batch)
-    const p = createJsonlPersistence({ root: dir })
+    const p = createJsonlPersistence({ root: join(dir, 'package') })
     await p.create(meta('warm'))
     await p.append('warm', batch) // the bucket and lock directories exist from here on
-    let createMs = 0
-    let appendMs = 0
+    const rawDir = join(dir, 'raw')
+    const floorRoot = join(dir, 'floor')
+    await mkdir(rawDir, { mode: 0o700 })
+    await mkdir(join(floorRoot, '_no-cwd'), { recursive: true, mode: 0o700 })
+    await mkdir(join(floorRoot, '.locks'), { mode: 0o700 })
+    const opened = []
+    const total = { create: 0, firstAppend: 0, raw: 0, floor: 0 }
     for (let i = 0; i < count; i++) {
       let t = now()
       await p.create(meta(`m${i}`))
-      createMs += now() - t
+      total.create += now() - t
       t = now()
       await p.append(`m${i}`, batch)
-      appendMs += now() - t
-    }
-    const pkg = (createMs + appendMs) / count
-    const firstAppend = appendMs / count
-    await p.closeAll()
-    const rawDir = join(dir, '_no-cwd')
-    const t = now()
-    for (let i = 0; i < count; i++) {
+      total.firstAppend += now() - t
+      t = now()
       const h = await open(join(rawDir, `raw-${i}`), 'wx', 0o600)
       await h.write(bytes, 0, bytes.length, 0)
       await h.datasync()
@@ -131,9 +215,19 @@ export async function materializeRun(count) {
       const d = await open(rawDir, 'r')
       await d.sync()
       await d.close()
+      total.raw += now() - t
+      t = now()
+      opened.push(await newSessionFloor(floorRoot, `f${i}`, batch))
+      total.floor += now() - t
     }
-    const raw = (now() - t) / count
-    return { pkg, firstAppend, raw }
+    await p.closeAll()
+    await Promise.all(opened.map((h) => h.close()))
+    return {
+      pkg: (total.create + total.firstAppend) / count,
+      firstAppend: total.firstAppend / count,
+      raw: total.raw / count,
+      floor: total.floor / count,
+    }
   } finally {
     cleanup(dir)
   }

@@ -1,0 +1,9 @@
+// `node concurrent-pool.mjs <runs> <count>`: the sixteen-session run in a process of its own, so
+// that the caller can choose libuv's thread-pool size (UV_THREADPOOL_SIZE is read once, when the
+// pool first starts). Prints one JSON array of run results.
+import { concurrentRun } from './append.mjs'
+
+const [runs, count] = process.argv.slice(2).map(Number)
+const out = []
+for (let i = 0; i < runs; i++) out.push(await concurrentRun(16, count))
+process.stdout.write(`${JSON.stringify(out)}\n`)

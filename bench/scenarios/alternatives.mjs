@@ -4,7 +4,7 @@ import { appendFileSync, closeSync, fsyncSync, openSync, renameSync, writeFileSy
 import { join } from 'node:path'
 import { createRequire } from 'node:module'
 import { createJsonlPersistence } from '../../dist/index.js'
-import { cleanup, events, now, scratch, serialize } from '../lib.mjs'
+import { cleanup, events, median, now, scratch, serialize } from '../lib.mjs'
 import { writeLog } from './load-list-lock.mjs'
 
 const require = createRequire(import.meta.url)
@@ -115,15 +115,17 @@ export async function growthRun(saves) {
     const p = createJsonlPersistence({ root: dir })
     const small = (await p.load('small')).events.length
     const large = (await p.load('large')).events.length
-    let tSmall = 0
-    let tLarge = 0
+    // Per-batch times, interleaved; a run's figure is the median batch, so that one stray
+    // journal commit of the machine does not decide a ratio of two sub-millisecond costs.
+    const tSmall = []
+    const tLarge = []
     for (let i = 0; i < saves; i++) {
       let t = now()
       await p.append('small', events(small + i * 10, 10))
-      tSmall += now() - t
+      tSmall.push(now() - t)
       t = now()
       await p.append('large', events(large + i * 10, 10))
-      tLarge += now() - t
+      tLarge.push(now() - t)
     }
     await p.closeAll()
     const rewrite = (n) => {
@@ -144,7 +146,7 @@ export async function growthRun(saves) {
       }
       return (now() - t) / few
     }
-    return { pkgAt1k: tSmall / saves, pkgAt50k: tLarge / saves, rewriteAt1k: rewrite(1_000), rewriteAt50k: rewrite(50_000) }
+    return { pkgAt1k: median(tSmall), pkgAt50k: median(tLarge), rewriteAt1k: rewrite(1_000), rewriteAt50k: rewrite(50_000) }
   } finally {
     cleanup(dir)
   }

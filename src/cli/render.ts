@@ -82,6 +82,11 @@ export function renderTranscript(session: LoadedSession, style: Style): string {
     if (e.type === 'tool/result' && typeof d?.callId === 'string') results.set(d.callId, e)
   }
   const mark = (e: SessionEvent) => (closerSeqs.has(e.seq) ? style.yellow(session.repair?.persisted ? ' [written by repair]' : ' [a repair would write this]') : '')
+  // A run of events of one type this view does not know (streamed tool output, say) with
+  // nothing printed in between is one line: its type, how many, and the first one's data.
+  let run: { type: string; ignorable: boolean; count: number; first: SessionEvent; line: number } | undefined
+  const unknownLine = (r: NonNullable<typeof run>) =>
+    style.dim(`(${r.type}${r.count > 1 ? ` ×${r.count}` : ''}${r.ignorable ? ', ignorable' : ''}) ${oneLine(r.first.data ?? null, 80)}`)
   for (const e of session.events) {
     const d = asObject(e.data)
     switch (e.type) {
@@ -131,7 +136,14 @@ export function renderTranscript(session: LoadedSession, style: Style): string {
       case 'tool/call':
         break
       default:
-        out.push(style.dim(`(${e.type}${e.ignorable ? ', ignorable' : ''}) ${oneLine(e.data ?? null, 80)}`))
+        if (run && run.type === e.type && out.length === run.line + 1) {
+          run.count++
+          run.ignorable &&= e.ignorable === true
+          out[run.line] = unknownLine(run)
+        } else {
+          run = { type: e.type, ignorable: e.ignorable === true, count: 1, first: e, line: out.length }
+          out.push(unknownLine(run))
+        }
     }
   }
   return `${out.join('\n')}\n`

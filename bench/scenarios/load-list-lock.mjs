@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { createJsonlPersistence } from '../../dist/index.js'
 import { SessionLocks } from '../../dist/lock/session-lock.js'
 import { createFaultInjectingFileSystem } from '../../dist/testing/index.js'
-import { cleanup, events, now, scratch, serialize } from '../lib.mjs'
+import { cleanup, events, median, now, scratch, serialize } from '../lib.mjs'
 
 const header = (id) => `{"type":"session","version":0,"id":"${id}","createdAt":1764489600000,"delegationDepth":0}\n`
 
@@ -110,15 +110,18 @@ export async function lockRun(iterations) {
       await p.closeAll()
       return now() - t
     }
-    let withLock = 0
-    let without = 0
+    // Interleaved A/B; a run's figures are the median iteration of each side, so that one stray
+    // journal commit does not decide a difference of a few hundred microseconds.
+    const withLock = []
+    const without = []
     for (let i = 0; i < iterations; i++) {
       SessionLocks.prototype.acquire = realAcquire
-      withLock += await once()
+      withLock.push(await once())
       SessionLocks.prototype.acquire = noLock
-      without += await once()
+      without.push(await once())
     }
-    return { withLock: withLock / iterations, without: without / iterations, ratio: (withLock - without) / without }
+    const [a, b] = [median(withLock), median(without)]
+    return { withLock: a, without: b, ratio: (a - b) / b }
   } finally {
     SessionLocks.prototype.acquire = realAcquire
     cleanup(root)

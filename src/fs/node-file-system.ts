@@ -19,15 +19,15 @@ function toStat(s: import('node:fs').Stats): FileStat {
 
 type Done<T> = (err: NodeJS.ErrnoException | null, value: T) => void
 
-function closedError(): NodeJS.ErrnoException {
-  return Object.assign(new Error('EBADF: file handle already closed'), { code: 'EBADF', errno: -9, syscall: 'write' })
+function closedError(syscall: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`EBADF: file handle already closed, ${syscall}`), { code: 'EBADF', errno: -9, syscall })
 }
 
 /**
  * An open file as a descriptor driven through Node's callback API. Every call still runs on
  * libuv's thread pool, so nothing blocks the event loop; `fs.promises.FileHandle` adds a
- * promise and a reference count around each call, which measured ~20–40 µs per write + sync
- * pair on the append path (docs/benchmarks.md). What FileHandle's reference count protects
+ * promise and a reference count around each call, which measured ~20–60 µs per write + sync
+ * pair on the append path (docs/decisions.md). What FileHandle's reference count protects
  * against is kept: `close` waits for the calls in flight, and a call after `close` rejects
  * `EBADF` instead of reaching a descriptor number the process may have reused.
  */
@@ -35,14 +35,15 @@ class NodeFileHandle implements FileHandle {
   #fd: number
   #inFlight = 0
   #drained: (() => void) | undefined
+  #closed: Promise<void> | undefined
 
   constructor(fd: number) {
     this.#fd = fd
   }
 
-  #call<T>(start: (fd: number, done: Done<T>) => void): Promise<T> {
+  #call<T>(syscall: string, start: (fd: number, done: Done<T>) => void): Promise<T> {
     const fd = this.#fd
-    if (fd < 0) return Promise.reject(closedError())
+    if (fd < 0) return Promise.reject(closedError(syscall))
     this.#inFlight++
     return new Promise<T>((resolve, reject) => {
       start(fd, (err, value) => {
@@ -54,29 +55,34 @@ class NodeFileHandle implements FileHandle {
   }
 
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
-    return this.#call((fd, done) => readCallback(fd, buffer, offset, length, position, done))
+    return this.#call('read', (fd, done) => readCallback(fd, buffer, offset, length, position, done))
   }
   write(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
-    return this.#call((fd, done) => writeCallback(fd, buffer, offset, length, position, done))
+    return this.#call('write', (fd, done) => writeCallback(fd, buffer, offset, length, position, done))
   }
   sync(): Promise<void> {
-    return this.#call<void>((fd, done) => fsync(fd, (err) => done(err, undefined)))
+    return this.#call<void>('fsync', (fd, done) => fsync(fd, (err) => done(err, undefined)))
   }
   datasync(): Promise<void> {
-    return this.#call<void>((fd, done) => fdatasync(fd, (err) => done(err, undefined)))
+    return this.#call<void>('fdatasync', (fd, done) => fdatasync(fd, (err) => done(err, undefined)))
   }
   truncate(length: number): Promise<void> {
-    return this.#call<void>((fd, done) => ftruncate(fd, length, (err) => done(err, undefined)))
+    return this.#call<void>('ftruncate', (fd, done) => ftruncate(fd, length, (err) => done(err, undefined)))
   }
   stat(): Promise<FileStat> {
-    return this.#call<FileStat>((fd, done) => fstat(fd, (err, s) => done(err, err ? (undefined as never) : toStat(s))))
+    return this.#call<FileStat>('fstat', (fd, done) => fstat(fd, (err, s) => done(err, err ? (undefined as never) : toStat(s))))
   }
   chmod(mode: number): Promise<void> {
-    return this.#call<void>((fd, done) => fchmod(fd, mode, (err) => done(err, undefined)))
+    return this.#call<void>('fchmod', (fd, done) => fchmod(fd, mode, (err) => done(err, undefined)))
   }
-  async close(): Promise<void> {
+  /** Closes once; every call resolves when the descriptor is closed. */
+  close(): Promise<void> {
+    this.#closed ??= this.#close()
+    return this.#closed
+  }
+
+  async #close(): Promise<void> {
     const fd = this.#fd
-    if (fd < 0) return
     this.#fd = -1
     if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve))
     await new Promise<void>((resolve, reject) => closeCallback(fd, (err) => (err ? reject(err) : resolve())))

@@ -66,7 +66,7 @@ if (Database) {
 }
 const nosync = await repeat(() => noSyncRun(10, quick ? 100 : 300))
 record("sync 'none' batch 10 / appendFileSync without sync", col(nosync, (r) => r.pkg / r.raw), '×')
-const growth = await repeat(() => growthRun(quick ? 30 : 100))
+const growth = await repeat(() => growthRun(quick ? 30 : 100, quick ? 2 : 4)) // whole-file saves at 50k: ~0.3 s each
 record('growth: package per batch at 50k events / at 1k', col(growth, (r) => r.pkgAt50k / r.pkgAt1k), '×', ['<=', 1.2])
 record('growth: whole-file rewrite per save at 50k / at 1k', col(growth, (r) => r.rewriteAt50k / r.rewriteAt1k), '×')
 record('whole-file rewrite at 50k events: ms per save', col(growth, (r) => r.rewriteAt50k), 'ms')
@@ -135,17 +135,17 @@ const locks = await repeat(() => lockRun(quick ? 30 : 100))
 record('load + append 10 + close, ms', col(locks, (r) => r.withLock), 'ms')
 record('writer lock: what it adds to load + append + close', col(locks, (r) => r.ratio), '×', ['<=', 0.25])
 
-const lists = await repeat(() => listRun(quick ? 2_000 : 10_000))
-record(`list ${quick ? '2,000' : '10,000'} sessions, ms`, col(lists, (r) => r.ms), 'ms')
+const lists = await repeat(() => listRun(quick ? 1_000 : 10_000))
+record(`list ${quick ? '1,000' : '10,000'} sessions, ms`, col(lists, (r) => r.ms), 'ms')
 record('list: reads per file', col(lists, (r) => r.readsPerFile), 'reads', ['<=', 1])
 record('list: bytes asked per read', col(lists, (r) => r.maxBytesPerRead), 'bytes', ['<=', 4096])
 
-const verifies = await repeat(() => verifyRun(quick ? 500 : 10_000))
-record(`verify ${quick ? '500' : '10,000'} sessions of 100 events, ms`, col(verifies, (r) => r.verifyMs), 'ms')
+const verifies = await repeat(() => verifyRun(quick ? 300 : 10_000))
+record(`verify ${quick ? '300' : '10,000'} sessions of 100 events, ms`, col(verifies, (r) => r.verifyMs), 'ms')
 record('verify: throughput vs loading them one after another', col(verifies, (r) => r.ratio), '×', ['>=', 0.5])
 
 
-const handler = await repeat(() => handlerRun(100_000))
+const handler = await repeat(() => handlerRun(quick ? 50_000 : 100_000))
 record('plugin session/event handler on the host call path', col(handler, (r) => r.nsPerEvent / 1000), 'µs/event', ['<=', 2])
 record('  (eventemitter3 emit to a no-op listener, for scale)', col(handler, (r) => r.nsPerEventNoop / 1000), 'µs/event')
 const e2e = await repeat(() => endToEndRun(quick ? 50 : 150))

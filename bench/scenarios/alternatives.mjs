@@ -107,7 +107,7 @@ export async function noSyncRun(size, count) {
 }
 
 /** Cost per batch of 10 as the log grows: the package at 1k and 50k events, the rewrite baseline at both. */
-export async function growthRun(saves) {
+export async function growthRun(saves, bigRewrites = 4) {
   const dir = scratch('growth')
   try {
     writeLog(dir, 'small', 1_000)
@@ -131,7 +131,7 @@ export async function growthRun(saves) {
     const rewrite = (n) => {
       const entries = events(0, n)
       const path = join(dir, `rewrite-${n}.jsonl`)
-      const few = Math.max(2, Math.min(saves, Math.floor(200_000 / n)))
+      const few = Math.max(2, Math.min(saves, Math.floor(200_000 / n), n >= 50_000 ? bigRewrites : Infinity))
       const t = now()
       for (let i = 0; i < few; i++) {
         const tmp = `${path}.tmp`

@@ -26,15 +26,17 @@ export function logPath(root: string, id: string, cwd: string | undefined): stri
 }
 
 // 96 random bits per process and a counter: as unique as a fresh random name per call (a
-// crash's leftovers and other processes never collide), without a ~15 µs trip into the CSPRNG
-// on each of the three names a new session needs.
-const PROCESS_NONCE = randomBytes(12).toString('hex')
+// crash's leftovers and other processes never collide), without spending ~15 µs in the CSPRNG
+// on each of the three names a new session needs. Drawn at first use, not at import, so that a
+// startup snapshot holding this module never hands one nonce to many processes.
+let nonce: string | undefined
 let counter = 0
 
 /** A token no other call, process or earlier run uses: names temporary files and writer locks. */
 export function uniqueToken(): string {
+  nonce ??= randomBytes(12).toString('hex')
   counter++
-  return `${PROCESS_NONCE}${counter.toString(36)}`
+  return `${nonce}${counter.toString(36)}`
 }
 
 /** A fresh temporary name; unique so a name left behind by a crash never blocks anything. */

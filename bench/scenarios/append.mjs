@@ -7,7 +7,6 @@ import { cleanup, events, now, scratch, serialize } from '../lib.mjs'
 
 const meta = (id) => ({ id, createdAt: 1_764_489_600_000, delegationDepth: 0 })
 
-
 function rawSync(path, buffers) {
   const fd = openSync(path, 'a')
   const t = now()
@@ -19,8 +18,6 @@ function rawSync(path, buffers) {
   closeSync(fd)
   return ms
 }
-
-
 
 const callback = (start) => new Promise((resolve, reject) => start((err, value) => (err ? reject(err) : resolve(value))))
 

@@ -40,6 +40,14 @@ describe('the default file-system seam', () => {
     await expect(fs.open(join(dir, 'missing'), 'r')).rejects.toMatchObject({ code: 'ENOENT' })
   })
 
+  it('a call Node refuses outright rejects, and close still completes', async () => {
+    const fs = createNodeFileSystem()
+    const h = await fs.open(join(dir, 'f'), 'wx', 0o600)
+    await expect(h.write(Buffer.from('x'), 0, 5, 0)).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+    await h.close() // would wait forever if the refused call still counted as in flight
+    await expect(h.truncate(0)).rejects.toMatchObject({ code: 'EBADF' })
+  })
+
   it('lets calls in flight finish before closing, and refuses calls after close with EBADF', async () => {
     const fs = createNodeFileSystem()
     const path = join(dir, 'f')

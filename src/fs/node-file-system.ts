@@ -46,11 +46,16 @@ class NodeFileHandle implements FileHandle {
     if (fd < 0) return Promise.reject(closedError(syscall))
     this.#inFlight++
     return new Promise<T>((resolve, reject) => {
-      start(fd, (err, value) => {
+      const settle: Done<T> = (err, value) => {
         if (--this.#inFlight === 0) this.#drained?.()
         if (err) reject(err)
         else resolve(value)
-      })
+      }
+      try {
+        start(fd, settle)
+      } catch (err) {
+        settle(err as NodeJS.ErrnoException, undefined as never) // Node refused the arguments
+      }
     })
   }
 

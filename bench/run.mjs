@@ -3,6 +3,7 @@
 import { execFileSync } from 'node:child_process'
 import { statSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
+import { fileURLToPath } from 'node:url'
 import { appendRun, concurrentRun, materializeRun } from './scenarios/append.mjs'
 import { listRun, loadRun, lockRun, makeBigFixture, makeLoadFixture, peakRss, verifyRun } from './scenarios/load-list-lock.mjs'
 import { endToEndRun, handlerRun } from './scenarios/plugin.mjs'
@@ -80,7 +81,7 @@ record('16 sessions: raw non-blocking writers vs one synchronous raw writer', co
 // UV_THREADPOOL_SIZE before the pool starts; sixteen syncs in flight need more than 4.
 await settle()
 const pooled = JSON.parse(
-  execFileSync(process.execPath, [new URL('./scenarios/concurrent-pool.mjs', import.meta.url).pathname, String(RUNS), String(quick ? 30 : 80)], {
+  execFileSync(process.execPath, [fileURLToPath(new URL('./scenarios/concurrent-pool.mjs', import.meta.url)), String(RUNS), String(quick ? 30 : 80)], {
     env: { ...process.env, UV_THREADPOOL_SIZE: '16' },
     encoding: 'utf8',
   }),

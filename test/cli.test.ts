@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url'
 import { execFile } from 'node:child_process'
 import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -9,7 +10,7 @@ import { ev, meta, turn } from './helpers/events.js'
 import { HEADER, writeRawLog } from './helpers/raw-log.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
-const BIN = new URL('../dist/cli/main.js', import.meta.url).pathname
+const BIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
 const run = async (args: string[], env: Record<string, string> = {}) => {
   try {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1', ...env } })

@@ -1,8 +1,9 @@
+import { fileURLToPath } from 'node:url'
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { expect, test } from 'vitest'
 
-const dist = new URL('../dist/', import.meta.url).pathname
+const dist = fileURLToPath(new URL('../dist/', import.meta.url))
 
 test('the exports map resolves each entry point to dist/, types first', async () => {
   const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))

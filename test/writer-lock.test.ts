@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url'
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readdir, readFile, unlink, utimes, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
@@ -9,7 +10,7 @@ import { meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 import { rejection } from './helpers/codes.js'
 
-const WORKER = new URL('./fixtures/lock-worker.mjs', import.meta.url).pathname
+const WORKER = fileURLToPath(new URL('./fixtures/lock-worker.mjs', import.meta.url))
 
 
 async function seeded(root: string, id: string) {

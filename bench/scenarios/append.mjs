@@ -55,8 +55,8 @@ async function protocolFloor(state, batch) {
 
 /**
  * One run: every contender appends the same batches, interleaved batch by batch (package, raw
- * non-blocking, raw synchronous, stringify+write, protocol floor) so that all of them see the
- * same disk conditions; returns the mean ms per batch of each.
+ * non-blocking, raw synchronous, stringify+write, protocol floor, in an order rotated at every
+ * batch) so that all of them see the same disk conditions; returns the mean ms per batch of each.
  */
 export async function appendRun(size, count) {
   const dir = scratch(`append-${size}`)
@@ -75,29 +75,35 @@ export async function appendRun(size, count) {
     writeFileSync(lock, '{}\n')
     const floor = { fd: openSync(join(dir, 'floor'), 'a'), pos: 0, lock, lockIno: statSync(lock).ino }
     const total = { pkg: 0, asyncRaw: 0, syncRaw: 0, stringify: 0, floor: 0 }
+    const contenders = [
+      ['pkg', (i) => p.append('bench', batches[i])],
+      ['asyncRaw', async (i) => {
+        const b = buffers[i]
+        await h.write(b, 0, b.length, posA)
+        await h.datasync()
+        posA += b.length
+      }],
+      ['syncRaw', (i) => {
+        writeSync(fd, buffers[i])
+        fdatasyncSync(fd)
+      }],
+      ['stringify', async (i) => {
+        const sb = serialize(batches[i])
+        await hs.write(sb, 0, sb.length, posS)
+        await hs.datasync()
+        posS += sb.length
+      }],
+      ['floor', (i) => protocolFloor(floor, batches[i])],
+    ]
     for (let i = 1; i <= count; i++) {
-      let t = now()
-      await p.append('bench', batches[i])
-      total.pkg += now() - t
-      const b = buffers[i]
-      t = now()
-      await h.write(b, 0, b.length, posA)
-      await h.datasync()
-      total.asyncRaw += now() - t
-      posA += b.length
-      t = now()
-      writeSync(fd, b)
-      fdatasyncSync(fd)
-      total.syncRaw += now() - t
-      t = now()
-      const sb = serialize(batches[i])
-      await hs.write(sb, 0, sb.length, posS)
-      await hs.datasync()
-      total.stringify += now() - t
-      posS += sb.length
-      t = now()
-      await protocolFloor(floor, batches[i])
-      total.floor += now() - t
+      // Each batch starts with a different contender, so none always follows the same one
+      // (what ran just before, a blocking sync or an idle pool, shifts the next one's time).
+      for (let k = 0; k < contenders.length; k++) {
+        const [name, run] = contenders[(i + k) % contenders.length]
+        const t = now()
+        await run(i)
+        total[name] += now() - t
+      }
     }
     closeSync(floor.fd)
     await p.closeAll()
@@ -201,7 +207,7 @@ async function newSessionFloor(root, name, batch) {
 /**
  * Creating a session: create + first append (materialization) against create + write +
  * fdatasync + directory fsync of one file, and against the protocol floor, interleaved session
- * by session so that all three see the same disk conditions.
+ * by session (in a rotating order) so that all three see the same disk conditions.
  */
 export async function materializeRun(count) {
   const dir = scratch('materialize')
@@ -218,25 +224,35 @@ export async function materializeRun(count) {
     await mkdir(join(floorRoot, '.locks'), { mode: 0o700 })
     const opened = []
     const total = { create: 0, firstAppend: 0, raw: 0, floor: 0 }
+    const contenders = [
+      async (i) => {
+        let t = now()
+        await p.create(meta(`m${i}`))
+        total.create += now() - t
+        t = now()
+        await p.append(`m${i}`, batch)
+        total.firstAppend += now() - t
+      },
+      async (i) => {
+        const t = now()
+        const h = await open(join(rawDir, `raw-${i}`), 'wx', 0o600)
+        await h.write(bytes, 0, bytes.length, 0)
+        await h.datasync()
+        await h.close()
+        const d = await open(rawDir, 'r')
+        await d.sync()
+        await d.close()
+        total.raw += now() - t
+      },
+      async (i) => {
+        const t = now()
+        opened.push(await newSessionFloor(floorRoot, `f${i}`, batch))
+        total.floor += now() - t
+      },
+    ]
     for (let i = 0; i < count; i++) {
-      let t = now()
-      await p.create(meta(`m${i}`))
-      total.create += now() - t
-      t = now()
-      await p.append(`m${i}`, batch)
-      total.firstAppend += now() - t
-      t = now()
-      const h = await open(join(rawDir, `raw-${i}`), 'wx', 0o600)
-      await h.write(bytes, 0, bytes.length, 0)
-      await h.datasync()
-      await h.close()
-      const d = await open(rawDir, 'r')
-      await d.sync()
-      await d.close()
-      total.raw += now() - t
-      t = now()
-      opened.push(await newSessionFloor(floorRoot, `f${i}`, batch))
-      total.floor += now() - t
+      // The order rotates with every session, as in appendRun.
+      for (let k = 0; k < contenders.length; k++) await contenders[(i + k) % contenders.length](i)
     }
     await p.closeAll()
     for (const fd of opened) closeSync(fd)

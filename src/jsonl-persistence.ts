@@ -87,9 +87,10 @@ class JsonlPersistence implements JsonlSessionPersistence {
     const valid = validateMeta(meta)
     const s = this.#track(valid.id, 'E_EXISTS')
     await this.#run(s, async () => {
-      await this.#assertNoLog(valid.id)
+      const path = logPath(this.#ctx.root, valid.id, valid.cwd)
+      await this.#assertNoLog(valid.id, path)
       s.meta = valid
-      s.path = logPath(this.#ctx.root, valid.id, valid.cwd)
+      s.path = path
     })
   }
 
@@ -124,10 +125,11 @@ class JsonlPersistence implements JsonlSessionPersistence {
       } else {
         // The lock and the under-lock check of the other buckets overlap with writing the
         // temporary file; the link waits for both.
-        const mayPublish = locked.then(() => this.#assertNoLog(s.id))
+        const path = s.path
+        const mayPublish = locked.then(() => this.#assertNoLog(s.id, path))
         mayPublish.catch(() => {})
         const bytes = Buffer.concat([Buffer.from(headerLine(s.meta)), batch.bytes])
-        s.writer = await this.#materialize(s, s.path, bytes, () => mayPublish)
+        s.writer = await this.#materialize(s, path, bytes, () => mayPublish)
       }
     } catch (err) {
       await locked.catch(() => {}) // a lock still being taken must land before close can release it
@@ -256,13 +258,13 @@ class JsonlPersistence implements JsonlSessionPersistence {
         seedLength,
         delegationDepth: parent.delegationDepth,
       })
-      await this.#assertNoLog(meta.id)
       const path = logPath(this.#ctx.root, meta.id, meta.cwd)
+      await this.#assertNoLog(meta.id, path)
       Object.assign(s, { meta, path, nextSeq: seedLength })
       if (seedLength === 0) return meta // nothing to write: the lock is taken at the first append
       s.lock = await this.#locks.acquire(meta.id)
       const seed = await this.#readRange(parentPath, scan.headerBytes, scan.eventEnds?.[seedLength - 1] ?? 0)
-      s.writer = await this.#materialize(s, path, Buffer.concat([Buffer.from(headerLine(meta)), seed]), () => this.#assertNoLog(meta.id))
+      s.writer = await this.#materialize(s, path, Buffer.concat([Buffer.from(headerLine(meta)), seed]), () => this.#assertNoLog(meta.id, path))
       return meta
     })
   }
@@ -339,8 +341,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
     }
   }
 
-  async #assertNoLog(id: string): Promise<void> {
-    const existing = await findLogs(this.#ctx, id)
+  /** `E_EXISTS` when a log of `id` is in any bucket; `path` is where this instance would publish it. */
+  async #assertNoLog(id: string, path: string): Promise<void> {
+    const existing = await findLogs(this.#ctx, id, path)
     if (existing.length > 0) {
       throw new SessionPersistenceError('E_EXISTS', `a log for session '${id}' already exists: ${existing[0]}`, {
         sessionId: id,

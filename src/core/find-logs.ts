@@ -16,22 +16,31 @@ export async function listBuckets(ctx: StoreContext): Promise<string[]> {
   }
 }
 
-/** Every path under the root where a log of `id` exists (normally zero or one). */
-export async function findLogs(ctx: StoreContext, id: string): Promise<string[]> {
+/**
+ * Every path under the root where a log of `id` exists (normally zero or one). `likely` is the
+ * path the caller would publish the log at: its bucket is known without listing the root, so it
+ * is looked at while the root is listed (one thread-pool trip less per lookup). A log found
+ * there counts even when its bucket appeared after the listing.
+ */
+export async function findLogs(ctx: StoreContext, id: string, likely?: string): Promise<string[]> {
   const name = logFileName(id)
+  const early = likely === undefined ? undefined : isLogAt(ctx, likely)
+  early?.catch(() => {}) // awaited below, unless listing the root fails first
   const buckets = await listBuckets(ctx)
-  const found = await Promise.all(
-    buckets.map(async (bucket) => {
-      const path = join(bucket, name)
-      try {
-        return (await ctx.fs.stat(path)).isFile ? path : undefined
-      } catch (err) {
-        if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') return undefined
-        throw err
-      }
-    }),
-  )
-  return found.filter((p): p is string => p !== undefined)
+  const paths = buckets.map((bucket) => join(bucket, name))
+  const found = await Promise.all(paths.map((path) => (path === likely && early ? early : isLogAt(ctx, path))))
+  const logs = paths.filter((_, i) => found[i])
+  if (likely !== undefined && early && !paths.includes(likely) && (await early)) logs.push(likely)
+  return logs
+}
+
+async function isLogAt(ctx: StoreContext, path: string): Promise<boolean> {
+  try {
+    return (await ctx.fs.stat(path)).isFile
+  } catch (err) {
+    if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') return false
+    throw err
+  }
 }
 
 /** The one log of `id`: `E_NOT_FOUND` when there is none, `E_AMBIGUOUS` when there are several. */

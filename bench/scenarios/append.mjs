@@ -162,7 +162,7 @@ export async function concurrentRun(sessions, count) {
  * The least any implementation of SPEC 4.2, 5.1 and 5.3 can do to create a session and append
  * its first batch, written with no package code, through Node's cheapest non-blocking calls (the
  * callback API), with every independent step overlapped: look for the id in every bucket
- * (create); take the writer lock (a temporary file linked into place, its inode noted) and
+ * (create; its own bucket while the root is listed); take the writer lock (a temporary file linked into place, its inode noted) and
  * re-check the buckets under it, while the log's temporary file is written and synced; then
  * link, unlink the temporary name, fsync the bucket. Resolves with the log's open descriptor.
  */
@@ -171,9 +171,14 @@ async function newSessionFloor(root, name, batch) {
   const bytes = Buffer.concat([Buffer.from(`${JSON.stringify({ type: 'session', version: 0, ...meta(name) })}\n`), serialize(batch)])
   const lockBytes = Buffer.from(`${JSON.stringify({ pid: process.pid, host: 'bench', since: Date.now() })}\n`)
   const assertAbsent = async () => {
-    const entries = await callback((done) => readdirCallback(root, { withFileTypes: true }, done))
-    const buckets = entries.filter((e) => e.isDirectory() && !e.name.startsWith('.'))
-    await Promise.all(buckets.map((e) => callback((done) => stat(join(root, e.name, name), (err) => done(err ? null : new Error('exists'))))))
+    // The own bucket is known without listing the root: it is looked at during the listing.
+    const absent = (path) => callback((done) => stat(path, (err) => done(err ? null : new Error('exists'))))
+    const [entries] = await Promise.all([
+      callback((done) => readdirCallback(root, { withFileTypes: true }, done)),
+      absent(join(bucket, `${name}.jsonl`)),
+    ])
+    const others = entries.filter((e) => e.isDirectory() && !e.name.startsWith('.') && join(root, e.name) !== bucket)
+    await Promise.all(others.map((e) => absent(join(root, e.name, `${name}.jsonl`))))
   }
   await assertAbsent()
   const lock = (async () => {

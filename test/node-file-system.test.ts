@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -65,5 +65,13 @@ describe('the default file-system seam', () => {
     const buf = Buffer.alloc(1)
     expect(await other.read(buf, 0, 1, 0)).toBe(1)
     await other.close()
+  })
+  it('syncs a directory through a descriptor it always closes, and rejects a missing one ENOENT', async () => {
+    const fs = createNodeFileSystem()
+    const open = () => readdirSync('/proc/self/fd').length
+    const before = open()
+    for (let i = 0; i < 50; i++) await fs.syncDir(dir)
+    await expect(fs.syncDir(join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' })
+    expect(open()).toBe(before)
   })
 })

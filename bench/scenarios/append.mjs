@@ -162,9 +162,10 @@ export async function concurrentRun(sessions, count) {
  * The least any implementation of SPEC 4.2, 5.1 and 5.3 can do to create a session and append
  * its first batch, written with no package code, through Node's cheapest non-blocking calls (the
  * callback API), with every independent step overlapped: look for the id in every bucket
- * (create; its own bucket while the root is listed); take the writer lock (a temporary file linked into place, its inode noted) and
- * re-check the buckets under it, while the log's temporary file is written and synced; then
- * link, unlink the temporary name, fsync the bucket. Resolves with the log's open descriptor.
+ * (create; its own bucket while the root is listed); take the writer lock (a temporary file
+ * linked into place, its inode noted) and re-check the buckets under it, while the log's
+ * temporary file is written and synced; then link, unlink the temporary name, fsync the bucket.
+ * Resolves with the log's open descriptor.
  */
 async function newSessionFloor(root, name, batch) {
   const bucket = join(root, '_no-cwd')

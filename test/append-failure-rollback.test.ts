@@ -6,7 +6,6 @@ import { meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 import { codeOf } from './helpers/codes.js'
 
-
 async function setup() {
   const root = await tmpRoot()
   const fs = createFaultInjectingFileSystem()

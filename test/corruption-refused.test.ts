@@ -16,7 +16,6 @@ const e = (seq: number, type: string, data?: SessionEvent['data']): SessionEvent
   data === undefined ? { seq, type, time: 2000 + seq } : { seq, type, time: 2000 + seq, data }
 const turnEnd = (seq: number, turn: number) => e(seq, 'turn/end', { turn, reason: { kind: 'completed' } })
 
-
 /** Loads and inspects `content`; both must reject alike, the file unchanged and no lock left. */
 async function refuse(content: string | Buffer) {
   const root = await tmpRoot()

@@ -6,7 +6,6 @@ import { meta } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 import { rejection } from './helpers/codes.js'
 
-
 describe('E_NOT_JSON names the event type, its seq, the path and what was found (SPEC 4.3)', () => {
   class Point {
     x = 1

@@ -1,10 +1,9 @@
 import { readFile } from 'node:fs/promises'
 import { describe, expect, test } from 'vitest'
-import { createJsonlPersistence, isSessionPersistenceError } from '../src/index.js'
+import { createJsonlPersistence } from '../src/index.js'
 import { ev, meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 import { codeOf } from './helpers/codes.js'
-
 
 async function parentWithTwoTurns() {
   const root = await tmpRoot()

@@ -19,14 +19,19 @@ async function storedLog(path: string, id: string): Promise<void> {
   await writeFile(path, `${JSON.stringify({ type: 'session', version: 0, id, createdAt: 1, delegationDepth: 0 })}\n`)
 }
 
+/** `create` must reject `E_EXISTS`, naming the log it found at `path`. */
+async function expectExists(create: Promise<void>, path: string): Promise<void> {
+  const err = await rejection(create)
+  expect(err.code).toBe('E_EXISTS')
+  expect(err.message).toContain(path)
+}
+
 describe('looking an id up in every bucket (SPEC 4.2, 5.1, 5.3)', () => {
   test('create finds the id in a bucket other than its own: E_EXISTS naming that log', async () => {
     const root = await tmpRoot()
     const other = createJsonlPersistence({ root }).locate(meta('x', { cwd: '/elsewhere' })).path
     await storedLog(other, 'x')
-    const err = await rejection(createJsonlPersistence({ root }).create(meta('x', { cwd: '/here' })))
-    expect(err.code).toBe('E_EXISTS')
-    expect(err.message).toContain(other)
+    await expectExists(createJsonlPersistence({ root }).create(meta('x', { cwd: '/here' })), other)
   })
 
   test("the id's own bucket is looked at while the root is listed, not after", async () => {
@@ -64,9 +69,7 @@ describe('looking an id up in every bucket (SPEC 4.2, 5.1, 5.3)', () => {
     const node = createNodeFileSystem()
     // The listing was taken just before the bucket appeared.
     const fs = seam({ readdir: async (path) => (path === root ? [] : node.readdir(path)) })
-    const err = await rejection(createJsonlPersistence({ root, fs }).create(meta('z', { cwd: '/p' })))
-    expect(err.code).toBe('E_EXISTS')
-    expect(err.message).toContain(own)
+    await expectExists(createJsonlPersistence({ root, fs }).create(meta('z', { cwd: '/p' })), own)
   })
 
   test('an unexpected error looking at the own bucket rejects E_IO with that cause', async () => {

@@ -124,16 +124,16 @@ const NODE_FS: FileSystem = {
   utimes: (path, atime, mtime) => fsp.utimes(path, atime, mtime),
   readlink: (path) => fsp.readlink(path),
   async syncDir(path) {
-    // Through the callback API like open files: every new session waits for this sync, and the
-    // three promise-API calls it replaced measured ~50 µs slower here.
-    const fd = await new Promise<number>((resolve, reject) => openCallback(path, 'r', (err, d) => (err ? reject(err) : resolve(d))))
+    // Through a handle like any open file (the callback API): every new session waits for this
+    // sync, and the promise-API calls it replaced measured ~50 µs slower here.
+    const h = await NODE_FS.open(path, 'r')
     try {
-      await new Promise<void>((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve())))
+      await h.sync()
     } catch (err) {
       // Windows cannot fsync a directory through Node (SPEC 5.1, 12); everywhere else it is fatal.
       if (!(process.platform === 'win32' && (err as NodeJS.ErrnoException).code === 'EPERM')) throw err
     } finally {
-      await new Promise<void>((resolve, reject) => closeCallback(fd, (err) => (err ? reject(err) : resolve())))
+      await h.close()
     }
   },
 }

@@ -34,9 +34,14 @@ export type {
   RepairReport,
   SessionListing,
   SessionLocation,
+  JsonlLocation,
+  PostgresLocation,
+  RawLogTransfer,
+  RawSessionLog,
   SessionPersistence,
 } from './persistence.js'
 export { createJsonlPersistence } from './jsonl-persistence.js'
+export { describeLocation, jsonlPath } from './core/location.js'
 export {
   type ContentBlock,
   type ModelHistory,

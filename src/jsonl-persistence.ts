@@ -17,12 +17,13 @@ import { createNodeFileSystem } from './fs/node-file-system.js'
 import { type HeldLock, SessionLocks } from './lock/session-lock.js'
 import type {
   ForkChild,
+  JsonlLocation,
   JsonlSessionPersistence,
   ListOptions,
   LoadedSession,
   LoadOptions,
+  RawSessionLog,
   SessionListing,
-  SessionLocation,
 } from './persistence.js'
 
 /** One session this instance writes (or is about to): created, loaded or forked here. */
@@ -78,7 +79,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     return this.#ctx.root
   }
 
-  locate(meta: SessionMeta): SessionLocation {
+  locate(meta: SessionMeta): JsonlLocation {
     const valid = validateMeta(meta)
     return { kind: 'jsonl', path: logPath(this.#ctx.root, valid.id, valid.cwd) }
   }
@@ -298,6 +299,18 @@ class JsonlPersistence implements JsonlSessionPersistence {
       }
     })()
     return s.closing
+  }
+
+  async delete(id: string): Promise<void> {
+    throw new SessionPersistenceError('E_IO', `delete is not implemented yet (session '${id}')`, { sessionId: id })
+  }
+
+  async readRaw(id: string): Promise<RawSessionLog> {
+    throw new SessionPersistenceError('E_IO', `readRaw is not implemented yet (session '${id}')`, { sessionId: id })
+  }
+
+  async importRaw(log: RawSessionLog): Promise<void> {
+    throw new SessionPersistenceError('E_IO', `importRaw is not implemented yet (session '${log.id}')`, { sessionId: log.id })
   }
 
   async closeAll(): Promise<void> {

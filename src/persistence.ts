@@ -3,10 +3,17 @@ import type { SessionEvent, SessionMeta } from './core/schema.js'
 
 export type { RepairReport } from './core/repair-plan.js'
 
-/** Where a session's log lives (SPEC 4). */
-export interface SessionLocation {
+/** Where a session's log lives: a file under a JSONL root, or rows in a PostgreSQL schema. */
+export type SessionLocation = JsonlLocation | PostgresLocation
+export interface JsonlLocation {
   kind: 'jsonl'
+  /** Absolute path of the log file (it may not exist yet). */
   path: string
+}
+export interface PostgresLocation {
+  kind: 'postgres'
+  schema: string
+  id: string
 }
 
 /** What `load` and `inspect` return. */
@@ -50,7 +57,35 @@ export interface SessionPersistence {
   load(id: string, options?: LoadOptions): Promise<LoadedSession>
   inspect(id: string): Promise<LoadedSession>
   list(options?: ListOptions): Promise<SessionListing[]>
+  /**
+   * Removes a session's log durably. `E_NOT_FOUND` when there is none, `E_SESSION_LIVE` when
+   * this instance has it open, `E_LOCKED` when another instance holds its lock. Forks of it keep
+   * their copied seed.
+   */
+  delete(id: string): Promise<void>
   close(id: string): Promise<void>
+}
+
+/**
+ * The exact lines of a stored session, without their trailing `\n`: the header line, then one
+ * line per valid event in seq order (as `inspect` reads them: a torn tail is not included and no
+ * closers are added). What `session-jsonl copy` moves between backends byte for byte.
+ */
+export interface RawSessionLog {
+  id: string
+  headerLine: string
+  eventLines: string[]
+}
+
+/** Backends that can hand out and take in a session's exact lines (both built-in ones do). */
+export interface RawLogTransfer {
+  /** The stored lines of `id`, read without any lock (`E_NOT_FOUND`, `E_CORRUPT` as `inspect`). */
+  readRaw(id: string): Promise<RawSessionLog>
+  /**
+   * Stores a session from its exact lines, durably, under its lock; `E_EXISTS` when the id is
+   * already stored. The header line's id must equal `log.id`. Nothing is stored on failure.
+   */
+  importRaw(log: RawSessionLog): Promise<void>
 }
 
 export interface ForkChild {
@@ -60,9 +95,10 @@ export interface ForkChild {
   cwd?: string
 }
 
-export interface JsonlSessionPersistence extends SessionPersistence {
+export interface JsonlSessionPersistence extends SessionPersistence, RawLogTransfer {
   /** The resolved absolute root. */
   readonly root: string
+  locate(meta: SessionMeta): JsonlLocation
   fork(parentId: string, child: ForkChild): Promise<SessionMeta>
   closeAll(): Promise<void>
 }

@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises'
 import { describe, expect, test } from 'vitest'
-import { createJsonlPersistence, isSessionPersistenceError } from '../src/index.js'
+import { createJsonlPersistence, isSessionPersistenceError, jsonlPath } from '../src/index.js'
 import { createFaultInjectingFileSystem } from '../src/testing/index.js'
 import { meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
@@ -84,7 +84,7 @@ describe('a failed append is rolled back (SPEC 5.2)', () => {
     const [listing] = await p.list()
     expect(listing?.meta.id).toBe('m')
     const { readdir } = await import('node:fs/promises')
-    expect((await readdir(listing!.location.path.replace(/\/[^/]+$/, ''))).filter((n) => n.startsWith('.'))).toEqual([])
+    expect((await readdir(jsonlPath(listing!.location).replace(/\/[^/]+$/, ''))).filter((n) => n.startsWith('.'))).toEqual([])
     await p.closeAll()
   })
 

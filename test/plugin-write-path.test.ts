@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, test } from 'vitest'
-import { createJsonlPersistence, isSessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
+import { createJsonlPersistence, isSessionPersistenceError, jsonlPath, sessionPersistencePlugin } from '../src/index.js'
 import { createMemoryPersistence, createReferenceHost, MUTATING_OPS } from '../src/testing/index.js'
 import { oneTurn, pluginSetup } from './helpers/plugin-setup.js'
 
@@ -86,7 +86,7 @@ describe('plugin write path (SPEC 8)', () => {
     }
     expect((await stored(s.meta.id)).length).toBe(good)
     s.dispose()
-    const again = host.resume(await createJsonlPersistence({ root: plugin.persistence.locate(s.meta).path.split('/cwd-')[0]! }).inspect(s.meta.id))
+    const again = host.resume(await createJsonlPersistence({ root: jsonlPath(plugin.persistence.locate(s.meta)).split('/cwd-')[0]! }).inspect(s.meta.id))
     again.runTurn(oneTurn(2))
     await plugin.flush(s.meta.id)
     expect(await stored(s.meta.id)).toEqual(again.events)

@@ -5,6 +5,7 @@ import PQueue from 'p-queue'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { JsonlSessionPersistence, ListProblem, LoadedSession, SessionListing } from '../persistence.js'
 import { formatBytes, oneLine, renderMarkdown, renderTranscript, type Style } from './render.js'
+import { describeLocation } from '../core/location.js'
 
 export interface Io {
   out: (s: string) => void
@@ -58,7 +59,7 @@ export async function ls(p: JsonlSessionPersistence, io: Io, opts: { json: boole
 async function logPath(p: JsonlSessionPersistence, id: string): Promise<string> {
   const found = (await p.list({ onProblem: () => {} })).find((l) => l.meta.id === id)
   if (!found) throw new SessionPersistenceError('E_NOT_FOUND', `no listable session '${id}' under ${p.root}`, { sessionId: id })
-  return found.location.path
+  return describeLocation(found.location)
 }
 
 export async function show(p: JsonlSessionPersistence, io: Io, id: string, opts: { json: boolean; raw: boolean }): Promise<number> {
@@ -134,7 +135,7 @@ export async function verify(p: JsonlSessionPersistence, io: Io, opts: { json: b
   await queue.addAll(
     listing.map((l) => async () => {
       const { id } = l.meta
-      const path = l.location.path
+      const path = describeLocation(l.location)
       try {
         const s = await p.inspect(id)
         const r = s.repair

@@ -12,6 +12,7 @@ import {
   toModelHistory,
 } from '../index.js'
 import { createReferenceHost } from '../testing/index.js'
+import { jsonlPath } from '../core/location.js'
 
 const root = resolve(process.argv[2] ?? 'demo-sessions')
 const sessionId = 'demo-session'
@@ -110,4 +111,4 @@ await plugin.dispose()
 const again = await createJsonlPersistence({ root }).inspect(sessionId)
 say()
 say(`Done. Loading it once more needs no repair (${again.repair ? 'UNEXPECTED repair' : 'none'}); the logs are plain JSONL:`)
-say(`   head -c 300 ${createJsonlPersistence({ root }).locate(loaded.meta).path}`)
+say(`   head -c 300 ${jsonlPath(createJsonlPersistence({ root }).locate(loaded.meta))}`)

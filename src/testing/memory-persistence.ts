@@ -162,6 +162,10 @@ class MemoryPersistence implements SessionPersistence {
       .sort((a, b) => b.meta.createdAt - a.meta.createdAt || (a.meta.id < b.meta.id ? -1 : a.meta.id > b.meta.id ? 1 : 0))
   }
 
+  async delete(id: string): Promise<void> {
+    throw new SessionPersistenceError('E_IO', `delete is not implemented yet (session '${id}')`, { sessionId: id })
+  }
+
   close(id: string): Promise<void> {
     const s = this.#open.get(id)
     if (!s) return Promise.resolve()

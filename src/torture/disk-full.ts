@@ -6,6 +6,7 @@ import { isSessionPersistenceError } from '../errors.js'
 import { createJsonlPersistence } from '../jsonl-persistence.js'
 import { sessionPersistencePlugin } from '../plugin/plugin.js'
 import { createReferenceHost } from '../testing/reference-host.js'
+import { jsonlPath } from '../core/location.js'
 
 export interface DiskFullReport {
   cycles: number
@@ -83,7 +84,7 @@ export async function runDiskFull(dir: string, cycles: number): Promise<DiskFull
       s.runTurn({ user: `cycle ${c}`, steps: [{ text: 'fine', chunks: 2 }] })
       await plugin.flush()
       await direct.append('direct', batch(3))
-      const logPath = direct.locate({ id: 'direct', createdAt: 0, delegationDepth: 0 }).path
+      const logPath = jsonlPath(direct.locate({ id: 'direct', createdAt: 0, delegationDepth: 0 }))
       const ackedSize = statSync(logPath).size
       const filler = fill(dir)
       // The direct append hits ENOSPC: E_IO, and the log is back at its acknowledged length.

@@ -1,5 +1,6 @@
 export {
   ERROR_CODES,
+  type ErrorDetails,
   type ErrorCode,
   isSessionPersistenceError,
   SessionFormatUnsupportedError,
@@ -39,6 +40,7 @@ export type {
   RawLogTransfer,
   RawSessionLog,
   SessionPersistence,
+  SessionStore,
 } from './persistence.js'
 export { createJsonlPersistence } from './jsonl-persistence.js'
 export { describeLocation, jsonlPath } from './core/location.js'
@@ -58,4 +60,5 @@ export {
   type SessionPersistencePlugin,
 } from './plugin/plugin.js'
 export { type PluginConfig, PluginConfigSchema, PluginJsonConfigSchema } from './plugin/config.js'
-export { type AgentHost, HOST_SESSION_EVENT_NAMES, type HostSessionEvents, type LiveSession } from './plugin/host.js'
+export { type AgentHost, HOST_SESSION_EVENT_NAMES, type HostSessionEventName,
+  type HostSessionEvents, type LiveSession } from './plugin/host.js'

@@ -95,10 +95,14 @@ export interface ForkChild {
   cwd?: string
 }
 
-export interface JsonlSessionPersistence extends SessionPersistence, RawLogTransfer {
+/** A full backend: the seam plus fork, closeAll and raw-log transfer (JSONL and PostgreSQL). */
+export interface SessionStore extends SessionPersistence, RawLogTransfer {
+  fork(parentId: string, child: ForkChild): Promise<SessionMeta>
+  closeAll(): Promise<void>
+}
+
+export interface JsonlSessionPersistence extends SessionStore {
   /** The resolved absolute root. */
   readonly root: string
   locate(meta: SessionMeta): JsonlLocation
-  fork(parentId: string, child: ForkChild): Promise<SessionMeta>
-  closeAll(): Promise<void>
 }

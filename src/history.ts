@@ -1,6 +1,7 @@
+import { asObject } from './core/as-object.js'
 import type { JsonValue, SessionEvent } from './core/schema.js'
 
-/** Text of the in-memory result of a call the log never answered (SPEC 7). */
+/** Text of the in-memory result of a call the log never answered (docs/contract.md §7). */
 export const UNANSWERED_TOOL_TEXT = 'Tool call was not completed; no result was recorded.'
 
 export type ContentBlock =
@@ -22,13 +23,15 @@ export interface ModelMessage {
 
 export interface ModelHistory {
   messages: ModelMessage[]
-  /** The `header` of the last `request/header` event, if any. */
+  /** The `header` of the last `request/header` event, if any (rewinds do not change it). */
   requestHeader: JsonValue | undefined
 }
 
-type Obj = Record<string, unknown>
-const asObject = (v: unknown): Obj | undefined =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined
+/** A `history/rewind` event's effect: seqs `from <= seq < until` are out of the history view. */
+export interface RewoundRange {
+  from: number
+  until: number
+}
 
 const ROLE_OF: Record<string, ModelMessage['role'] | undefined> = {
   'system/message': 'system',
@@ -48,16 +51,69 @@ function toolCallIds(content: unknown): string[] {
 }
 
 /**
- * The conversation a model provider needs (SPEC 7): one message per system, user and assistant
- * message and per tool result, in log order; chunks and every other type produce none. Every
- * tool call of an assistant message gets exactly one tool message: a call the log never
- * answered gets a synthetic error result right after the other results of its message.
+ * The seq ranges the `history/rewind` events of a log take out of the history view, merged and
+ * sorted. Rewinds only ever remove: a later rewind whose range covers an earlier rewind event
+ * does not bring that event's range back. A rewind whose `to` is not a non-negative integer is
+ * ignored (the storage is vocabulary-agnostic, so a malformed event must not break a resume).
+ */
+export function rewoundRanges(events: readonly SessionEvent[]): RewoundRange[] {
+  const ranges: RewoundRange[] = []
+  for (const e of events) {
+    if (e.type !== 'history/rewind') continue
+    const to = asObject(e.data)?.to
+    if (typeof to !== 'number' || !Number.isSafeInteger(to) || to < 0 || to >= e.seq) continue
+    ranges.push({ from: to, until: e.seq })
+  }
+  ranges.sort((a, b) => a.from - b.from)
+  const merged: RewoundRange[] = []
+  for (const r of ranges) {
+    const last = merged.at(-1)
+    if (last && r.from <= last.until) last.until = Math.max(last.until, r.until)
+    else merged.push({ ...r })
+  }
+  return merged
+}
+
+/** A predicate telling whether an event's seq lies in one of `ranges` (binary search). */
+export function isRewoundBy(ranges: readonly RewoundRange[]): (seq: number) => boolean {
+  return (seq) => {
+    let lo = 0
+    let hi = ranges.length - 1
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1
+      const r = ranges[mid]!
+      if (seq < r.from) hi = mid - 1
+      else if (seq >= r.until) lo = mid + 1
+      else return true
+    }
+    return false
+  }
+}
+
+/**
+ * The conversation a model provider needs (docs/contract.md §7): one message per system, user
+ * and assistant message and per tool result, in log order; chunks and every other type produce
+ * none. Messages of events a `history/rewind` took out are left out (§2.1).
+ *
+ * The result stays balanced for a provider whatever a rewind cut: every tool call of a shown
+ * assistant message gets exactly one tool message (a call whose result was rewound, or never
+ * recorded, gets a synthetic error result right after the other results of its message), and a
+ * result whose assistant message was rewound is left out with it, since a provider refuses a
+ * result for a call it never saw.
  */
 export function toModelHistory(events: readonly SessionEvent[]): ModelHistory {
+  const rewound = isRewoundBy(rewoundRanges(events))
+  const shown = events.filter((e) => !rewound(e.seq))
   const answered = new Set<string>()
+  const shownCalls = new Set<string>()
+  const hiddenCalls = new Set<string>()
   for (const e of events) {
-    const callId = e.type === 'tool/result' ? asObject(e.data)?.callId : undefined
-    if (typeof callId === 'string') answered.add(callId)
+    const data = asObject(e.data)
+    if (e.type === 'assistant/message') {
+      for (const id of toolCallIds(data?.content)) (rewound(e.seq) ? hiddenCalls : shownCalls).add(id)
+    } else if (e.type === 'tool/result' && !rewound(e.seq) && typeof data?.callId === 'string') {
+      answered.add(data.callId)
+    }
   }
   const messages: ModelMessage[] = []
   let unanswered: string[] = [] // calls of the last assistant message that no result will answer
@@ -75,18 +131,21 @@ export function toModelHistory(events: readonly SessionEvent[]): ModelHistory {
   }
   let requestHeader: JsonValue | undefined
   for (const e of events) {
-    if (e.type === 'request/header') {
-      const header = asObject(e.data)?.header
-      if (header !== undefined) requestHeader = header as JsonValue
-      continue
-    }
+    if (e.type !== 'request/header') continue
+    const header = asObject(e.data)?.header
+    if (header !== undefined) requestHeader = header as JsonValue
+  }
+  for (const e of shown) {
     const role = ROLE_OF[e.type]
     if (!role) continue
     const data = asObject(e.data)
+    const callId = typeof data?.callId === 'string' ? data.callId : undefined
+    // The result of a call whose assistant message was rewound: gone with its call.
+    if (role === 'tool' && callId !== undefined && hiddenCalls.has(callId) && !shownCalls.has(callId)) continue
     if (role !== 'tool') closeUnanswered()
     const message: ModelMessage = { role, seq: e.seq, content: (data?.content ?? null) as JsonValue }
     if (role === 'tool') {
-      if (typeof data?.callId === 'string') message.callId = data.callId
+      if (callId !== undefined) message.callId = callId
       if (typeof data?.isError === 'boolean') message.isError = data.isError
     }
     messages.push(message)

@@ -5,7 +5,7 @@ let seq = 0
 const e = (type: string, data?: SessionEvent['data']): SessionEvent => ({ seq: seq++, type, time: 1, ...(data === undefined ? {} : { data }) })
 const call = (callId: string) => ({ type: 'tool-call', callId, name: 'bash', arguments: { cmd: callId } })
 
-describe('toModelHistory (SPEC 7)', () => {
+describe('toModelHistory (docs/contract.md §7)', () => {
   test('one message per system, user, assistant message and tool result; chunks and other types never', () => {
     seq = 0
     const events = [
@@ -75,5 +75,64 @@ describe('toModelHistory (SPEC 7)', () => {
     const events = [e('assistant/message', 5), e('tool/result'), e('user/message', [1]), e('request/header', 'x'), e('assistant/message', { content: [null, 3, { type: 'tool-call' }] })]
     expect(toModelHistory(events).messages).toHaveLength(4)
     expect(computeClosers([e('turn/start', 'weird'), e('assistant/message', { content: 'no' }), e('tool/call', null)], 0)).toHaveLength(1)
+  })
+
+  test('history/rewind: the messages of events with to <= seq < the rewind are left out; the request header is kept', () => {
+    seq = 0
+    const events = [
+      e('request/header', { header: { model: 'a' }, reason: 'initial' }),
+      e('user/message', { content: 'one' }),
+      e('assistant/message', { turn: 1, step: 0, content: [{ type: 'text', text: 'first' }] }),
+      e('request/header', { header: { model: 'b' }, reason: 'change' }),
+      e('user/message', { content: 'two' }),
+      e('history/rewind', { to: 3 }), // drops seq 3 and 4
+      e('user/message', { content: 'three' }),
+    ]
+    const { messages, requestHeader } = toModelHistory(events)
+    expect(messages.map((m) => m.seq)).toEqual([1, 2, 6])
+    expect(requestHeader).toEqual({ model: 'b' })
+  })
+
+  test('history/rewind that drops an assistant message but not its result: the result goes too', () => {
+    seq = 0
+    const events = [
+      e('user/message', { content: 'q' }),
+      e('assistant/message', { turn: 1, step: 0, content: [call('a')] }),
+      e('history/rewind', { to: 1 }), // undo while the tool ran
+      e('tool/result', { turn: 1, step: 0, callId: 'a', content: [{ type: 'text', text: 'late' }] }),
+      e('user/message', { content: 'r' }),
+    ]
+    expect(toModelHistory(events).messages.map((m) => `${m.role}:${m.seq}`)).toEqual(['user:0', 'user:4'])
+  })
+
+  test('history/rewind that drops a result but not its assistant message: the call gets a synthetic result', () => {
+    seq = 0
+    const events = [
+      e('assistant/message', { turn: 1, step: 0, content: [call('a'), call('b')] }),
+      e('tool/result', { turn: 1, step: 0, callId: 'a', content: [] }),
+      e('tool/result', { turn: 1, step: 0, callId: 'b', content: [] }),
+      e('history/rewind', { to: 2 }),
+      e('user/message', { content: 'next' }),
+    ]
+    const { messages } = toModelHistory(events)
+    expect(messages.map((m) => `${m.role}:${m.callId ?? ''}:${m.synthetic ? 'synthetic' : m.seq}`)).toEqual(['assistant::0', 'tool:a:1', 'tool:b:synthetic', 'user::4'])
+  })
+
+  test('history/rewind: rewinds only remove (a later one covering an earlier rewind does not undo it); a malformed to is ignored', () => {
+    seq = 0
+    const events = [
+      e('user/message', { content: '0' }),
+      e('user/message', { content: '1' }),
+      e('history/rewind', { to: 1 }),
+      e('user/message', { content: '3' }),
+      e('history/rewind', { to: 2 }), // covers the first rewind and seq 3
+      e('history/rewind', { to: -1 }),
+      e('history/rewind', { to: '0' }),
+      e('history/rewind', { to: 0.5 }),
+      e('history/rewind'),
+      e('history/rewind', { to: 99 }), // past itself: nothing
+      e('user/message', { content: '10' }),
+    ]
+    expect(toModelHistory(events).messages.map((m) => m.seq)).toEqual([0, 10])
   })
 })

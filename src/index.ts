@@ -48,6 +48,9 @@ export {
   type ContentBlock,
   type ModelHistory,
   type ModelMessage,
+  isRewoundBy,
+  type RewoundRange,
+  rewoundRanges,
   toModelHistory,
   UNANSWERED_TOOL_TEXT,
 } from './history.js'

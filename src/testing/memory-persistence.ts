@@ -1,16 +1,26 @@
 import PQueue from 'p-queue'
 import { computeClosers } from '../core/closers.js'
 import { encodeSessionId } from '../core/id-encoding.js'
-import { validateMeta } from '../core/meta.js'
+import { headerLine, validateMeta } from '../core/meta.js'
 import { bucketName, logFileName } from '../core/paths.js'
 import { prepareBatch } from '../core/prepare-batch.js'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
 import { SessionPersistenceError } from '../errors.js'
-import type { ListOptions, LoadedSession, LoadOptions, SessionListing, SessionLocation, SessionPersistence } from '../persistence.js'
+import type {
+  ForkChild,
+  ListOptions,
+  LoadedSession,
+  LoadOptions,
+  RawSessionLog,
+  SessionListing,
+  SessionLocation,
+  SessionStore,
+} from '../persistence.js'
 
 interface StoredSession {
   meta: SessionMeta
-  /** Serialized event lines, exactly as the JSONL backend would write them. */
+  /** The header line and the event lines, exactly as the JSONL backend would write them (no `\n`). */
+  headerLine: string
   lines: string[]
   bytes: number
   mtimeMs: number
@@ -33,10 +43,12 @@ export interface MemoryPersistenceOptions {
 
 /**
  * The in-memory reference backend of the `SessionPersistence` seam. It keeps the seam's
- * observable rules (validation, seqs, one writer per session, closers) without a file system,
- * and passes the same conformance suite as the JSONL backend. Nothing survives the process.
+ * observable rules (validation, seqs, one writer per session, closers, delete, fork, raw
+ * transfer) without a file system, and passes the same conformance suite as the JSONL backend.
+ * Two instances over one store contend for sessions as two processes over one root would.
+ * Nothing survives the process.
  */
-export function createMemoryPersistence(options: MemoryPersistenceOptions = {}): SessionPersistence {
+export function createMemoryPersistence(options: MemoryPersistenceOptions = {}): SessionStore {
   let store = options.store
   if (!store && options.name !== undefined) {
     store = namedStores.get(options.name) ?? new MemoryStore()
@@ -52,7 +64,9 @@ interface Open {
   closing: Promise<void> | undefined
 }
 
-class MemoryPersistence implements SessionPersistence {
+const withoutNewline = (line: string) => line.slice(0, -1)
+
+class MemoryPersistence implements SessionStore {
   readonly #store: MemoryStore
   readonly #name: string
   readonly #open = new Map<string, Open>()
@@ -73,7 +87,11 @@ class MemoryPersistence implements SessionPersistence {
     if (this.#open.has(valid.id) || this.#store.sessions.has(valid.id)) {
       throw new SessionPersistenceError('E_EXISTS', `session '${valid.id}' already exists`, { sessionId: valid.id })
     }
-    this.#open.set(valid.id, { meta: valid, nextSeq: 0, queue: new PQueue({ concurrency: 1 }), closing: undefined })
+    this.#track(valid, 0)
+  }
+
+  #track(meta: SessionMeta, nextSeq: number): void {
+    this.#open.set(meta.id, { meta, nextSeq, queue: new PQueue({ concurrency: 1 }), closing: undefined })
   }
 
   async append(id: string, events: readonly SessionEvent[]): Promise<void> {
@@ -95,14 +113,28 @@ class MemoryPersistence implements SessionPersistence {
       this.#lock(id)
       let stored = this.#store.sessions.get(id)
       if (!stored) {
-        stored = { meta: s.meta, lines: [], bytes: 0, mtimeMs: Date.now() }
-        this.#store.sessions.set(id, stored)
+        // Materialization re-checks under the lock, as the JSONL backend does.
+        if (s.nextSeq !== 0) throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted`, { sessionId: id })
+        stored = this.#publish(s.meta, [])
       }
       stored.lines.push(...lines)
       stored.bytes += batch.bytes.length
       stored.mtimeMs = Date.now()
       s.nextSeq += batch.count
     })
+  }
+
+  #publish(meta: SessionMeta, lines: string[]): StoredSession {
+    const header = headerLine(meta)
+    const stored: StoredSession = {
+      meta,
+      headerLine: withoutNewline(header),
+      lines,
+      bytes: Buffer.byteLength(header) + lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0),
+      mtimeMs: Date.now(),
+    }
+    this.#store.sessions.set(meta.id, stored)
+    return stored
   }
 
   #lock(id: string): void {
@@ -126,14 +158,17 @@ class MemoryPersistence implements SessionPersistence {
     if (this.#open.has(id)) {
       throw new SessionPersistenceError('E_SESSION_LIVE', `session '${id}' is open in this instance`, { sessionId: id })
     }
-    const { stored, events } = this.#read(id)
+    const { stored, events } = this.#read(id) // found first: a missing log takes no lock
     this.#lock(id)
     const closers = options.closeOpenTurn === false ? [] : computeClosers(events, stored.meta.createdAt)
     const all = [...events, ...closers]
-    if (closers.length > 0) {
-      stored.lines.push(...closers.map((c) => JSON.stringify(c)))
+    for (const c of closers) {
+      const line = JSON.stringify(c)
+      stored.lines.push(line)
+      stored.bytes += Buffer.byteLength(line) + 1
+      stored.mtimeMs = Date.now()
     }
-    this.#open.set(id, { meta: stored.meta, nextSeq: all.length, queue: new PQueue({ concurrency: 1 }), closing: undefined })
+    this.#track(stored.meta, all.length)
     const loaded: LoadedSession = { meta: structuredClone(stored.meta), events: all }
     if (closers.length > 0) {
       loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
@@ -163,7 +198,86 @@ class MemoryPersistence implements SessionPersistence {
   }
 
   async delete(id: string): Promise<void> {
-    throw new SessionPersistenceError('E_IO', `delete is not implemented yet (session '${id}')`, { sessionId: id })
+    encodeSessionId(id)
+    if (this.#open.has(id)) {
+      throw new SessionPersistenceError('E_SESSION_LIVE', `session '${id}' is open in this instance; close it first`, { sessionId: id })
+    }
+    if (!this.#store.sessions.has(id)) throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}'`, { sessionId: id })
+    this.#lock(id)
+    this.#store.sessions.delete(id)
+    this.#store.locks.delete(id)
+  }
+
+  async fork(parentId: string, child: ForkChild): Promise<SessionMeta> {
+    const { seedLength } = child
+    if (!Number.isSafeInteger(seedLength) || seedLength < 0) {
+      throw new SessionPersistenceError('E_INVALID_META', 'seedLength must be a non-negative integer', { sessionId: child.id })
+    }
+    encodeSessionId(child.id)
+    const { stored: parent, events } = this.#read(parentId)
+    if (seedLength > events.length || (seedLength > 0 && events[seedLength - 1]?.type !== 'turn/end')) {
+      throw new SessionPersistenceError('E_BAD_FORK_POINT', `cannot fork '${parentId}' at ${seedLength}`, { sessionId: parentId })
+    }
+    const cwd = child.cwd ?? parent.meta.cwd
+    const meta = validateMeta({
+      id: child.id,
+      createdAt: child.createdAt ?? Date.now(),
+      ...(cwd === undefined ? {} : { cwd }),
+      parentSession: parentId,
+      seedLength,
+      delegationDepth: parent.meta.delegationDepth,
+    })
+    if (this.#open.has(meta.id) || this.#store.sessions.has(meta.id)) {
+      throw new SessionPersistenceError('E_EXISTS', `session '${meta.id}' already exists`, { sessionId: meta.id })
+    }
+    if (seedLength > 0) {
+      this.#lock(meta.id)
+      this.#publish(meta, parent.lines.slice(0, seedLength))
+    }
+    this.#track(meta, seedLength)
+    return structuredClone(meta)
+  }
+
+  async readRaw(id: string): Promise<RawSessionLog> {
+    const { stored } = this.#read(id)
+    return { id, headerLine: stored.headerLine, eventLines: [...stored.lines] }
+  }
+
+  async importRaw(log: RawSessionLog): Promise<void> {
+    encodeSessionId(log.id)
+    let header: unknown
+    try {
+      header = JSON.parse(log.headerLine)
+    } catch (err) {
+      throw new SessionPersistenceError('E_CORRUPT', `the header line of '${log.id}' is not JSON`, { sessionId: log.id, cause: err })
+    }
+    const { type, version, ...rest } = (header ?? {}) as Record<string, unknown>
+    if (type !== 'session' || version !== 0) {
+      throw new SessionPersistenceError('E_CORRUPT', `the header line of '${log.id}' is not a version 0 session header`, { sessionId: log.id })
+    }
+    const meta = validateMeta(rest)
+    if (meta.id !== log.id) {
+      throw new SessionPersistenceError('E_INVALID_META', `the header names '${meta.id}', not '${log.id}'`, { sessionId: log.id })
+    }
+    const events = log.eventLines.map((line, i) => {
+      try {
+        return JSON.parse(line) as SessionEvent
+      } catch (err) {
+        throw new SessionPersistenceError('E_CORRUPT', `event line ${i} of '${log.id}' is not JSON`, { sessionId: log.id, cause: err })
+      }
+    })
+    prepareBatch(log.id, events) // the same envelope and JSON checks as append
+    if (events.some((e, i) => e.seq !== i)) {
+      throw new SessionPersistenceError('E_SEQ_NOT_CONTIGUOUS', `the events of '${log.id}' do not run from seq 0`, { sessionId: log.id })
+    }
+    if (this.#open.has(log.id) || this.#store.sessions.has(log.id)) {
+      throw new SessionPersistenceError('E_EXISTS', `session '${log.id}' already exists`, { sessionId: log.id })
+    }
+    this.#lock(log.id)
+    const stored = this.#publish(meta, [...log.eventLines])
+    stored.headerLine = log.headerLine
+    stored.bytes = Buffer.byteLength(log.headerLine) + 1 + log.eventLines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)
+    this.#store.locks.delete(log.id)
   }
 
   close(id: string): Promise<void> {
@@ -174,5 +288,9 @@ class MemoryPersistence implements SessionPersistence {
       if (this.#store.locks.get(id) === this.#token) this.#store.locks.delete(id)
     })
     return s.closing
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.#open.keys()].map((id) => this.close(id)))
   }
 }

@@ -1,0 +1,128 @@
+import { describe, expect, test } from 'vitest'
+import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import type { ErrorCode } from '../errors.js'
+import { codeOf, codeOfSync, completeTurn, type ContractContext, ev, meta, T0 } from './fixtures.js'
+
+/** Creating sessions and appending to them (docs/contract.md §4.2, §4.3). */
+export function createAndAppendTests({ open }: ContractContext): void {
+  describe('create and append', () => {
+    test('appended events load back deep-equal in another instance, extra fields and unknown types kept', async () => {
+      const a = await open()
+      const m = meta('round-trip', { cwd: '/work/project', model: 'm-1', tags: ['a', 'b'] })
+      await a.create(m)
+      const events: SessionEvent[] = [
+        ...completeTurn(0, 1),
+        { seq: 4, type: 'vendor/telemetry', time: T0 + 4, data: { n: 1.5, nested: [null, true, 'x'] }, ignorable: true },
+        { seq: 5, type: 'custom', time: T0 + 5, extraField: { kept: 'verbatim' } },
+      ]
+      await a.append('round-trip', events.slice(0, 2))
+      await a.append('round-trip', events.slice(2))
+      await a.close('round-trip')
+      const b = await open()
+      const loaded = await b.load('round-trip')
+      expect(loaded.meta).toEqual(m)
+      expect(loaded.events).toEqual(events)
+      expect(loaded.repair).toBeUndefined()
+      await b.close('round-trip')
+    })
+
+    test('a created session without events leaves nothing: not listed, not loadable, id reusable', async () => {
+      const a = await open()
+      await a.create(meta('empty'))
+      await a.close('empty')
+      expect(await a.list()).toEqual([])
+      const b = await open()
+      expect(await codeOf(b.load('empty'))).toBe('E_NOT_FOUND')
+      await b.create(meta('empty'))
+      await b.close('empty')
+    })
+
+    test('create rejects E_EXISTS for a stored id and for an id this instance tracks', async () => {
+      const a = await open()
+      await a.create(meta('dup'))
+      expect(await codeOf(a.create(meta('dup')))).toBe('E_EXISTS')
+      await a.append('dup', completeTurn(0, 1))
+      await a.close('dup')
+      const b = await open()
+      expect(await codeOf(b.create(meta('dup')))).toBe('E_EXISTS')
+    })
+
+    test('create rejects invalid meta and ids', async () => {
+      const a = await open()
+      expect(await codeOf(a.create(meta('')))).toBe('E_INVALID_ID')
+      expect(await codeOf(a.create(meta('x'.repeat(245))))).toBe('E_INVALID_ID')
+      expect(await codeOf(a.create(meta('bad', { createdAt: -1 })))).toBe('E_INVALID_META')
+      expect(await codeOf(a.create(meta('bad', { delegationDepth: 0.5 })))).toBe('E_INVALID_META')
+      expect(await codeOf(a.create(meta('bad', { seedLength: 2 })))).toBe('E_INVALID_META')
+      expect(await codeOf(a.create({ ...meta('bad'), type: 'x' } as SessionMeta))).toBe('E_INVALID_META')
+      expect(await codeOf(a.create({ ...meta('bad'), version: 1 } as SessionMeta))).toBe('E_INVALID_META')
+      expect(await codeOf(a.create({ id: 'bad', createdAt: T0 } as SessionMeta))).toBe('E_INVALID_META')
+      expect(codeOfSync(() => a.locate(meta('')))).toBe('E_INVALID_ID')
+      expect(codeOfSync(() => a.locate(meta('ok', { cwd: 'relative/path' })))).toBe('E_INVALID_META')
+      expect(await a.list()).toEqual([])
+    })
+
+    test('append to a session this instance did not create, load or fork rejects E_NOT_FOUND', async () => {
+      const a = await open()
+      expect(await codeOf(a.append('nobody', completeTurn(0, 1)))).toBe('E_NOT_FOUND')
+    })
+
+    test('bad batches reject with their code and write nothing', async () => {
+      const a = await open()
+      await a.create(meta('bad-batch'))
+      await a.append('bad-batch', completeTurn(0, 1))
+      const cases: [SessionEvent[], ErrorCode][] = [
+        [[ev(5, 'x')], 'E_SEQ_NOT_CONTIGUOUS'],
+        [[ev(3, 'x')], 'E_SEQ_NOT_CONTIGUOUS'],
+        [[ev(4, 'x'), ev(6, 'x')], 'E_SEQ_NOT_CONTIGUOUS'],
+        [[{ seq: 4, type: '', time: 1 }], 'E_INVALID_EVENT'],
+        [[{ seq: -1, type: 'x', time: 1 }], 'E_INVALID_EVENT'],
+        [[{ seq: 4, type: 'x', time: Number.NaN }], 'E_INVALID_EVENT'],
+        [[{ seq: 4, type: 'x', time: 1, ignorable: false } as unknown as SessionEvent], 'E_INVALID_EVENT'],
+        [[{ seq: 4, type: 'x', time: 1, data: { big: 10n } } as unknown as SessionEvent], 'E_NOT_JSON'],
+        [[ev(4, 'x'), { seq: 5, type: 'x', time: 1, data: new Date() } as unknown as SessionEvent], 'E_NOT_JSON'],
+      ]
+      for (const [batch, code] of cases) expect(await codeOf(a.append('bad-batch', batch))).toBe(code)
+      await a.append('bad-batch', [ev(4, 'after-rejections')])
+      await a.close('bad-batch')
+      const loaded = await a.load('bad-batch')
+      expect(loaded.events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4])
+      expect(loaded.events[4]?.type).toBe('after-rejections')
+      await a.close('bad-batch')
+    })
+
+    test('an empty batch is a no-op', async () => {
+      const a = await open()
+      await a.create(meta('noop'))
+      await a.append('noop', [])
+      await a.close('noop')
+      expect(await a.list()).toEqual([])
+    })
+
+    test('the batch is captured when append is called', async () => {
+      const a = await open()
+      await a.create(meta('capture'))
+      const batch = completeTurn(0, 1)
+      const pending = a.append('capture', batch)
+      ;(batch[1]!.data as { content: string }).content = 'mutated'
+      batch.pop()
+      await pending
+      await a.close('capture')
+      const loaded = await a.load('capture', { closeOpenTurn: false })
+      expect(loaded.events).toHaveLength(4)
+      expect(loaded.events[1]?.data).toEqual({ content: 'question 1' })
+      await a.close('capture')
+    })
+
+    test('appends issued without awaiting are written in call order', async () => {
+      const a = await open()
+      await a.create(meta('burst'))
+      const all = [...completeTurn(0, 1), ...completeTurn(4, 2), ...completeTurn(8, 3)]
+      await Promise.all([a.append('burst', all.slice(0, 4)), a.append('burst', all.slice(4, 8)), a.append('burst', all.slice(8))])
+      await a.close('burst')
+      expect((await a.load('burst')).events).toEqual(all)
+      await a.close('burst')
+    })
+  })
+
+}

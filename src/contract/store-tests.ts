@@ -1,0 +1,100 @@
+import { describe, expect, test, type TestContext } from 'vitest'
+import type { SessionEvent } from '../core/schema.js'
+import type { SessionPersistence, SessionStore } from '../persistence.js'
+import { codeOf, completeTurn, type ContractContext, ev, meta, storedSession, T0, isStore } from './fixtures.js'
+
+/**
+ * What a full backend (`SessionStore`) adds to the seam: `fork` (docs/contract.md §4.7) and the
+ * raw-log transfer behind `session-jsonl copy` (§11, §13). A backend that implements only the
+ * seam reports these tests as skipped, never as passed.
+ */
+export function storeTests({ open, openOther }: ContractContext): void {
+  const openStore = async (ctx: TestContext, opener: () => Promise<SessionPersistence> = open): Promise<SessionStore> => {
+    const p = await opener()
+    if (!isStore(p)) ctx.skip()
+    return p as SessionStore
+  }
+
+  describe('fork', () => {
+    test('the child starts with the parent first seedLength events; lineage and depth recorded; the parent unchanged', async (ctx) => {
+      const a = await openStore(ctx)
+      const events = await storedSession(a, 'parent', 2, { cwd: '/proj', delegationDepth: 2 })
+      const child = await a.fork('parent', { id: 'child', seedLength: 4, createdAt: T0 + 1 })
+      expect(child).toEqual({ id: 'child', createdAt: T0 + 1, cwd: '/proj', parentSession: 'parent', seedLength: 4, delegationDepth: 2 })
+      await a.append('child', completeTurn(4, 5))
+      await a.close('child')
+      const b = await openStore(ctx)
+      expect((await b.inspect('child')).events).toEqual([...events.slice(0, 4), ...completeTurn(4, 5)])
+      expect((await b.inspect('parent')).events).toEqual(events)
+      const grandchild = await b.fork('child', { id: 'grandchild', seedLength: 8, cwd: '/other' })
+      expect([grandchild.parentSession, grandchild.cwd]).toEqual(['child', '/other'])
+      await b.closeAll()
+    })
+
+    test('bad fork points, unknown parents and existing children are refused and store nothing', async (ctx) => {
+      const a = await openStore(ctx)
+      await storedSession(a, 'parent', 2)
+      expect(await codeOf(a.fork('parent', { id: 'c1', seedLength: 3 }))).toBe('E_BAD_FORK_POINT')
+      expect(await codeOf(a.fork('parent', { id: 'c1', seedLength: 12 }))).toBe('E_BAD_FORK_POINT')
+      expect(await codeOf(a.fork('nobody', { id: 'c1', seedLength: 0 }))).toBe('E_NOT_FOUND')
+      expect(await codeOf(a.fork('parent', { id: 'parent', seedLength: 4 }))).toBe('E_EXISTS')
+      expect(await codeOf(a.fork('parent', { id: '', seedLength: 4 }))).toBe('E_INVALID_ID')
+      expect((await a.list()).map((l) => l.meta.id)).toEqual(['parent'])
+    })
+
+    test('the child is held by the forking instance until closed; a fork at 0 stores nothing until its first append', async (ctx) => {
+      const a = await openStore(ctx)
+      await storedSession(a, 'parent', 1)
+      await a.fork('parent', { id: 'seeded', seedLength: 4 })
+      const b = await openStore(ctx)
+      expect(await codeOf(b.load('seeded'))).toBe('E_LOCKED')
+      await a.fork('parent', { id: 'blank', seedLength: 0 })
+      expect(await codeOf(b.inspect('blank'))).toBe('E_NOT_FOUND')
+      await a.append('blank', completeTurn(0, 3))
+      await a.closeAll()
+      expect((await b.load('seeded')).events).toHaveLength(4)
+      expect((await b.inspect('blank')).meta.seedLength).toBe(0)
+      await b.closeAll()
+    })
+  })
+
+  describe('raw transfer', () => {
+    test('readRaw gives the exact lines: the header, then each event serialized with its keys in the caller order', async (ctx) => {
+      const a = await openStore(ctx)
+      await a.create(meta('raw', { cwd: '/p', note: 'kept' }))
+      const events: SessionEvent[] = [
+        { time: T0, type: 'turn/start', seq: 0, data: { turn: 1 } },
+        { seq: 1, data: { z: 1, a: [1, 'é', null] }, type: 'x/custom', time: T0 + 0.5, ignorable: true },
+        ev(2, 'turn/end', { turn: 1, reason: { kind: 'completed' } }),
+      ]
+      await a.append('raw', events)
+      await a.close('raw')
+      const raw = await a.readRaw('raw')
+      expect(raw.id).toBe('raw')
+      expect(JSON.parse(raw.headerLine)).toEqual({ type: 'session', version: 0, ...meta('raw', { cwd: '/p', note: 'kept' }) })
+      expect(raw.eventLines).toEqual(events.map((e) => JSON.stringify(e)))
+      expect(await codeOf(a.readRaw('missing'))).toBe('E_NOT_FOUND')
+    })
+
+    test('importRaw into another store is byte-identical and durable; an existing id is E_EXISTS; a mismatched header is refused', async (ctx) => {
+      const a = await openStore(ctx)
+      await storedSession(a, 'moved', 2, { cwd: '/p' })
+      const raw = await a.readRaw('moved')
+      const target = await openStore(ctx, openOther)
+      await target.importRaw(raw)
+      expect(await target.readRaw('moved')).toEqual(raw)
+      expect(await target.inspect('moved')).toEqual(await a.inspect('moved'))
+      expect(await codeOf(target.importRaw(raw))).toBe('E_EXISTS')
+      expect(await codeOf(a.importRaw(raw))).toBe('E_EXISTS')
+      const imported = await target.load('moved') // imported sessions are ordinary sessions
+      await target.append('moved', completeTurn(imported.events.length, 3))
+      await target.close('moved')
+
+      const renamed = { ...raw, id: 'renamed' }
+      const refused = await codeOf(target.importRaw(renamed))
+      expect(refused).not.toBe('resolved')
+      expect(refused).not.toBe('foreign error')
+      expect(await codeOf(target.inspect('renamed'))).toBe('E_NOT_FOUND')
+    })
+  })
+}

@@ -41,3 +41,28 @@ export function events(from, count) {
 }
 
 export const serialize = (batch) => Buffer.from(batch.map((e) => `${JSON.stringify(e)}\n`).join(''))
+
+/** Promise around one callback-API call: Node's cheapest non-blocking file calls. */
+export const callback = (start) => new Promise((resolve, reject) => start((err, value) => (err ? reject(err) : resolve(value))))
+
+/**
+ * Times `contenders` ([name, run(i)] pairs) over rounds 1..count, interleaved: every round runs
+ * each contender once, starting with a different one each round (what ran just before, a
+ * blocking sync or an idle pool, shifts the next one's time). Returns each name's total ms, and,
+ * with `perRound`, each name's list of round times.
+ */
+export async function interleave(contenders, count, { perRound = false } = {}) {
+  const total = Object.fromEntries(contenders.map(([name]) => [name, 0]))
+  const rounds = Object.fromEntries(contenders.map(([name]) => [name, []]))
+  for (let i = 1; i <= count; i++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const [name, run] = contenders[(i + k) % contenders.length]
+      const t = now()
+      await run(i)
+      const ms = now() - t
+      total[name] += ms
+      if (perRound) rounds[name].push(ms)
+    }
+  }
+  return perRound ? { total, rounds } : total
+}

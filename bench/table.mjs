@@ -7,6 +7,6 @@ console.log(`Measured ${r.date.slice(0, 10)}, ${r.mode} run, node ${r.node}, ${r
 console.log('| figure | median | min – max | target |')
 console.log('|---|---:|---:|---|')
 for (const row of r.rows) {
-  const target = row.target ? `${row.target.replace('<=', '≤').replace('>=', '≥')} ${row.met ? '✅ met' : '❌ not met'}` : ''
+  const target = row.target ? `${row.target.replace('<=', '≤').replace('>=', '≥')} ${row.met ? '✅ met' : row.stretch ? '✗ not met' : '❌ not met'}` : ''
   console.log(`| ${row.name.trim()} | ${fmt(row.median)} ${row.unit} | ${fmt(row.min)} – ${fmt(row.max)} | ${target} |`)
 }

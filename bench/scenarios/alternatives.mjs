@@ -2,19 +2,9 @@
 // every save, and appendFileSync without any sync — each doing the same work as the package.
 import { appendFileSync, closeSync, fsyncSync, openSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createRequire } from 'node:module'
 import { createJsonlPersistence } from '../../dist/index.js'
-import { cleanup, events, median, now, scratch, serialize } from '../lib.mjs'
+import { cleanup, events, interleave, median, now, scratch, serialize } from '../lib.mjs'
 import { writeLog } from './load-list-lock.mjs'
-
-const require = createRequire(import.meta.url)
-export function loadSqlite() {
-  try {
-    return require('better-sqlite3')
-  } catch {
-    return undefined
-  }
-}
 
 const meta = (id) => ({ id, createdAt: 1_764_489_600_000, delegationDepth: 0 })
 
@@ -30,7 +20,7 @@ function openDb(Database, path) {
   return { db, tx }
 }
 
-/** Batches of `size`: package vs SQLite, one transaction per batch, interleaved. */
+/** Batches of `size`: package vs SQLite, one transaction per batch, interleaved (rotating order). */
 export async function sqliteAppendRun(Database, size, count) {
   const dir = scratch('sqlite')
   try {
@@ -40,19 +30,13 @@ export async function sqliteAppendRun(Database, size, count) {
     const p = createJsonlPersistence({ root: dir })
     await p.create(meta('s'))
     await p.append('s', batches[0])
-    let pkg = 0
-    let sqlite = 0
-    for (let i = 1; i <= count; i++) {
-      let t = now()
-      await p.append('s', batches[i])
-      pkg += now() - t
-      t = now()
-      tx('s', batches[i])
-      sqlite += now() - t
-    }
+    const total = await interleave([
+      ['pkg', (i) => p.append('s', batches[i])],
+      ['sqlite', (i) => tx('s', batches[i])],
+    ], count)
     await p.closeAll()
     db.close()
-    return { pkg: pkg / count, sqlite: sqlite / count }
+    return { pkg: total.pkg / count, sqlite: total.sqlite / count }
   } finally {
     cleanup(dir)
   }

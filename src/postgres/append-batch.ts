@@ -1,0 +1,142 @@
+import { SessionPersistenceError } from '../errors.js'
+import { backoff, type Db, isConnectionError } from './db.js'
+import { lockedError, type SessionRow, toSessionRow } from './session-row.js'
+
+// One batch is one statement, so one transaction. The UPDATE checks both that this writer
+// still holds the session (its epoch is the row's) and that the log has the expected length;
+// the INSERT draws its rows from the UPDATE, so a stale writer or a wrong length inserts nothing.
+const APPEND = (s: string) => `
+  WITH claim AS (
+    UPDATE "${s}".sessions
+       SET length = length + $4::bigint, size_bytes = size_bytes + $5::bigint, updated_at = now()
+     WHERE session_id = $1 AND writer_epoch = $2::bigint AND length = $3::bigint
+    RETURNING session_id
+  )
+  INSERT INTO "${s}".events (session_id, seq, line)
+  SELECT claim.session_id, $3::bigint + u.ord - 1, u.line
+    FROM claim, unnest($6::text[]) WITH ORDINALITY AS u(line, ord)`
+
+// The first batch of a session publishes its row (header line, writer epoch) and its lines at once.
+const CREATE = (s: string) => `
+  WITH created AS (
+    INSERT INTO "${s}".sessions
+      (session_id, header_line, created_at, length, size_bytes, writer_epoch, holder_host, holder_pid, holder_since)
+    VALUES ($1, $7, $8::bigint, $3::bigint + $4::bigint, $5::bigint, $2::bigint, $9, $10::integer, now())
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING session_id
+  )
+  INSERT INTO "${s}".events (session_id, seq, line)
+  SELECT created.session_id, $3::bigint + u.ord - 1, u.line
+    FROM created, unnest($6::text[]) WITH ORDINALITY AS u(line, ord)`
+
+// Why a batch inserted nothing, and what is stored where it would have gone.
+const DIAGNOSE = (s: string) => `
+  SELECT writer_epoch::text AS epoch, length::float8 AS length, header_line, holder_host, holder_pid, holder_since,
+         ARRAY(SELECT line FROM "${s}".events e
+                WHERE e.session_id = s.session_id AND e.seq >= $2::bigint AND e.seq < $3::bigint ORDER BY e.seq) AS lines
+    FROM "${s}".sessions s WHERE session_id = $1`
+
+export interface Batch {
+  sessionId: string
+  /** The session's writer token: the batch is refused unless the row still carries it. */
+  epoch: string
+  /** Seq of the first line = the stored length the batch expects. */
+  firstSeq: number
+  lines: string[]
+  /** Bytes the lines take in a JSONL file (each plus its `\n`). */
+  bytes: number
+  /** Set for the first batch of a new session: its row is created with it. */
+  create?: { headerLine: string; createdAt: number; host: string }
+}
+
+/** Thrown when the connection kept failing until the deadline: the batch may or may not be stored. */
+export class OutcomeUnknown extends SessionPersistenceError {
+  constructor(batch: Batch, cause: unknown, path: string) {
+    super(
+      'E_IO',
+      `session '${batch.sessionId}': the database could not be reached to store the batch at seq ${batch.firstSeq}; ` +
+        'retry the same batch (it is never stored twice) or close and load the session',
+      { sessionId: batch.sessionId, path, cause },
+    )
+  }
+}
+
+export type Stored = 'stored' | 'absent'
+
+/**
+ * Writes one batch durably (its statement commits with synchronous_commit on), retrying a
+ * failed connection until `deadline`. After a connection failed the outcome of that attempt is
+ * unknown; every retry is safe because the length check refuses a second copy, and a refusal is
+ * then resolved by comparing what is stored at those seqs with the batch: ours, it is acknowledged.
+ */
+export async function appendBatch(
+  db: Db,
+  schema: string,
+  batch: Batch,
+  options: { deadline: number; path: string; ambiguous?: boolean },
+): Promise<void> {
+  let ambiguous = options.ambiguous ?? false
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if (ambiguous && (await storedState(db, schema, batch, options.path)) === 'stored') return
+      const { sessionId, epoch, firstSeq, lines, bytes, create } = batch
+      const params: unknown[] = [sessionId, epoch, firstSeq, lines.length, bytes, lines]
+      const result = create
+        ? await db.query(CREATE(schema), [...params, create.headerLine, create.createdAt, create.host, process.pid])
+        : await db.query(APPEND(schema), params)
+      if (result.rowCount === lines.length) return
+      // Nothing was inserted: find out why (a unique violation cannot happen, the length check comes first).
+      if ((await storedState(db, schema, batch, options.path)) === 'stored' && ambiguous) return
+      throw new SessionPersistenceError('E_IO', `session '${sessionId}': the batch was refused for no known reason`, {
+        sessionId,
+        path: options.path,
+      })
+    } catch (err) {
+      if (!isConnectionError(err)) throw err
+      ambiguous = true
+      if (Date.now() >= options.deadline) throw new OutcomeUnknown(batch, err, options.path)
+      await backoff(attempt)
+    }
+  }
+}
+
+/**
+ * Whether `batch` is stored (its exact lines at its seqs, and for a new session its header,
+ * under its epoch or a later one). Throws the code that explains a refusal: `E_EXISTS`,
+ * `E_LOCKED` (another writer took over), `E_NOT_FOUND` (deleted), `E_SEQ_NOT_CONTIGUOUS`.
+ */
+export async function storedState(db: Db, schema: string, batch: Batch, path: string): Promise<Stored> {
+  const { sessionId: id, firstSeq, lines } = batch
+  const { rows } = await db.query<Parameters<typeof toSessionRow>[0] & { lines: string[] }>(DIAGNOSE(schema), [
+    id,
+    firstSeq,
+    firstSeq + lines.length,
+  ])
+  const raw = rows[0]
+  if (!raw) {
+    if (batch.create) return 'absent'
+    throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted by another instance`, {
+      sessionId: id,
+      path,
+    })
+  }
+  const row: SessionRow = toSessionRow(raw)
+  const ours =
+    raw.lines.length === lines.length &&
+    raw.lines.every((line, i) => line === lines[i]) &&
+    (!batch.create || row.headerLine === batch.create.headerLine)
+  if (ours) return 'stored'
+  if (batch.create) {
+    if (row.epoch === batch.epoch) return 'absent'
+    throw new SessionPersistenceError('E_EXISTS', `a log for session '${id}' already exists`, { sessionId: id, path })
+  }
+  if (row.epoch !== batch.epoch) throw lockedError(id, row, path, true)
+  if (row.length !== firstSeq) {
+    throw new SessionPersistenceError(
+      'E_SEQ_NOT_CONTIGUOUS',
+      `session '${id}': the batch starts at seq ${firstSeq}, the stored log continues at ${row.length}`,
+      { sessionId: id, path },
+    )
+  }
+  return 'absent'
+}

@@ -1,0 +1,55 @@
+import { hostname } from 'node:os'
+import type pg from 'pg'
+import { z } from 'zod'
+import { describeZodError, type Logger } from '../core/schema.js'
+import { SessionPersistenceError } from '../errors.js'
+
+/** Unquoted PostgreSQL identifiers only: the schema name is interpolated into SQL. */
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/
+
+const LoggerSchema = z.custom<Logger>(
+  (v) => typeof v === 'object' && v !== null && typeof (v as { warn?: unknown }).warn === 'function',
+  'logger must have a warn(message) method',
+)
+
+const PoolSchema = z.custom<pg.Pool>(
+  (v) => typeof v === 'object' && v !== null && typeof (v as { connect?: unknown }).connect === 'function',
+  'pool must be a pg.Pool',
+)
+
+export const PostgresConfigSchema = z
+  .object({
+    connectionString: z.string().min(1).optional().describe('postgres:// URL; the backend opens and ends its own pool.'),
+    pool: PoolSchema.optional().describe('A pg.Pool the caller owns: the backend never ends it.'),
+    schema: z
+      .string()
+      .regex(IDENTIFIER, 'schema must be a lowercase unquoted identifier ([a-z_][a-z0-9_]*, at most 63 bytes)')
+      .default('session_persistence'),
+    logger: LoggerSchema.optional(),
+    host: z.string().min(1).default(hostname()).describe('The host identity recorded as a session\'s holder.'),
+    poolSize: z.number().int().min(1).max(1000).default(16).describe('Connections of the pool it opens itself.'),
+    retryTimeoutMs: z
+      .number()
+      .int()
+      .min(0)
+      .default(30_000)
+      .describe('How long a batch whose connection failed is retried before append rejects with E_IO.'),
+  })
+  .strict()
+  .refine((c) => (c.connectionString === undefined) !== (c.pool === undefined), {
+    message: 'give exactly one of connectionString and pool',
+    path: ['connectionString'],
+  })
+
+export type PostgresConfig = z.input<typeof PostgresConfigSchema>
+export type ResolvedPostgresConfig = z.output<typeof PostgresConfigSchema>
+
+export function parsePostgresConfig(config: unknown): ResolvedPostgresConfig {
+  const parsed = PostgresConfigSchema.safeParse(config)
+  if (!parsed.success) {
+    throw new SessionPersistenceError('E_CONFIG', `invalid PostgreSQL configuration: ${describeZodError(parsed.error)}`, {
+      cause: parsed.error,
+    })
+  }
+  return parsed.data
+}

@@ -1,0 +1,118 @@
+import pg from 'pg'
+import type { Logger } from '../core/schema.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
+
+/** SQLSTATE classes that mean the connection or the server went away, not that SQL failed. */
+const CONNECTION_STATES = /^(08|57P0[1-3]|53300)/
+
+/**
+ * True when an error says the connection failed rather than the statement: no SQLSTATE at all
+ * (socket reset, "Connection terminated unexpectedly", ECONNREFUSED while the server restarts)
+ * or a shutdown / cannot-connect-now state. Such a failure during COMMIT leaves its outcome
+ * unknown: the caller must find out, never simply write again.
+ */
+export function isConnectionError(err: unknown): boolean {
+  if (isSessionPersistenceError(err)) return false
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code !== 'string') return true
+  if (/^E[A-Z]+$/.test(code)) return true // ECONNRESET, ECONNREFUSED, EPIPE, ETIMEDOUT…
+  return CONNECTION_STATES.test(code)
+}
+
+/** The pool a backend queries through, with `synchronous_commit` on for every connection it uses. */
+export class Db {
+  readonly pool: pg.Pool
+  readonly owned: boolean
+  readonly logger: Logger
+  readonly #ready = new WeakSet<pg.PoolClient>()
+  #fsyncChecked = false
+
+  constructor(pool: pg.Pool, owned: boolean, logger: Logger) {
+    this.pool = pool
+    this.owned = owned
+    this.logger = logger
+  }
+
+  /** A pool of our own: at most `size` connections, idle clients' errors never crash the host. */
+  static open(connectionString: string, size: number, logger: Logger): Db {
+    const pool = new pg.Pool({
+      connectionString,
+      max: size,
+      application_name: 'session-persistence-jsonl',
+      // Durability is promised per acknowledged batch: never inherit an `off` from the role.
+      options: '-c synchronous_commit=on',
+    })
+    pool.on('error', () => {}) // an idle connection that dies is replaced on next use
+    return new Db(pool, true, logger)
+  }
+
+  /** Runs `fn` on one connection; a connection that failed is destroyed, not reused. */
+  async with<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect()
+    let broken: unknown
+    try {
+      if (!this.#ready.has(client)) {
+        // A caller's pool may hand out connections set up with anything: enforce ours.
+        if (!this.owned) await client.query('SET synchronous_commit = on')
+        this.#ready.add(client)
+      }
+      return await fn(client)
+    } catch (err) {
+      if (isConnectionError(err)) broken = err
+      throw err
+    } finally {
+      client.release(broken instanceof Error ? broken : broken === undefined ? undefined : true)
+    }
+  }
+
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.with((c) => c.query<R>(text, values))
+  }
+
+  /** One transaction; rolled back when `fn` throws. */
+  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.with(async (client) => {
+      await client.query('BEGIN')
+      try {
+        const result = await fn(client)
+        await client.query('COMMIT')
+        return result
+      } catch (err) {
+        if (!isConnectionError(err)) await client.query('ROLLBACK').catch(() => {})
+        throw err
+      }
+    })
+  }
+
+  /** Warns once when the server does not flush its WAL: a server crash would lose acknowledged batches. */
+  async checkFsync(): Promise<void> {
+    if (this.#fsyncChecked) return
+    this.#fsyncChecked = true
+    const { rows } = await this.query<{ fsync: string }>('SHOW fsync')
+    if (rows[0]?.fsync === 'off') {
+      this.logger.warn(
+        'the PostgreSQL server runs with fsync = off: a server crash or power loss can lose acknowledged batches',
+      )
+    }
+  }
+
+  async end(): Promise<void> {
+    if (this.owned) await this.pool.end()
+  }
+}
+
+/** Wraps anything that is not already ours as `E_IO`, naming what failed. */
+export function dbError(err: unknown, what: string, sessionId?: string): SessionPersistenceError {
+  if (isSessionPersistenceError(err)) return err
+  const e = err as { code?: unknown; message?: unknown }
+  const code = typeof e?.code === 'string' ? `${e.code}: ` : ''
+  return new SessionPersistenceError('E_IO', `${what} failed: ${code}${String(e?.message ?? err)}`, {
+    sessionId,
+    cause: err,
+  })
+}
+
+/** Backoff between retries of a failed connection: 50 ms doubling to 1 s. */
+export function backoff(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)))
+}

@@ -1,0 +1,68 @@
+import type { RawSessionLog } from '../persistence.js'
+import { SessionPersistenceError } from '../errors.js'
+import type { Db } from './db.js'
+import { parseEventLine, parseStoredHeader } from './read-session.js'
+
+/** Lines per INSERT: big logs go in several statements of one transaction. */
+const CHUNK = 5_000
+
+const INSERT_ROW = (s: string) => `
+  INSERT INTO "${s}".sessions
+    (session_id, header_line, created_at, length, size_bytes, writer_epoch, holder_host, holder_pid, holder_since)
+  VALUES ($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7, $8::integer, now())
+  ON CONFLICT (session_id) DO NOTHING`
+
+const INSERT_LINES = (s: string) => `
+  INSERT INTO "${s}".events (session_id, seq, line)
+  SELECT $1, $2::bigint + u.ord - 1, u.line FROM unnest($3::text[]) WITH ORDINALITY AS u(line, ord)`
+
+/**
+ * Checks a raw log as `load` would read it (header id = `log.id`, valid lines, seqs from 0),
+ * so nothing is stored that could not be loaded back. Returns the header's createdAt.
+ */
+export function checkRawLog(log: RawSessionLog, path: string): number {
+  if (typeof log !== 'object' || log === null || typeof log.headerLine !== 'string' || !Array.isArray(log.eventLines)) {
+    throw new SessionPersistenceError('E_INVALID_EVENT', 'importRaw expects { id, headerLine, eventLines }', { path })
+  }
+  if (log.headerLine.includes('\n')) {
+    throw new SessionPersistenceError('E_CORRUPT', 'the header line holds a newline', { sessionId: log.id, path })
+  }
+  const header = parseStoredHeader(log.headerLine, log.id, path)
+  log.eventLines.forEach((line, i) => {
+    if (typeof line !== 'string') {
+      throw new SessionPersistenceError('E_INVALID_EVENT', `event line ${i} is not a string`, { sessionId: log.id, path })
+    }
+    parseEventLine(line, i, path, log.id)
+  })
+  return header.createdAt
+}
+
+/** Stores a checked raw log in one transaction; `E_EXISTS` when the id is stored already. */
+export async function importRawLog(
+  db: Db,
+  schema: string,
+  log: RawSessionLog,
+  createdAt: number,
+  holder: { epoch: string; host: string },
+  path: string,
+): Promise<void> {
+  const bytes = log.eventLines.reduce((n, line) => n + Buffer.byteLength(line) + 1, Buffer.byteLength(log.headerLine) + 1)
+  await db.transaction(async (client) => {
+    const created = await client.query(INSERT_ROW(schema), [
+      log.id,
+      log.headerLine,
+      createdAt,
+      log.eventLines.length,
+      bytes,
+      holder.epoch,
+      holder.host,
+      process.pid,
+    ])
+    if (created.rowCount !== 1) {
+      throw new SessionPersistenceError('E_EXISTS', `a log for session '${log.id}' already exists`, { sessionId: log.id, path })
+    }
+    for (let from = 0; from < log.eventLines.length; from += CHUNK) {
+      await client.query(INSERT_LINES(schema), [log.id, from, log.eventLines.slice(from, from + CHUNK)])
+    }
+  })
+}

@@ -1,0 +1,118 @@
+import type pg from 'pg'
+
+// Session-level advisory locks: held until unlocked or until the connection ends, however it
+// ends (a killed process, a terminated backend). That makes them the liveness signal of a
+// holder; the writer epoch in the session's row (append-batch.ts) is what fences it.
+const TRY_LOCK = 'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked'
+const UNLOCK = 'SELECT pg_advisory_unlock(hashtextextended($1, 0)) AS unlocked'
+
+export interface OpenedLockClient {
+  client: pg.ClientBase
+  /** Ends the connection (and with it every lock it holds). */
+  close(): Promise<void>
+}
+
+/**
+ * The one dedicated connection of an instance on which it holds its sessions' advisory locks.
+ * Nothing else runs on it, so it is never busy when a lock is wanted, and a pool recycling its
+ * connections can never drop a lock by accident.
+ */
+export class LockConnection {
+  readonly #open: () => Promise<OpenedLockClient>
+  #connecting: Promise<OpenedLockClient> | undefined
+  #current: OpenedLockClient | undefined
+  /** Keys held on the current connection. */
+  readonly #held = new Set<string>()
+  /** Keys that were held on a connection that died: to take again when possible. */
+  readonly #orphans = new Set<string>()
+  #ended = false
+
+  constructor(open: () => Promise<OpenedLockClient>) {
+    this.#open = open
+  }
+
+  /** False after the connection died while holding locks that are not taken again yet. */
+  get healthy(): boolean {
+    return this.#orphans.size === 0
+  }
+
+  async #get(): Promise<OpenedLockClient> {
+    if (this.#ended) throw new Error('the lock connection was ended')
+    if (this.#current) return this.#current
+    this.#connecting ??= this.#open().then(
+      (opened) => {
+        const dead = () => this.#dead(opened)
+        opened.client.on('error', dead)
+        opened.client.on('end', dead)
+        this.#current = opened
+        this.#connecting = undefined
+        return opened
+      },
+      (err: unknown) => {
+        this.#connecting = undefined
+        throw err
+      },
+    )
+    return this.#connecting
+  }
+
+  #dead(opened: OpenedLockClient): void {
+    if (this.#current !== opened) return
+    this.#current = undefined
+    for (const key of this.#held) this.#orphans.add(key)
+    this.#held.clear()
+    opened.close().catch(() => {})
+  }
+
+  /** Takes the lock of `key` without waiting; false when another connection holds it. */
+  async tryLock(key: string): Promise<boolean> {
+    this.#orphans.delete(key)
+    const opened = await this.#get()
+    const { rows } = await opened.client.query<{ locked: boolean }>(TRY_LOCK, [key])
+    const locked = rows[0]?.locked === true
+    if (locked) {
+      if (this.#current === opened) this.#held.add(key)
+      else return false // the connection died while answering: the lock went with it
+    }
+    return locked
+  }
+
+  /** Whether the lock of `key` is held on the live connection right now (no I/O). */
+  holds(key: string): boolean {
+    return this.#held.has(key)
+  }
+
+  async unlock(key: string): Promise<void> {
+    this.#orphans.delete(key)
+    if (!this.#held.delete(key)) return
+    const opened = this.#current
+    if (!opened) return
+    await opened.client.query(UNLOCK, [key]).catch(() => {}) // a dead connection released it anyway
+  }
+
+  /**
+   * After the connection died (a network cut, a server restart), takes the orphaned locks
+   * again, so the holder is seen alive once more. Best effort: whoever took one meanwhile has
+   * also moved the session's writer epoch, and the epoch is what rejects our next batch.
+   */
+  async reacquire(): Promise<void> {
+    for (const key of [...this.#orphans]) {
+      this.#orphans.delete(key)
+      try {
+        await this.tryLock(key)
+      } catch {
+        this.#orphans.add(key)
+        return
+      }
+    }
+  }
+
+  async end(): Promise<void> {
+    this.#ended = true
+    const opened = this.#current ?? (await this.#connecting?.catch(() => undefined))
+    this.#current = undefined
+    this.#held.clear()
+    this.#orphans.clear()
+    await opened?.close()
+  }
+}

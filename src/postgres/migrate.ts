@@ -1,0 +1,52 @@
+import { SessionPersistenceError } from '../errors.js'
+import type { Db } from './db.js'
+import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js'
+
+// Every host migrating the same schema queues on this transaction-scoped lock (keyed by the
+// schema's name), so two hosts never apply the same migration twice.
+const LOCK = `SELECT pg_advisory_xact_lock(hashtextextended('session-persistence-jsonl/migrate/' || $1, 0))`
+
+const BOOTSTRAP = (s: string) => `
+  CREATE SCHEMA IF NOT EXISTS "${s}";
+  CREATE TABLE IF NOT EXISTS "${s}".schema_migrations (
+    version    integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+  );
+`
+
+/**
+ * Brings `schema` to SCHEMA_VERSION, one migration per transaction, under the lock. A schema
+ * written by a newer release is refused (`E_FORMAT_UNSUPPORTED`) and left untouched.
+ */
+export async function migrate(db: Db, schema: string): Promise<void> {
+  // Fast path, without any lock or DDL (a read-only role can use an up-to-date schema).
+  const table = await db.query<{ t: boolean }>('SELECT to_regclass($1) IS NOT NULL AS t', [`"${schema}".schema_migrations`])
+  if (table.rows[0]?.t) {
+    const { rows } = await db.query<{ v: number | null }>(`SELECT max(version) AS v FROM "${schema}".schema_migrations`)
+    if (checkVersion(schema, rows[0]?.v ?? 0)) return
+  }
+  for (;;) {
+    const done = await db.transaction(async (client) => {
+      await client.query(LOCK, [schema])
+      await client.query(BOOTSTRAP(schema))
+      const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM "${schema}".schema_migrations`)
+      const current = rows[0]?.v ?? 0
+      if (checkVersion(schema, current)) return true
+      await client.query(MIGRATIONS[current]!(schema))
+      await client.query(`INSERT INTO "${schema}".schema_migrations (version) VALUES ($1)`, [current + 1])
+      return current + 1 === SCHEMA_VERSION
+    })
+    if (done) return
+  }
+}
+
+/** True when `current` is this release's version; throws for a newer one. */
+function checkVersion(schema: string, current: number): boolean {
+  if (current > SCHEMA_VERSION) {
+    throw new SessionPersistenceError(
+      'E_FORMAT_UNSUPPORTED',
+      `PostgreSQL schema "${schema}" is at version ${current}; this release knows versions up to ${SCHEMA_VERSION}`,
+    )
+  }
+  return current === SCHEMA_VERSION
+}

@@ -1,0 +1,34 @@
+/**
+ * The schema's migrations, in order: migration `i` brings the schema to version `i + 1`. Each
+ * runs in its own transaction. Append only: a released migration is never edited or removed,
+ * and none may drop data.
+ */
+export const MIGRATIONS: readonly ((schema: string) => string)[] = [
+  // 1: sessions (one row per stored log, its header line and its writer) and events (one row per line).
+  (s) => `
+    CREATE SEQUENCE "${s}".writer_epochs;
+    CREATE TABLE "${s}".sessions (
+      session_id   text PRIMARY KEY,
+      header_line  text NOT NULL,
+      created_at   bigint NOT NULL,
+      length       bigint NOT NULL,
+      size_bytes   bigint NOT NULL,
+      updated_at   timestamptz NOT NULL DEFAULT now(),
+      writer_epoch bigint NOT NULL,
+      holder_host  text,
+      holder_pid   integer,
+      holder_since timestamptz
+    );
+    CREATE INDEX sessions_listing ON "${s}".sessions (created_at DESC, session_id);
+    CREATE INDEX sessions_updated_at ON "${s}".sessions (updated_at);
+    CREATE TABLE "${s}".events (
+      session_id text NOT NULL REFERENCES "${s}".sessions (session_id) ON DELETE CASCADE,
+      seq        bigint NOT NULL,
+      line       text NOT NULL,
+      PRIMARY KEY (session_id, seq)
+    );
+  `,
+]
+
+/** The schema version this release writes and reads. */
+export const SCHEMA_VERSION = MIGRATIONS.length

@@ -1,0 +1,491 @@
+import pg from 'pg'
+import { computeClosers } from '../core/closers.js'
+import { encodeSessionId } from '../core/id-encoding.js'
+import { describeLocation } from '../core/location.js'
+import { defaultLogger } from '../core/logger.js'
+import { headerLine, metaFromHeader, validateMeta } from '../core/meta.js'
+import { prepareBatch } from '../core/prepare-batch.js'
+import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import { SerialOps } from '../core/serial.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
+import type {
+  ForkChild,
+  ListOptions,
+  LoadedSession,
+  LoadOptions,
+  PostgresLocation,
+  RawSessionLog,
+  SessionListing,
+  SessionStore,
+} from '../persistence.js'
+import { appendBatch, type Batch, OutcomeUnknown, storedState } from './append-batch.js'
+import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
+import { Db, dbError, isConnectionError } from './db.js'
+import { deleteSession, sessionExists } from './delete-session.js'
+import { type ForkWrite, forkSession, rowIsOurs } from './fork-session.js'
+import { checkRawLog, importRawLog } from './import-raw.js'
+import { listSessions } from './list-sessions.js'
+import { LockConnection } from './lock-connection.js'
+import { migrate } from './migrate.js'
+import { notFound, parseEventLine, parseStoredHeader, readSnapshot, readStoredLog } from './read-session.js'
+import { claimSession, lockedBy, nextEpoch } from './session-row.js'
+
+/** The PostgreSQL backend: the seam plus fork, closeAll, raw transfer, and `end()`. */
+export interface PostgresSessionPersistence extends SessionStore {
+  readonly schema: string
+  locate(meta: SessionMeta): PostgresLocation
+  /** Closes every session, then what the backend opened (its pool, its lock connection). Idempotent. */
+  end(): Promise<void>
+}
+
+/** One session this instance writes (or is about to): created, loaded or forked here. */
+interface Tracked {
+  readonly id: string
+  readonly path: string
+  readonly ops: SerialOps
+  meta: SessionMeta | undefined
+  headerLine: string | undefined
+  nextSeq: number
+  /** Our writer token once we hold the session (its advisory lock is ours). */
+  epoch: string | undefined
+  /** True once the session has a row. */
+  stored: boolean
+  /** A batch whose COMMIT was never answered: resolved before anything else is written. */
+  unknown: Batch | undefined
+  /** The last batch acknowledged after being resolved: a retry of it is acknowledged again. */
+  resolved: Batch | undefined
+  closing: Promise<void> | undefined
+}
+
+/**
+ * Opens the PostgreSQL backend. No I/O happens here: the first operation creates or migrates
+ * the schema. Give `connectionString` (the backend opens and ends its own pool) or `pool` (a
+ * `pg.Pool` the caller owns and ends). `E_CONFIG` names a bad field.
+ */
+export function createPostgresPersistence(config: PostgresConfig): PostgresSessionPersistence {
+  const c = parsePostgresConfig(config)
+  const logger = c.logger ?? defaultLogger()
+  const db = c.pool ? new Db(c.pool, false, logger) : Db.open(c.connectionString!, c.poolSize, logger)
+  const lock = new LockConnection(async () => {
+    if (c.pool) {
+      const client = await c.pool.connect()
+      // Destroyed rather than returned: its locks must go with it, never to the next borrower.
+      return { client, close: async () => client.release(true) }
+    }
+    const client = new pg.Client({ connectionString: c.connectionString, application_name: 'session-persistence-jsonl lock' })
+    client.on('error', () => {})
+    await client.connect()
+    return { client, close: () => client.end() }
+  })
+  return new PostgresPersistence(c, db, lock)
+}
+
+class PostgresPersistence implements PostgresSessionPersistence {
+  readonly #c: ResolvedPostgresConfig
+  readonly #db: Db
+  readonly #lock: LockConnection
+  readonly #sessions = new Map<string, Tracked>()
+  #ready: Promise<void> | undefined
+  #ended: Promise<void> | undefined
+
+  constructor(c: ResolvedPostgresConfig, db: Db, lock: LockConnection) {
+    this.#c = c
+    this.#db = db
+    this.#lock = lock
+  }
+
+  get schema(): string {
+    return this.#c.schema
+  }
+
+  locate(meta: SessionMeta): PostgresLocation {
+    const valid = validateMeta(meta)
+    checkId(valid.id)
+    return { kind: 'postgres', schema: this.#c.schema, id: valid.id }
+  }
+
+  async create(meta: SessionMeta): Promise<void> {
+    const valid = validateMeta(meta)
+    checkId(valid.id)
+    const s = this.#track(valid.id, 'E_EXISTS')
+    await this.#run(s, async () => {
+      await this.#assertAbsent(s)
+      s.meta = valid
+      s.headerLine = headerLine(valid).slice(0, -1)
+    })
+  }
+
+  async append(id: string, events: readonly SessionEvent[]): Promise<void> {
+    const s = this.#sessions.get(id)
+    if (!s || s.closing) throw notWritable(id)
+    const prepared = prepareBatch(id, events) // captured now: later mutation changes nothing
+    if (prepared.count === 0) return
+    const text = prepared.bytes.toString('utf8')
+    // JSON.stringify escapes every newline inside a value, so `\n` only ends lines.
+    const lines = text.slice(0, -1).split('\n')
+    await s.ops.run(() => this.#appendNow(s, prepared.firstSeq, lines, prepared.bytes.length))
+  }
+
+  async #appendNow(s: Tracked, firstSeq: number, lines: string[], bytes: number): Promise<void> {
+    if (this.#sessions.get(s.id) !== s || !s.headerLine || !s.meta) throw notWritable(s.id)
+    if (s.unknown) await this.#resolveUnknown(s)
+    if (s.resolved && sameBatch(s.resolved, firstSeq, lines)) return // a retry of a batch found stored
+    if (firstSeq !== s.nextSeq) {
+      throw new SessionPersistenceError(
+        'E_SEQ_NOT_CONTIGUOUS',
+        `session '${s.id}': the batch starts at seq ${firstSeq}, the log continues at ${s.nextSeq}`,
+        { sessionId: s.id, path: s.path },
+      )
+    }
+    if (!this.#lock.healthy) void this.#lock.reacquire().catch(() => {})
+    await this.#ensureHeld(s)
+    const batch: Batch = { sessionId: s.id, epoch: s.epoch!, firstSeq, lines, bytes }
+    if (!s.stored) batch.create = { headerLine: s.headerLine, createdAt: s.meta.createdAt, host: this.#c.host }
+    await this.#write(s, batch)
+  }
+
+  async #write(s: Tracked, batch: Batch, ambiguous = false): Promise<void> {
+    s.resolved = undefined
+    try {
+      await appendBatch(this.#db, this.#c.schema, batch, {
+        deadline: Date.now() + this.#c.retryTimeoutMs,
+        path: s.path,
+        ambiguous,
+      })
+    } catch (err) {
+      if (err instanceof OutcomeUnknown) s.unknown = batch
+      throw this.#wrap(err, `append to session '${s.id}'`, s.id)
+    }
+    s.stored = true
+    s.nextSeq = batch.firstSeq + batch.lines.length
+  }
+
+  /** Finds out whether the unanswered batch was stored, and moves on from there. */
+  async #resolveUnknown(s: Tracked): Promise<void> {
+    const batch = s.unknown!
+    let state
+    try {
+      state = await storedState(this.#db, this.#c.schema, batch, s.path)
+    } catch (err) {
+      throw this.#wrap(err, `resolve the last batch of session '${s.id}'`, s.id)
+    }
+    s.unknown = undefined
+    if (state === 'stored') {
+      s.stored = true
+      s.nextSeq = batch.firstSeq + batch.lines.length
+      s.resolved = batch
+    }
+  }
+
+  /** Takes the session's advisory lock and a fresh writer token, unless we hold it already. */
+  async #ensureHeld(s: Tracked): Promise<void> {
+    if (s.epoch !== undefined) return
+    const [locked, epoch] = await Promise.all([this.#lock.tryLock(this.#key(s.id)), nextEpoch(this.#db, this.#c.schema)])
+    if (!locked) throw await lockedBy(this.#db, this.#c.schema, s.id, s.path)
+    s.epoch = epoch
+  }
+
+  async load(id: string, options: LoadOptions = {}): Promise<LoadedSession> {
+    checkId(id)
+    const closeOpenTurn = options.closeOpenTurn !== false
+    const s = this.#track(id, 'E_SESSION_LIVE')
+    return this.#run(s, async () => {
+      await this.#ready_()
+      // Found first, then locked: polling for a session that does not exist takes no lock.
+      if (!(await sessionExists(this.#db, this.#c.schema, id))) throw notFound(id, s.path)
+      await this.#ensureHeld(s)
+      const head = await claimSession(this.#db, this.#c.schema, id, s.epoch!, this.#c.host)
+      if (!head) throw notFound(id, s.path)
+      const log = (await readStoredLog(this.#db.pool, this.#c.schema, id, s.path, { head }))!
+      const meta = metaFromHeader(log.header)
+      Object.assign(s, { meta, headerLine: head.headerLine, stored: true, nextSeq: log.events.length })
+      const closers = closeOpenTurn ? computeClosers(log.events, log.header.createdAt) : []
+      if (closers.length > 0) {
+        const prepared = prepareBatch(id, closers)
+        const lines = prepared.bytes.toString('utf8').slice(0, -1).split('\n')
+        await this.#write(s, { sessionId: id, epoch: s.epoch!, firstSeq: log.events.length, lines, bytes: prepared.bytes.length })
+      }
+      const loaded: LoadedSession = { meta: { ...meta }, events: closers.length > 0 ? [...log.events, ...closers] : log.events }
+      if (closers.length > 0) loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
+      return loaded
+    })
+  }
+
+  async inspect(id: string): Promise<LoadedSession> {
+    checkId(id)
+    await this.#ready_()
+    const path = this.#path(id)
+    try {
+      const log = await readSnapshot(this.#db, (client) => readStoredLog(client, this.#c.schema, id, path))
+      if (!log) throw notFound(id, path)
+      const closers = computeClosers(log.events, log.header.createdAt)
+      const loaded: LoadedSession = { meta: metaFromHeader(log.header), events: [...log.events, ...closers] }
+      if (closers.length > 0) loaded.repair = { persisted: false, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
+      return loaded
+    } catch (err) {
+      throw this.#wrap(err, `inspect session '${id}'`, id)
+    }
+  }
+
+  async list(options: ListOptions = {}): Promise<SessionListing[]> {
+    await this.#ready_()
+    const onProblem = options.onProblem ?? ((p) => this.#db.logger.warn(`skipped ${p.path}: ${p.message}`, p))
+    try {
+      return await listSessions(this.#db, this.#c.schema, onProblem)
+    } catch (err) {
+      throw this.#wrap(err, 'list sessions')
+    }
+  }
+
+  async fork(parentId: string, child: ForkChild): Promise<SessionMeta> {
+    checkId(parentId)
+    const seedLength = child?.seedLength
+    if (!Number.isSafeInteger(seedLength) || seedLength < 0) {
+      throw new SessionPersistenceError('E_INVALID_META', 'seedLength must be a non-negative integer', { sessionId: child?.id })
+    }
+    checkId(child.id)
+    const s = this.#track(child.id, 'E_EXISTS')
+    return this.#run(s, async () => {
+      await this.#ready_()
+      const parentPath = this.#path(parentId)
+      const parent = await readSnapshot(this.#db, async (client) => {
+        const { rows } = await client.query<{ header_line: string; length: number; last: string | null }>(
+          `SELECT header_line, length::float8 AS length,
+                  (SELECT line FROM "${this.#c.schema}".events WHERE session_id = $1 AND seq = $2::bigint - 1) AS last
+             FROM "${this.#c.schema}".sessions WHERE session_id = $1`,
+          [parentId, seedLength],
+        )
+        return rows[0]
+      })
+      if (!parent) throw notFound(parentId, parentPath)
+      const header = parseStoredHeader(parent.header_line, parentId, parentPath)
+      const atTurnEnd = seedLength === 0 || (parent.last !== null && parseEventLine(parent.last, seedLength - 1, parentPath, parentId).type === 'turn/end')
+      if (seedLength > parent.length || !atTurnEnd) {
+        throw new SessionPersistenceError(
+          'E_BAD_FORK_POINT',
+          seedLength > parent.length
+            ? `session '${parentId}' has ${parent.length} events; cannot fork at ${seedLength}`
+            : `event ${seedLength - 1} of session '${parentId}' is not a turn/end; fork at 0 or just after a turn/end`,
+          { sessionId: parentId, path: parentPath },
+        )
+      }
+      const cwd = child.cwd ?? header.cwd
+      const meta = validateMeta({
+        id: child.id,
+        createdAt: child.createdAt ?? Date.now(),
+        ...(cwd === undefined ? {} : { cwd }),
+        parentSession: parentId,
+        seedLength,
+        delegationDepth: header.delegationDepth,
+      })
+      await this.#assertAbsent(s)
+      Object.assign(s, { meta, headerLine: headerLine(meta).slice(0, -1), nextSeq: seedLength })
+      if (seedLength === 0) return meta // nothing to write: the lock is taken at the first append
+      await this.#ensureHeld(s)
+      const f: ForkWrite = { parentId, meta, headerLine: s.headerLine!, seedLength, epoch: s.epoch!, host: this.#c.host }
+      try {
+        await forkSession(this.#db, this.#c.schema, f, s.path)
+      } catch (err) {
+        // An unanswered COMMIT: the child is ours exactly when its row carries our token.
+        if (!isConnectionError(err) || !(await this.#isOurs(f.meta.id, f.epoch, f.headerLine))) throw err
+      }
+      s.stored = true
+      return meta
+    })
+  }
+
+  async delete(id: string): Promise<void> {
+    checkId(id)
+    const path = this.#path(id)
+    if (this.#sessions.has(id)) {
+      throw new SessionPersistenceError('E_SESSION_LIVE', `session '${id}' is open in this instance; close it first`, {
+        sessionId: id,
+        path,
+      })
+    }
+    await this.#ready_()
+    const key = this.#key(id)
+    try {
+      if (!(await sessionExists(this.#db, this.#c.schema, id))) throw notFound(id, path)
+      if (!(await this.#lock.tryLock(key))) throw await lockedBy(this.#db, this.#c.schema, id, path)
+      try {
+        if (!(await deleteSession(this.#db, this.#c.schema, id))) throw notFound(id, path)
+      } finally {
+        await this.#lock.unlock(key)
+      }
+    } catch (err) {
+      throw this.#wrap(err, `delete session '${id}'`, id)
+    }
+  }
+
+  async readRaw(id: string): Promise<RawSessionLog> {
+    checkId(id)
+    await this.#ready_()
+    const path = this.#path(id)
+    try {
+      const log = await readSnapshot(this.#db, (client) => readStoredLog(client, this.#c.schema, id, path, { keepLines: true }))
+      if (!log) throw notFound(id, path)
+      return { id, headerLine: log.headerLine, eventLines: log.lines! }
+    } catch (err) {
+      throw this.#wrap(err, `read session '${id}'`, id)
+    }
+  }
+
+  async importRaw(log: RawSessionLog): Promise<void> {
+    const id = log?.id
+    checkId(id)
+    const path = this.#path(id)
+    const createdAt = checkRawLog(log, path)
+    const s = this.#track(id, 'E_EXISTS')
+    const copy: RawSessionLog = { id, headerLine: log.headerLine, eventLines: [...log.eventLines] }
+    try {
+      await this.#run(s, async () => {
+        await this.#assertAbsent(s)
+        await this.#ensureHeld(s)
+        try {
+          await importRawLog(this.#db, this.#c.schema, copy, createdAt, { epoch: s.epoch!, host: this.#c.host }, path)
+        } catch (err) {
+          if (!isConnectionError(err)) throw err
+          if (!(await this.#isOurs(id, s.epoch!, copy.headerLine))) throw err
+        }
+      })
+    } finally {
+      await this.close(id)
+    }
+  }
+
+  close(id: string): Promise<void> {
+    const s = this.#sessions.get(id)
+    if (!s) return Promise.resolve()
+    s.closing ??= (async () => {
+      await s.ops.idle()
+      try {
+        if (s.epoch !== undefined) await this.#lock.unlock(this.#key(id))
+      } finally {
+        if (this.#sessions.get(id) === s) this.#sessions.delete(id)
+      }
+    })()
+    return s.closing
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.#sessions.keys()].map((id) => this.close(id)))
+  }
+
+  end(): Promise<void> {
+    this.#ended ??= (async () => {
+      await this.closeAll()
+      await this.#lock.end().catch(() => {})
+      await this.#db.end()
+    })()
+    return this.#ended
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.end()
+  }
+
+  /** Creates or migrates the schema once, and checks the server's fsync setting. */
+  #ready_(): Promise<void> {
+    if (this.#ended) {
+      return Promise.reject(new SessionPersistenceError('E_DISPOSED', 'this PostgreSQL store was ended'))
+    }
+    this.#ready ??= (async () => {
+      await migrate(this.#db, this.#c.schema)
+      await this.#db.checkFsync()
+    })().catch((err: unknown) => {
+      this.#ready = undefined
+      throw this.#wrap(err, `prepare PostgreSQL schema "${this.#c.schema}"`)
+    })
+    return this.#ready
+  }
+
+  async #assertAbsent(s: Tracked): Promise<void> {
+    await this.#ready_()
+    if (await sessionExists(this.#db, this.#c.schema, s.id)) {
+      throw new SessionPersistenceError('E_EXISTS', `a log for session '${s.id}' already exists`, {
+        sessionId: s.id,
+        path: s.path,
+      })
+    }
+  }
+
+  /** Whether an unanswered COMMIT that created `id` landed (false when that cannot be known either). */
+  #isOurs(id: string, epoch: string, headerLine: string): Promise<boolean> {
+    return rowIsOurs(this.#db, this.#c.schema, id, epoch, headerLine).catch(() => false)
+  }
+
+  #key(id: string): string {
+    return `${this.#c.schema}/${id}`
+  }
+
+  #path(id: string): string {
+    return describeLocation({ kind: 'postgres', schema: this.#c.schema, id })
+  }
+
+  /** Registers `id` synchronously, so a concurrent create/load/fork of it is refused with `code`. */
+  #track(id: string, code: 'E_EXISTS' | 'E_SESSION_LIVE'): Tracked {
+    if (this.#sessions.has(id)) {
+      throw new SessionPersistenceError(
+        code,
+        code === 'E_EXISTS'
+          ? `session '${id}' is already open in this instance`
+          : `session '${id}' is being written by this instance; close it before loading it again`,
+        { sessionId: id },
+      )
+    }
+    const s: Tracked = {
+      id,
+      path: this.#path(id),
+      ops: new SerialOps(),
+      meta: undefined,
+      headerLine: undefined,
+      nextSeq: 0,
+      epoch: undefined,
+      stored: false,
+      unknown: undefined,
+      resolved: undefined,
+      closing: undefined,
+    }
+    this.#sessions.set(id, s)
+    return s
+  }
+
+  /** Runs the opening job of a tracked session; on failure it is untracked and its lock released. */
+  async #run<T>(s: Tracked, job: () => Promise<T>): Promise<T> {
+    try {
+      return await s.ops.run(job)
+    } catch (err) {
+      if (this.#sessions.get(s.id) === s) this.#sessions.delete(s.id)
+      if (s.epoch !== undefined) await this.#lock.unlock(this.#key(s.id)).catch(() => {})
+      throw this.#wrap(err, `open session '${s.id}'`, s.id)
+    }
+  }
+
+  #wrap(err: unknown, what: string, sessionId?: string): SessionPersistenceError {
+    if (isSessionPersistenceError(err)) return err
+    return dbError(err, what, sessionId)
+  }
+}
+
+/** The ids the JSONL backend accepts, minus NUL: PostgreSQL `text` cannot hold it. */
+function checkId(id: unknown): asserts id is string {
+  encodeSessionId(id as string)
+  if ((id as string).includes('\u0000')) {
+    throw new SessionPersistenceError('E_INVALID_ID', 'session id holds a NUL character, which PostgreSQL text cannot store', {
+      sessionId: id as string,
+    })
+  }
+}
+
+function sameBatch(b: Batch, firstSeq: number, lines: string[]): boolean {
+  return b.firstSeq === firstSeq && b.lines.length === lines.length && b.lines.every((l, i) => l === lines[i])
+}
+
+function notWritable(id: string): SessionPersistenceError {
+  return new SessionPersistenceError(
+    'E_NOT_FOUND',
+    `session '${id}' is not open for appends in this instance (create, load or fork it first)`,
+    { sessionId: id },
+  )
+}

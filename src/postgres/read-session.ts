@@ -1,0 +1,109 @@
+import type pg from 'pg'
+import { envelopeProblem } from '../core/envelope.js'
+import { parseHeaderLine } from '../core/scan-log.js'
+import type { SessionEvent, SessionHeader } from '../core/schema.js'
+import { SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
+import type { Db } from './db.js'
+
+/** Rows fetched per round trip: a 100k-event load never holds all raw rows at once. */
+const PAGE = 20_000
+
+const HEAD = (s: string) => `SELECT header_line, length::float8 AS length FROM "${s}".sessions WHERE session_id = $1`
+const LINES = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint ORDER BY seq`
+
+export interface StoredLog {
+  header: SessionHeader
+  headerLine: string
+  events: SessionEvent[]
+  /** The exact event lines, only when asked for (readRaw). */
+  lines: string[] | undefined
+}
+
+/** Parses a stored header line as the JSONL reader parses line 1 (`E_FORMAT_UNSUPPORTED`, `E_CORRUPT`). */
+export function parseStoredHeader(line: string, id: string | undefined, path: string): SessionHeader {
+  const buf = Buffer.from(line, 'utf8')
+  return parseHeaderLine(buf, 0, buf.length, true, { path, sessionId: id })
+}
+
+/**
+ * Parses and checks stored event lines as the JSONL reader does. A database has no torn tail
+ * (a transaction is all or nothing), so any defect is damage: `E_CORRUPT` naming the line.
+ */
+export function parseEventLine(line: string, index: number, path: string, id: string): SessionEvent {
+  let value: unknown
+  let reason: string | undefined
+  if (line.includes('\n')) reason = 'the line holds a newline'
+  else {
+    try {
+      value = JSON.parse(line)
+      reason = envelopeProblem(value)
+      if (reason === undefined && (value as SessionEvent).seq !== index) {
+        reason = `seq ${(value as SessionEvent).seq} where ${index} was expected`
+      }
+    } catch (err) {
+      reason = `not JSON: ${(err as Error).message}`
+    }
+  }
+  if (reason !== undefined) {
+    // Line numbers as in the JSONL file: the header is line 1. The byte offset is not tracked
+    // on this path (it would cost every load); -1 says so.
+    throw new SessionPersistenceCorruptionError(index + 2, -1, reason, { path, sessionId: id })
+  }
+  return value as SessionEvent
+}
+
+/**
+ * Reads a session's header and events (`undefined` when it has no row). Run inside one
+ * snapshot (`readSnapshot`) or under the session's lock: the rows below the length read first
+ * never change.
+ */
+export async function readStoredLog(
+  client: pg.ClientBase | pg.Pool,
+  schema: string,
+  id: string,
+  path: string,
+  options: { keepLines?: boolean; head?: { headerLine: string; length: number } } = {},
+): Promise<StoredLog | undefined> {
+  let head = options.head
+  if (!head) {
+    const { rows } = await client.query<{ header_line: string; length: number }>(HEAD(schema), [id])
+    const row = rows[0]
+    if (!row) return undefined
+    head = { headerLine: row.header_line, length: row.length }
+  }
+  const header = parseStoredHeader(head.headerLine, id, path)
+  const events: SessionEvent[] = []
+  const lines: string[] | undefined = options.keepLines ? [] : undefined
+  for (let from = 0; from < head.length; from += PAGE) {
+    const to = Math.min(head.length, from + PAGE)
+    const { rows } = await client.query<[string]>({ text: LINES(schema), values: [id, from, to], rowMode: 'array' })
+    if (rows.length !== to - from) {
+      throw new SessionPersistenceCorruptionError(events.length + rows.length + 2, -1, 'rows are missing below the stored length', {
+        path,
+        sessionId: id,
+      })
+    }
+    for (const row of rows) {
+      const line = row[0]
+      events.push(parseEventLine(line, events.length, path, id))
+      lines?.push(line)
+    }
+  }
+  return { header, headerLine: head.headerLine, events, lines }
+}
+
+/** Runs `fn` in a read-only REPEATABLE READ transaction: one consistent snapshot, no locks taken. */
+export function readSnapshot<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return db.with(async (client) => {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+    try {
+      return await fn(client)
+    } finally {
+      await client.query('COMMIT').catch(() => {})
+    }
+  })
+}
+
+export function notFound(id: string, path: string): SessionPersistenceError {
+  return new SessionPersistenceError('E_NOT_FOUND', `no stored session '${id}'`, { sessionId: id, path })
+}

@@ -3,10 +3,14 @@ import { findLogs, findOneLog } from './core/find-logs.js'
 import { encodeSessionId } from './core/id-encoding.js'
 import { listSessions } from './core/list-sessions.js'
 import { LogWriter } from './core/log-writer.js'
+import { defaultLogger } from './core/logger.js'
 import { materialize } from './core/materialize.js'
+import { syncDir } from './core/durable.js'
 import { headerLine, metaFromHeader, validateMeta } from './core/meta.js'
 import { logPath } from './core/paths.js'
+import { dirname } from 'node:path'
 import { type PreparedBatch, prepareBatch } from './core/prepare-batch.js'
+import { rawLogFromBytes, rawLogToBytes } from './core/raw-log.js'
 import { planRepair } from './core/repair-plan.js'
 import { scanLog } from './core/scan-log.js'
 import { SerialOps } from './core/serial.js'
@@ -25,6 +29,13 @@ import type {
   RawSessionLog,
   SessionListing,
 } from './persistence.js'
+
+interface ReadOptions {
+  /** Compute the closers of an open final turn (inspect) or not (fork, raw reads). */
+  closeOpenTurn: boolean
+  /** Keep each valid event's end offset (fork copies the seed by offset). */
+  keepEventEnds: boolean
+}
 
 /** One session this instance writes (or is about to): created, loaded or forked here. */
 interface Tracked {
@@ -59,7 +70,7 @@ export function createJsonlPersistence(config: JsonlConfig): JsonlSessionPersist
     fs: fs ?? createNodeFileSystem(),
     root: resolve(root),
     sync,
-    logger: logger ?? { warn: (message) => console.warn(`session-persistence-jsonl: ${message}`) },
+    logger: logger ?? defaultLogger(),
     knownDirs: new Set(),
   }
   return new JsonlPersistence(ctx, staleLockMs)
@@ -98,8 +109,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
   async append(id: string, events: readonly SessionEvent[]): Promise<void> {
     const s = this.#sessions.get(id)
     if (!s || s.closing) throw notWritable(id)
-    // With nothing of ours queued, the lock check can start now and overlap the serialization:
-    // nothing of this session is written between its start and this batch's write.
+    // While the lease is fresh this is undefined and the append makes no call for the lock.
+    // When it is not, and nothing of ours is queued, the confirmation starts now and overlaps
+    // the serialization: nothing of this session is written between its start and this write.
     const early = s.lock && s.ops.idleNow && Array.isArray(events) && events.length > 0 ? s.lock.assertHeld() : undefined
     early?.catch(() => {}) // awaited in the job; never an unhandled rejection
     const batch = prepareBatch(id, events) // captured now: later mutation changes nothing
@@ -121,19 +133,19 @@ class JsonlPersistence implements JsonlSessionPersistence {
     const locked = s.lock ? (earlyLockCheck ?? s.lock.assertHeld()) : this.#locks.acquire(s.id).then((l) => void (s.lock = l))
     try {
       if (s.writer) {
-        await locked
+        if (locked) await locked
         await s.writer.append(batch.bytes)
       } else {
         // The lock and the under-lock check of the other buckets overlap with writing the
         // temporary file; the link waits for both.
         const path = s.path
-        const mayPublish = locked.then(() => this.#assertNoLog(s.id, path))
+        const mayPublish = (locked ?? Promise.resolve()).then(() => this.#assertNoLog(s.id, path))
         mayPublish.catch(() => {})
         const bytes = Buffer.concat([Buffer.from(headerLine(s.meta)), batch.bytes])
         s.writer = await this.#materialize(s, path, bytes, () => mayPublish)
       }
     } catch (err) {
-      await locked.catch(() => {}) // a lock still being taken must land before close can release it
+      await locked?.catch(() => {}) // a lock still being taken must land before close can release it
       throw this.#wrap(err, `append to session '${s.id}'`, s)
     }
     s.nextSeq += batch.count
@@ -161,14 +173,12 @@ class JsonlPersistence implements JsonlSessionPersistence {
     const closeOpenTurn = options.closeOpenTurn !== false
     const s = this.#track(id, 'E_SESSION_LIVE')
     return this.#run(s, async () => {
-      // The lock is keyed by id: take it while the buckets are searched. Both must settle
-      // before anything is decided, so a lock still being taken can never outlive a failed
-      // load (#run releases s.lock).
-      const [found, locked] = await Promise.allSettled([findOneLog(this.#ctx, id), this.#locks.acquire(id)])
-      if (locked.status === 'fulfilled') s.lock = locked.value
-      if (found.status === 'rejected') throw found.reason
-      if (locked.status === 'rejected') throw locked.reason
-      const path = found.value
+      // Find first, then lock, then find again under the lock: an id with no log is never
+      // locked, so polling for a session that does not exist yet cannot delay its creator.
+      // (A failed load releases s.lock in #run.)
+      await findOneLog(this.#ctx, id)
+      s.lock = await this.#locks.acquire(id)
+      const path = await findOneLog(this.#ctx, id)
       const handle = await this.#ctx.fs.open(path, 'r+')
       const writer = new LogWriter(this.#ctx, id, path, handle, 0)
       try {
@@ -194,7 +204,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     encodeSessionId(id)
     try {
       const path = await findOneLog(this.#ctx, id)
-      const { scan, plan } = await this.#read(id, path, true, false)
+      const { scan, plan } = await this.#read(id, path, { closeOpenTurn: true, keepEventEnds: false })
       const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events: [...scan.events, ...plan.closers] }
       if (plan.report) loaded.repair = { persisted: false, ...plan.report }
       return loaded
@@ -204,7 +214,8 @@ class JsonlPersistence implements JsonlSessionPersistence {
   }
 
   /** Read-only scan; a log this instance is writing is read up to its acknowledged length. */
-  async #read(id: string, path: string, closeOpenTurn: boolean, keepEventEnds: boolean) {
+  async #read(id: string, path: string, options: ReadOptions) {
+    const { closeOpenTurn, keepEventEnds } = options
     const live = this.#sessions.get(id)
     const to = live?.writer && live.path === path ? live.writer.size : undefined
     const handle = await this.#ctx.fs.open(path, 'r')
@@ -238,7 +249,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     const s = this.#track(child.id, 'E_EXISTS')
     return this.#run(s, async () => {
       const parentPath = await findOneLog(this.#ctx, parentId)
-      const { scan } = await this.#read(parentId, parentPath, false, true)
+      const { scan } = await this.#read(parentId, parentPath, { closeOpenTurn: false, keepEventEnds: true })
       const stored = scan.events.length
       if (seedLength > stored || (seedLength > 0 && scan.events[seedLength - 1]?.type !== 'turn/end')) {
         throw new SessionPersistenceError(
@@ -302,15 +313,44 @@ class JsonlPersistence implements JsonlSessionPersistence {
   }
 
   async delete(id: string): Promise<void> {
-    throw new SessionPersistenceError('E_IO', `delete is not implemented yet (session '${id}')`, { sessionId: id })
+    encodeSessionId(id)
+    const s = this.#track(id, 'E_SESSION_LIVE')
+    await this.#run(s, async () => {
+      // As load: an id with no log is never locked.
+      await findOneLog(this.#ctx, id)
+      s.lock = await this.#locks.acquire(id)
+      const path = await findOneLog(this.#ctx, id)
+      await this.#ctx.fs.unlink(path)
+      await syncDir(this.#ctx, dirname(path))
+    })
+    await this.close(id)
   }
 
   async readRaw(id: string): Promise<RawSessionLog> {
-    throw new SessionPersistenceError('E_IO', `readRaw is not implemented yet (session '${id}')`, { sessionId: id })
+    encodeSessionId(id)
+    try {
+      const path = await findOneLog(this.#ctx, id)
+      // Read as inspect reads: committed damage is refused, a torn tail is left out, no closers.
+      const { scan } = await this.#read(id, path, { closeOpenTurn: false, keepEventEnds: false })
+      return rawLogFromBytes(id, await this.#readRange(path, 0, scan.validEnd))
+    } catch (err) {
+      throw this.#wrap(err, `read the raw log of session '${id}'`)
+    }
   }
 
   async importRaw(log: RawSessionLog): Promise<void> {
-    throw new SessionPersistenceError('E_IO', `importRaw is not implemented yet (session '${log.id}')`, { sessionId: log.id })
+    const { header, bytes } = rawLogToBytes(log)
+    const { id } = header
+    const path = logPath(this.#ctx.root, id, header.cwd)
+    const s = this.#track(id, 'E_EXISTS')
+    await this.#run(s, async () => {
+      await this.#assertNoLog(id, path)
+      s.lock = await this.#locks.acquire(id)
+      // Published exactly as a first append publishes, re-checking every bucket under the lock.
+      const handle = await materialize(this.#ctx, path, bytes, { sessionId: id, beforeLink: () => this.#assertNoLog(id, path) })
+      await handle.close()
+    })
+    await this.close(id)
   }
 
   async closeAll(): Promise<void> {

@@ -1,11 +1,9 @@
+import { asObject } from './as-object.js'
 import type { JsonValue, SessionEvent } from './schema.js'
 
 /** The exact text of a recorded interrupted call (SPEC 6.1). */
 export const INTERRUPTED_TOOL_TEXT = 'Tool call interrupted by a crash; no result was recorded.'
 
-type Obj = Record<string, unknown>
-const asObject = (v: unknown): Obj | undefined =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined
 // The storage is vocabulary-agnostic: a malformed `data` must never crash repair, only be ignored.
 const jsonOr = (v: unknown, fallback: JsonValue): JsonValue => (v === undefined ? fallback : (v as JsonValue))
 

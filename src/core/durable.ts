@@ -1,4 +1,5 @@
-import { dirname } from 'node:path'
+import { dirname, sep } from 'node:path'
+import { errno } from './errno.js'
 import type { FileHandle } from '../fs/file-system.js'
 import { DIR_MODE, type StoreContext } from './store-context.js'
 
@@ -23,45 +24,72 @@ export async function syncDir(ctx: StoreContext, path: string): Promise<void> {
   if (ctx.sync !== 'none') await ctx.fs.syncDir(path)
 }
 
+export interface EnsureDirOptions {
+  /**
+   * Whether the directory's entry must survive a power cut (buckets and the root). The lock
+   * directory need not: a lock is never durable.
+   */
+  durable: boolean
+}
+
 /**
- * Creates `path` and any missing parents with mode 0700 (chmod'ed, whatever the umask), and
- * syncs the parent of every directory it created so the new entry survives a power cut —
- * except the leaf's parent when `durable` is false (the lock directory need not survive).
+ * Creates `path` and any missing parents with mode 0700 (chmod'ed, whatever the umask), and,
+ * when `durable`, makes sure its entry is durable before anything is published inside it: the
+ * parent is synced whether this call created the directory or found it. Found is not enough:
+ * the process that created it may not have synced its parent yet, and a power cut before it
+ * does would take away a log this instance published and acknowledged in it. Inside the root,
+ * the root's own entry is made durable the same way, once per instance.
  */
-export async function ensureDir(ctx: StoreContext, path: string, durable = true): Promise<void> {
+export async function ensureDir(ctx: StoreContext, path: string, options: EnsureDirOptions = { durable: true }): Promise<void> {
   if (ctx.knownDirs.has(path)) return
-  await makeDir(ctx, path, durable)
+  const created = await makeDir(ctx, path)
+  if (created) await ctx.fs.chmod(path, DIR_MODE)
+  if (options.durable) {
+    await syncDir(ctx, dirname(path))
+    const parent = dirname(path)
+    if (path !== ctx.root && isInside(ctx.root, parent)) await ensureDir(ctx, parent, options)
+  }
   ctx.knownDirs.add(path)
 }
 
 /** Runs `create` in a directory made sure of first; if the directory vanished since, once more. */
-export async function inEnsuredDir<T>(ctx: StoreContext, dir: string, durable: boolean, create: () => Promise<T>): Promise<T> {
-  await ensureDir(ctx, dir, durable)
+export async function inEnsuredDir<T>(
+  ctx: StoreContext,
+  dir: string,
+  options: EnsureDirOptions,
+  create: () => Promise<T>,
+): Promise<T> {
+  await ensureDir(ctx, dir, options)
   try {
     return await create()
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    if (errno(err) !== 'ENOENT') throw err
     ctx.knownDirs.delete(dir) // removed behind our back: make it again
-    await ensureDir(ctx, dir, durable)
+    await ensureDir(ctx, dir, options)
     return create()
   }
 }
 
-async function makeDir(ctx: StoreContext, path: string, durable: boolean): Promise<void> {
+/** Whether `path` is `root` or below it. */
+function isInside(root: string, path: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)
+}
+
+/** mkdir; true when this call created it, false when it existed. Missing parents are made durably. */
+async function makeDir(ctx: StoreContext, path: string): Promise<boolean> {
   try {
     await ctx.fs.mkdir(path, DIR_MODE)
+    return true
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'EEXIST') return
-    if (code !== 'ENOENT' || dirname(path) === path) throw err
-    await makeDir(ctx, dirname(path), true)
-    try {
-      await ctx.fs.mkdir(path, DIR_MODE)
-    } catch (again) {
-      if ((again as NodeJS.ErrnoException).code === 'EEXIST') return
-      throw again
-    }
+    if (errno(err) === 'EEXIST') return false
+    if (errno(err) !== 'ENOENT' || dirname(path) === path) throw err
   }
-  await ctx.fs.chmod(path, DIR_MODE)
-  if (durable) await syncDir(ctx, dirname(path))
+  await ensureDir(ctx, dirname(path), { durable: true })
+  try {
+    await ctx.fs.mkdir(path, DIR_MODE)
+    return true
+  } catch (again) {
+    if (errno(again) === 'EEXIST') return false
+    throw again
+  }
 }

@@ -1,9 +1,9 @@
 import { join } from 'node:path'
 import { SessionPersistenceError } from '../errors.js'
+import { errno } from './errno.js'
 import { logFileName } from './paths.js'
 import type { StoreContext } from './store-context.js'
 
-const errno = (err: unknown) => (err as NodeJS.ErrnoException).code
 
 /** The buckets under the root: directories whose names do not start with `.` (SPEC 3.1). */
 export async function listBuckets(ctx: StoreContext): Promise<string[]> {

@@ -2,6 +2,7 @@ import { dirname, join } from 'node:path'
 import { SessionPersistenceError } from '../errors.js'
 import type { FileHandle } from '../fs/file-system.js'
 import { inEnsuredDir, syncDir, syncFile, writeAll } from './durable.js'
+import { errno } from './errno.js'
 import { tmpName } from './paths.js'
 import { FILE_MODE, type StoreContext } from './store-context.js'
 
@@ -22,7 +23,7 @@ export async function materialize(
 ): Promise<FileHandle> {
   const bucket = dirname(finalPath)
   const tmp = join(bucket, tmpName())
-  const handle = await inEnsuredDir(ctx, bucket, true, () => ctx.fs.open(tmp, 'wx', FILE_MODE))
+  const handle = await inEnsuredDir(ctx, bucket, { durable: true }, () => ctx.fs.open(tmp, 'wx', FILE_MODE))
   let linked = false
   try {
     await Promise.all([handle.chmod(FILE_MODE), writeAll(handle, bytes, 0)]) // independent: overlap them
@@ -32,7 +33,7 @@ export async function materialize(
       await ctx.fs.link(tmp, finalPath)
       linked = true
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code
+      const code = errno(err)
       if (code === 'EEXIST') {
         throw new SessionPersistenceError('E_EXISTS', `a log for session '${details.sessionId}' already exists`, {
           sessionId: details.sessionId,

@@ -13,10 +13,6 @@ export function bucketName(cwd: string | undefined): string {
   return `cwd-${createHash('sha256').update(cwd, 'utf8').digest('hex').slice(0, 12)}`
 }
 
-export function isBucketName(name: string): boolean {
-  return name === NO_CWD_BUCKET || /^cwd-[0-9a-f]{12}$/.test(name)
-}
-
 export function logFileName(id: string): string {
   return `${encodeSessionId(id)}${LOG_SUFFIX}`
 }

@@ -79,9 +79,9 @@ export const JsonlJsonConfigSchema = z
     staleLockMs: z
       .number()
       .int()
-      .min(100)
+      .min(1000)
       .default(10_000)
-      .describe('A writer lock not refreshed for this long is stale and may be taken over.'),
+      .describe('A writer lock whose holder cannot be checked is taken over when not refreshed for this long (at least 1000; the holder refreshes every third of it).'),
   })
   .strict()
 
@@ -91,7 +91,6 @@ export const JsonlConfigSchema = JsonlJsonConfigSchema.extend({
   fs: z.custom<FileSystem>((v) => typeof v === 'object' && v !== null, 'fs must be a FileSystem').optional(),
 }).strict()
 export type JsonlConfig = z.input<typeof JsonlConfigSchema>
-export type ResolvedJsonlConfig = z.output<typeof JsonlConfigSchema>
 
 /** Formats the first zod issue as `field: message`, for `E_CONFIG` / `E_INVALID_META`. */
 export function describeZodError(error: z.ZodError): string {

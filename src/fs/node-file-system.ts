@@ -11,6 +11,7 @@ import {
   stat as statCallback,
   write as writeCallback,
 } from 'node:fs'
+import { errno } from '../core/errno.js'
 import type { DirEntry, FileHandle, FileStat, FileSystem } from './file-system.js'
 
 function toStat(s: import('node:fs').Stats): FileStat {
@@ -131,7 +132,7 @@ const NODE_FS: FileSystem = {
       await h.sync()
     } catch (err) {
       // Windows cannot fsync a directory through Node (SPEC 5.1, 12); everywhere else it is fatal.
-      if (!(process.platform === 'win32' && (err as NodeJS.ErrnoException).code === 'EPERM')) throw err
+      if (!(process.platform === 'win32' && errno(err) === 'EPERM')) throw err
     } finally {
       await h.close()
     }

@@ -1,57 +1,94 @@
-import { hostname } from 'node:os'
 import { z } from 'zod'
+import { errno } from '../core/errno.js'
 import type { FileSystem } from '../fs/file-system.js'
+import { isPidAlive, type MachineIdentity, type ProcessIdentity, readStartTime } from './process-identity.js'
 
-/** What a lock file records about its holder (SPEC 5.3). */
+/**
+ * What a lock file, and a takeover marker, record about the process that wrote it. `since` is
+ * when it was written (wall clock, for people and for `verify`); staleness is judged from the
+ * file's mtime, which a holder refreshes.
+ */
 export const LockOwnerSchema = z.object({
-  pid: z.number().int(),
+  pid: z.number().int().positive(),
+  /** Field 22 of `/proc/<pid>/stat`; absent where the writer could not read it (not Linux). */
+  startTime: z.string().regex(/^\d+$/).optional(),
   host: z.string(),
   bootId: z.string(),
   pidNs: z.string(),
   since: z.number(),
   staleLockMs: z.number().positive(),
-  token: z.string().min(1),
+  token: z.string().min(1).max(64).regex(/^[\w-]+$/), // part of a marker's file name
 })
 export type LockOwner = z.infer<typeof LockOwnerSchema>
 
-export interface MachineIdentity {
-  host: string
-  bootId: string
-  pidNs: string
+export function ownerRecord(self: ProcessIdentity, staleLockMs: number, token: string, since: number): LockOwner {
+  return { ...self, since, staleLockMs, token }
 }
 
-/** Host, boot and pid namespace of this process: a pid only means something within all three. */
-export async function readMachineIdentity(fs: FileSystem): Promise<MachineIdentity> {
-  let bootId = ''
-  try {
-    const h = await fs.open('/proc/sys/kernel/random/boot_id', 'r')
-    try {
-      const buf = Buffer.alloc(64)
-      const n = await h.read(buf, 0, buf.length, 0)
-      bootId = buf.toString('utf8', 0, n).trim()
-    } finally {
-      await h.close()
-    }
-  } catch {
-    // Not Linux: staleness then relies on the host name and the heartbeat.
-  }
-  let pidNs = ''
-  try {
-    pidNs = await fs.readlink('/proc/self/ns/pid')
-  } catch {
-    // Same as above.
-  }
-  return { host: hostname(), bootId, pidNs }
+/** A lock file or marker as found: its parsed record (undefined when unreadable), inode and mtime. */
+export interface ObservedRecord {
+  owner: LockOwner | undefined
+  ino: number
+  mtimeMs: number
 }
 
-/** Whether `pid` names a live process of this pid namespace (EPERM: it exists, not ours). */
-export function isPidAlive(pid: number): boolean {
+/** Reads a lock file or marker; undefined when there is none. */
+export async function observeRecord(fs: FileSystem, path: string): Promise<ObservedRecord | undefined> {
+  let h
   try {
-    process.kill(pid, 0)
-    return true
+    h = await fs.open(path, 'r')
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
+    if (errno(err) === 'ENOENT') return undefined
+    throw err
   }
+  try {
+    const st = await h.stat()
+    const buf = Buffer.alloc(Math.min(st.size, 4096))
+    const n = buf.length > 0 ? await h.read(buf, 0, buf.length, 0) : 0
+    return { owner: parseRecord(buf.toString('utf8', 0, n)), ino: st.ino, mtimeMs: st.mtimeMs }
+  } finally {
+    await h.close()
+  }
+}
+
+function parseRecord(text: string): LockOwner | undefined {
+  try {
+    const parsed = LockOwnerSchema.safeParse(JSON.parse(text))
+    return parsed.success ? parsed.data : undefined
+  } catch {
+    return undefined // empty or torn (a crash before it reached the disk): unreadable
+  }
+}
+
+/**
+ * Whether the writer of a record is alive: `'alive'` or `'dead'` when that can be known (same
+ * host, boot and pid namespace), `'unknown'` otherwise. Same machine with a recorded start
+ * time: alive exactly when a process with that pid and that start time exists (a reused pid
+ * has another start time).
+ */
+export async function writerState(
+  fs: FileSystem,
+  owner: LockOwner,
+  machine: MachineIdentity,
+): Promise<'alive' | 'dead' | 'unknown'> {
+  const sameMachine =
+    machine.bootId !== '' &&
+    owner.host === machine.host &&
+    owner.bootId === machine.bootId &&
+    owner.pidNs === machine.pidNs
+  if (!sameMachine) return 'unknown'
+  if (owner.startTime !== undefined) {
+    const current = await readStartTime(fs, owner.pid)
+    if (current === null) return 'dead'
+    if (current !== undefined) return current === owner.startTime ? 'alive' : 'dead'
+  }
+  // No start time to compare: a missing pid still proves death; a present one proves nothing.
+  return isPidAlive(owner.pid) ? 'unknown' : 'dead'
+}
+
+/** The name a record goes by in a takeover marker's name: its token, or its inode and mtime when unreadable. */
+export function recordKey(record: ObservedRecord): string {
+  return record.owner?.token ?? `ino${record.ino}-${Math.trunc(record.mtimeMs)}`
 }
 
 export function describeOwner(owner: LockOwner): string {

@@ -1,0 +1,70 @@
+import { SessionPersistenceError } from '../errors.js'
+import type { RawSessionLog } from '../persistence.js'
+import { envelopeProblem } from './envelope.js'
+import { encodeSessionId } from './id-encoding.js'
+import { parseHeaderLine } from './scan-log.js'
+import type { SessionHeader } from './schema.js'
+
+// In a `u` regex a surrogate pair is one code point, so this matches lone surrogates only:
+// such a string has no UTF-8 form, so it could not come back byte for byte.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u
+
+/**
+ * The exact lines of a log read as `[0, end)`: the header line and one line per valid event,
+ * without their `\n`. `bytes` holds exactly those lines, each ending with `\n`.
+ */
+export function rawLogFromBytes(id: string, bytes: Buffer): RawSessionLog {
+  const lines = bytes.toString('utf8').split('\n')
+  lines.pop() // the empty string after the last `\n`
+  const [headerLine = '', ...eventLines] = lines
+  return { id, headerLine, eventLines }
+}
+
+/**
+ * Checks a raw log as `load` would read it and returns its bytes, ready to be published:
+ * the header must be a valid version-0 header (`E_CORRUPT`, `E_FORMAT_UNSUPPORTED`) naming
+ * `log.id` (`E_INVALID_META`); every event line must be one line of JSON (`E_CORRUPT`) with a
+ * valid envelope (`E_INVALID_EVENT`) and seq equal to its index (`E_SEQ_NOT_CONTIGUOUS`).
+ */
+export function rawLogToBytes(log: RawSessionLog): { header: SessionHeader; bytes: Buffer } {
+  if (typeof log !== 'object' || log === null) {
+    throw new SessionPersistenceError('E_INVALID_META', 'a raw log must be an object { id, headerLine, eventLines }')
+  }
+  const { id } = log
+  encodeSessionId(id)
+  const refuse = (code: 'E_CORRUPT' | 'E_INVALID_EVENT' | 'E_SEQ_NOT_CONTIGUOUS', what: string) =>
+    new SessionPersistenceError(code, `raw log of session '${id}': ${what}`, { sessionId: id })
+  const lineProblem = (line: unknown): string | undefined => {
+    if (typeof line !== 'string') return 'is not a string'
+    if (line.includes('\n')) return 'contains a newline'
+    if (LONE_SURROGATE.test(line)) return 'is not well-formed Unicode (lone surrogate)'
+    return undefined
+  }
+  const headerProblem = lineProblem(log.headerLine)
+  if (headerProblem) throw refuse('E_CORRUPT', `the header line ${headerProblem}`)
+  if (!Array.isArray(log.eventLines)) throw refuse('E_CORRUPT', 'eventLines is not an array')
+  const headerBytes = Buffer.from(`${log.headerLine}\n`)
+  const header = parseHeaderLine(headerBytes, 0, headerBytes.length - 1, true, { path: '', sessionId: undefined })
+  if (header.id !== id) {
+    throw new SessionPersistenceError('E_INVALID_META', `raw log of session '${id}': the header names '${header.id}'`, {
+      sessionId: id,
+    })
+  }
+  const parts: string[] = [`${log.headerLine}\n`]
+  log.eventLines.forEach((line: unknown, i) => {
+    const problem = lineProblem(line)
+    if (problem) throw refuse('E_CORRUPT', `event line ${i} ${problem}`)
+    let value: unknown
+    try {
+      value = JSON.parse(line as string)
+    } catch (err) {
+      throw refuse('E_CORRUPT', `event line ${i} is not JSON: ${(err as Error).message}`)
+    }
+    const envelope = envelopeProblem(value)
+    if (envelope) throw refuse('E_INVALID_EVENT', `event line ${i}: ${envelope}`)
+    const seq = (value as { seq: number }).seq
+    if (seq !== i) throw refuse('E_SEQ_NOT_CONTIGUOUS', `event line ${i} has seq ${seq}`)
+    parts.push(`${line as string}\n`)
+  })
+  return { header, bytes: Buffer.from(parts.join(''), 'utf8') }
+}

@@ -1,0 +1,115 @@
+import { errno } from '../core/errno.js'
+import type { StoreContext } from '../core/store-context.js'
+import { SessionPersistenceError } from '../errors.js'
+
+/** A writer lock this instance holds. */
+export interface HeldLock {
+  readonly path: string
+  /**
+   * Undefined while the lease is fresh (no file-system call at all); otherwise a promise that
+   * confirms the lock is still ours, refreshing it, and rejects with `E_LOCKED` if it was lost.
+   */
+  assertHeld(): Promise<void> | undefined
+  release(): Promise<void>
+}
+
+export interface LeaseOptions {
+  sessionId: string
+  path: string
+  /** The inode of our lock file: the lock is ours exactly while the path names it. */
+  ino: number
+  staleLockMs: number
+  /** Monotonic time (ms) at or before which the lock file's mtime was last set by us. */
+  confirmedAt: number
+}
+
+/** The monotonic clock of the lease (never the wall clock, which may jump). */
+export const monotonicNow = (): number => performance.now()
+
+/**
+ * The lock as a lease. The holder remembers when a refresh last confirmed the lock is its own;
+ * within `staleLockMs / 2` of that an append needs no file-system call for the lock, later it
+ * refreshes first. A timer refreshes every `staleLockMs / 3`, so an append normally finds the
+ * lease fresh. Others take the lock over only when it has not been refreshed for `staleLockMs`
+ * (or when its holder is provably dead), so the half that is left is the margin for a stalled
+ * event loop between a check and a write.
+ */
+export class Lease implements HeldLock {
+  readonly path: string
+  readonly #ctx: StoreContext
+  readonly #o: LeaseOptions
+  #confirmedAt: number
+  #lost: SessionPersistenceError | undefined
+  #released = false
+  #refreshing: Promise<void> | undefined
+  readonly #timer: ReturnType<typeof setInterval>
+
+  constructor(ctx: StoreContext, options: LeaseOptions) {
+    this.#ctx = ctx
+    this.#o = options
+    this.path = options.path
+    this.#confirmedAt = options.confirmedAt
+    this.#timer = setInterval(() => void this.#refresh().catch(() => {}), Math.floor(options.staleLockMs / 3))
+    this.#timer.unref()
+  }
+
+  assertHeld(): Promise<void> | undefined {
+    if (this.#lost) return Promise.reject(this.#lost)
+    if (monotonicNow() - this.#confirmedAt < this.#o.staleLockMs / 2) return undefined
+    return this.#refresh()
+  }
+
+  /** Touches the lock, then checks it is still ours; one at a time. */
+  #refresh(): Promise<void> {
+    this.#refreshing ??= this.#touchAndCheck().finally(() => {
+      this.#refreshing = undefined
+    })
+    return this.#refreshing
+  }
+
+  async #touchAndCheck(): Promise<void> {
+    if (this.#lost) throw this.#lost
+    if (this.#released) return
+    const started = monotonicNow()
+    const { fs } = this.#ctx
+    // Touch first, then check: when the check finds our inode, the mtime we set was ours.
+    // (Touching a lock that was taken over only refreshes the new holder's heartbeat.)
+    const now = new Date()
+    let ino: number | undefined
+    try {
+      await fs.utimes(this.path, now, now)
+      ino = (await fs.stat(this.path)).ino
+    } catch (err) {
+      if (errno(err) !== 'ENOENT') throw err
+    }
+    if (ino !== this.#o.ino) throw this.#lose(ino === undefined ? 'removed' : 'taken over by another writer')
+    this.#confirmedAt = started
+  }
+
+  #lose(how: string): SessionPersistenceError {
+    this.#lost ??= new SessionPersistenceError(
+      'E_LOCKED',
+      `the writer lock of session '${this.#o.sessionId}' was ${how}; nothing more is written by this instance`,
+      { sessionId: this.#o.sessionId, path: this.path },
+    )
+    return this.#lost
+  }
+
+  async release(): Promise<void> {
+    if (this.#released) return
+    this.#released = true
+    clearInterval(this.#timer)
+    await this.#refreshing?.catch(() => {})
+    if (this.#lost) return // not ours any more: leave the new holder's lock alone
+    let ino: number | undefined
+    try {
+      ino = (await this.#ctx.fs.stat(this.path)).ino
+    } catch (err) {
+      if (errno(err) !== 'ENOENT') throw err
+    }
+    if (ino !== this.#o.ino) return
+    await this.#ctx.fs.unlink(this.path).catch((err: unknown) => {
+      if (errno(err) !== 'ENOENT') throw err
+    })
+  }
+}

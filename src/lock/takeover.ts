@@ -1,0 +1,73 @@
+import { join } from 'node:path'
+import type { StoreContext } from '../core/store-context.js'
+import { type LockOwner, type ObservedRecord, observeRecord, recordKey } from './lock-owner.js'
+import { linkRecord, writeRecordFile } from './record-file.js'
+
+export const MARKER_PREFIX = '.takeover-'
+/** How many leftover markers in a row one claim may step over before giving up. */
+const MAX_CHAIN = 8
+
+/** A claim on replacing one stale lock: only its holder may replace it. */
+export interface TakeoverClaim {
+  /**
+   * False when another instance has stepped over this claim's marker as stale (this instance
+   * stalled for longer than `staleLockMs` since it claimed): it must not replace the lock then.
+   */
+  stillOurs(): Promise<boolean>
+  /** Removes this claim's marker and the stale markers it stepped over. */
+  release(): Promise<void>
+}
+
+export interface ClaimOptions {
+  /** The lock directory. */
+  dir: string
+  /** The stale lock being replaced. */
+  stale: ObservedRecord
+  /** What the marker records about its maker. */
+  maker: LockOwner
+  /** Whether a marker found in the way is itself stale (its maker dead, or it is too old). */
+  isStale: (marker: ObservedRecord) => Promise<boolean>
+}
+
+/**
+ * Claims the right to replace a stale lock, race-free: the marker `.takeover-<key of the lock>`
+ * is published with `link()`, which only one instance can do. A marker found in the way whose
+ * maker died or that is older than its maker's `staleLockMs` is itself stale and is stepped
+ * over the same way: the claim moves on to `.takeover-<key of that marker>`, which again only
+ * one instance can create. Names are never reused, so no one ever removes a marker another
+ * instance still counts on. Resolves undefined when a live takeover is in progress.
+ */
+export async function claimTakeover(ctx: StoreContext, options: ClaimOptions): Promise<TakeoverClaim | undefined> {
+  const { dir, maker, isStale } = options
+  const file = await writeRecordFile(ctx, dir, maker)
+  const steppedOver: string[] = []
+  let key = recordKey(options.stale)
+  try {
+    await file.close()
+    for (let i = 0; i < MAX_CHAIN; i++) {
+      const marker = join(dir, `${MARKER_PREFIX}${key}`)
+      if (await linkRecord(ctx, file, marker)) return claim(ctx, join(dir, `${MARKER_PREFIX}${maker.token}`), [marker, ...steppedOver])
+      const existing = await observeRecord(ctx.fs, marker)
+      if (existing && !(await isStale(existing))) return undefined
+      // Gone meanwhile (its maker finished): the lock it was about has changed; let the caller look again.
+      if (!existing) return undefined
+      steppedOver.push(marker)
+      key = recordKey(existing)
+    }
+    return undefined
+  } finally {
+    await file.discard()
+  }
+}
+
+function claim(ctx: StoreContext, successor: string, markers: string[]): TakeoverClaim {
+  return {
+    async stillOurs() {
+      return (await observeRecord(ctx.fs, successor)) === undefined
+    },
+    async release() {
+      // Ours first: a crash between these leaves only stale markers, which the next claim steps over.
+      for (const marker of markers) await ctx.fs.unlink(marker).catch(() => {})
+    },
+  }
+}

@@ -1,0 +1,141 @@
+import { readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { afterEach, describe, expect, test, vi } from 'vitest'
+import { createJsonlPersistence, type FileSystem } from '../src/index.js'
+import { createFaultInjectingFileSystem, type FaultInjectingFileSystem } from '../src/testing/index.js'
+import { rejection } from './helpers/codes.js'
+import { meta, turn } from './helpers/events.js'
+import { tmpRoot } from './helpers/tmp-root.js'
+
+const STALE = 1000
+
+/** The seam, recording every call, plus a way to wait for the next completed `stat` of a path. */
+function recordingFs(): FaultInjectingFileSystem & { statDone(path: string): Promise<void> } {
+  const inner = createFaultInjectingFileSystem()
+  const waiters: { path: string; resolve: () => void }[] = []
+  const fs = Object.create(inner) as FaultInjectingFileSystem & { statDone(path: string): Promise<void> }
+  fs.stat = async (path) => {
+    try {
+      return await inner.stat(path)
+    } finally {
+      for (const w of waiters.filter((x) => x.path === path)) w.resolve()
+    }
+  }
+  fs.statDone = (path) => new Promise((resolve) => waiters.push({ path, resolve }))
+  return fs
+}
+
+const lockCalls = (fs: FaultInjectingFileSystem, from: number) =>
+  fs.calls.slice(from).filter((c) => c.path.includes(`${'/'}.locks${'/'}`)).map((c) => c.op)
+
+async function holder(fs: FileSystem) {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, fs, staleLockMs: STALE })
+  await p.create(meta('leased'))
+  await p.append('leased', turn(0, 1)) // takes the lock
+  return { root, p, lock: join(root, '.locks', 'leased.lock'), log: p.locate(meta('leased')).path }
+}
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describe('the writer lock is a lease', () => {
+  test('an append within staleLockMs / 2 of the last confirmation makes no file-system call for the lock', async () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setInterval', 'clearInterval'] })
+    const fs = recordingFs()
+    const { p } = await holder(fs)
+    vi.clearAllTimers() // a starved heartbeat: only the appends can confirm
+    vi.advanceTimersByTime(STALE / 2 - 1)
+    const from = fs.calls.length
+    await p.append('leased', turn(4, 2))
+    await p.append('leased', turn(8, 3))
+    expect(lockCalls(fs, from)).toEqual([])
+    // Exactly one write and one data sync per append: nothing else on the path.
+    expect(fs.calls.slice(from).map((c) => c.op)).toEqual(['write', 'datasync', 'write', 'datasync'])
+    await p.closeAll()
+  })
+
+  test('a later append confirms first (touch, then check), and the one after it is free again', async () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setInterval', 'clearInterval'] })
+    const fs = recordingFs()
+    const { p } = await holder(fs)
+    vi.clearAllTimers()
+    vi.advanceTimersByTime(STALE / 2 + 1)
+    let from = fs.calls.length
+    await p.append('leased', turn(4, 2))
+    expect(lockCalls(fs, from)).toEqual(['utimes', 'stat'])
+    from = fs.calls.length
+    await p.append('leased', turn(8, 3))
+    expect(lockCalls(fs, from)).toEqual([])
+    await p.closeAll()
+  })
+
+  test('a lock removed by hand is found lost by the first append after the lease: E_LOCKED, nothing written', async () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setInterval', 'clearInterval'] })
+    const fs = recordingFs()
+    const { p, lock, log } = await holder(fs)
+    vi.clearAllTimers()
+    await unlink(lock)
+    vi.advanceTimersByTime(STALE / 2 + 1)
+    const before = await readFile(log)
+    expect((await rejection(p.append('leased', turn(4, 2)))).code).toBe('E_LOCKED')
+    expect(await readFile(log)).toEqual(before)
+    // Lost for good, even once the lease is renewed in time: no more file-system calls either.
+    const from = fs.calls.length
+    expect((await rejection(p.append('leased', turn(4, 2)))).code).toBe('E_LOCKED')
+    expect(fs.calls.length).toBe(from)
+    await p.closeAll()
+  })
+
+  test('a lock replaced by another file is lost too, and the holder leaves the other file alone on close', async () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setInterval', 'clearInterval'] })
+    const fs = recordingFs()
+    const { root, p, lock, log } = await holder(fs)
+    vi.clearAllTimers()
+    const other = join(root, '.locks', 'other')
+    await writeFile(other, '{}')
+    await rename(other, lock)
+    vi.advanceTimersByTime(STALE / 2 + 1)
+    const before = await readFile(log)
+    expect((await rejection(p.append('leased', turn(4, 2)))).code).toBe('E_LOCKED')
+    expect(await readFile(log)).toEqual(before)
+    await p.closeAll()
+    expect(await readFile(lock, 'utf8')).toBe('{}')
+  })
+
+  test('the holder refreshes every staleLockMs / 3, which renews the lease', async () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setInterval', 'clearInterval'] })
+    const fs = recordingFs()
+    const { p, lock } = await holder(fs)
+    const old = new Date(Date.now() - 60_000)
+    const { utimes } = await import('node:fs/promises')
+    await utimes(lock, old, old)
+    let from = fs.calls.length
+    const refreshed = fs.statDone(lock)
+    vi.advanceTimersByTime(Math.floor(STALE / 3) - 1)
+    expect(lockCalls(fs, from)).toEqual([]) // not yet
+    vi.advanceTimersByTime(1)
+    await refreshed
+    expect(lockCalls(fs, from)).toEqual(['utimes', 'stat'])
+    expect(Date.now() - (await stat(lock)).mtimeMs).toBeLessThan(60_000)
+    // The refresh at staleLockMs / 3 confirmed the lock: until staleLockMs / 3 + staleLockMs / 2
+    // an append needs no call for the lock, although more than half has passed since the lock was taken.
+    vi.clearAllTimers()
+    vi.advanceTimersByTime(STALE / 2 - 2)
+    from = fs.calls.length
+    await p.append('leased', turn(4, 2))
+    expect(lockCalls(fs, from)).toEqual([])
+    await p.closeAll()
+  })
+
+  test('close releases the lock: the next instance takes it at once', async () => {
+    const fs = recordingFs()
+    const { root, p, lock } = await holder(fs)
+    await p.closeAll()
+    await expect(stat(lock)).rejects.toMatchObject({ code: 'ENOENT' })
+    const q = createJsonlPersistence({ root, staleLockMs: STALE })
+    expect((await q.load('leased')).events).toHaveLength(4)
+    await q.closeAll()
+  })
+})

@@ -1,0 +1,75 @@
+import type { SessionEvent } from '../../core/schema.js'
+import type { SessionPersistence } from '../../persistence.js'
+import type { EventDraft } from './from-messages.js'
+
+/**
+ * The adapter's one path to the backend: batches are appended one after the other, in order,
+ * each resolving when durable. Seqs are given when a batch is queued, so batches queued
+ * concurrently (parallel tool calls) keep the log contiguous. After a failed append the writer
+ * is broken: every later batch rejects with the same error and nothing more is written, since
+ * the seqs already given out would leave a gap.
+ */
+export class EventWriter {
+  readonly #persistence: SessionPersistence
+  readonly #sessionId: string
+  readonly #now: () => number
+  readonly #events: SessionEvent[]
+  #nextSeq: number
+  #tail: Promise<void> = Promise.resolve()
+  #broken: { error: unknown } | undefined
+
+  constructor(persistence: SessionPersistence, sessionId: string, events: readonly SessionEvent[], now: () => number) {
+    this.#persistence = persistence
+    this.#sessionId = sessionId
+    this.#now = now
+    this.#events = [...events]
+    this.#nextSeq = events.length
+  }
+
+  /** The durable events: the loaded log and every batch appended since. */
+  get events(): readonly SessionEvent[] {
+    return this.#events
+  }
+
+  /** The error that broke the writer, if one did. */
+  get failure(): { error: unknown } | undefined {
+    return this.#broken
+  }
+
+  /** What the log will hold once everything queued is durable, with `drafts` as the next events. */
+  preview(drafts: readonly EventDraft[]): SessionEvent[] {
+    const time = this.#now()
+    return [...this.#events, ...drafts.map((d, i) => this.#event(d, this.#nextSeq + i, time))]
+  }
+
+  /** Queues one batch; resolves when it is durable. An empty batch waits for the queued ones. */
+  append(drafts: readonly EventDraft[]): Promise<void> {
+    if (this.#broken) return Promise.reject(this.#broken.error)
+    if (drafts.length === 0) return this.#tail.then(() => this.#rethrow())
+    const time = this.#now()
+    const batch = drafts.map((d, i) => this.#event(d, this.#nextSeq + i, time))
+    this.#nextSeq += batch.length
+    const run = this.#tail.then(async () => {
+      this.#rethrow()
+      try {
+        await this.#persistence.append(this.#sessionId, batch)
+      } catch (error) {
+        this.#broken ??= { error }
+        throw error
+      }
+      this.#events.push(...batch)
+    })
+    this.#tail = run.catch(() => undefined)
+    return run
+  }
+
+  #rethrow(): void {
+    if (this.#broken) throw this.#broken.error
+  }
+
+  #event(draft: EventDraft, seq: number, time: number): SessionEvent {
+    const event: SessionEvent = { seq, type: draft.type, time, data: draft.data }
+    if (draft.ignorable) event.ignorable = true
+    return event
+  }
+}

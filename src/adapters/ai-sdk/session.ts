@@ -1,0 +1,166 @@
+import type { ModelMessage } from 'ai'
+import { z } from 'zod'
+import { asObject } from '../../core/as-object.js'
+import type { JsonValue, SessionEvent, SessionMeta } from '../../core/schema.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
+import type { RepairReport, SessionPersistence } from '../../persistence.js'
+import { EventWriter } from './event-writer.js'
+import { toAiSdkMessages } from './to-messages.js'
+import { AiSdkTurn } from './turn.js'
+
+const OptionsSchema = z.object({
+  persistence: z.custom<SessionPersistence>(
+    (p) => ['load', 'create', 'append', 'close'].every((m) => typeof asObject(p)?.[m] === 'function'),
+    'persistence must implement SessionPersistence (load, create, append, close)',
+  ),
+  sessionId: z.string().min(1),
+  cwd: z.string().optional(),
+  meta: z.record(z.string(), z.json()).optional(),
+  now: z.custom<() => number>((f) => typeof f === 'function', 'now must be a function').optional(),
+})
+
+export interface AiSdkSessionOptions {
+  /** Any backend: `createJsonlPersistence`, the in-memory reference, PostgreSQL. */
+  persistence: SessionPersistence
+  sessionId: string
+  /** Absolute path of the project, recorded when the session is created. */
+  cwd?: string
+  /** Extra header fields recorded when the session is created (e.g. a title). */
+  meta?: Record<string, JsonValue>
+  /** Clock for event times and `createdAt` (epoch ms); `Date.now` by default. */
+  now?: () => number
+}
+
+/** What a turn starts with: a user's text, or messages (a user message, client-side tool results). */
+export type AiSdkTurnInput = string | ModelMessage | readonly ModelMessage[]
+
+/**
+ * Resumes the session `sessionId` from `persistence`, or creates it when there is none (a
+ * `load` that finds nothing, then `create`). A log a crash left open is repaired by the `load`:
+ * its interrupted tool calls come back answered (`repair` says what was done). The session is
+ * then open for writing in this process (another instance gets `E_LOCKED`) until `close`.
+ */
+export async function openAiSdkSession(options: AiSdkSessionOptions): Promise<AiSdkSession> {
+  const parsed = OptionsSchema.safeParse(options)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new SessionPersistenceError('E_CONFIG', `invalid AI SDK session options: ${issue?.path.join('.') || 'options'}: ${issue?.message}`, {
+      cause: parsed.error,
+    })
+  }
+  const { persistence, sessionId, cwd, meta } = options
+  const now = options.now ?? Date.now
+  try {
+    const loaded = await persistence.load(sessionId)
+    return new AiSdkSession(persistence, loaded.meta, loaded.events, now, loaded.repair)
+  } catch (error) {
+    if (!isSessionPersistenceError(error, 'E_NOT_FOUND')) throw error
+  }
+  const created: SessionMeta = { ...meta, id: sessionId, createdAt: now(), delegationDepth: 0, ...(cwd === undefined ? {} : { cwd }) }
+  await persistence.create(created)
+  return new AiSdkSession(persistence, created, [], now, undefined)
+}
+
+/**
+ * A session recorded from AI SDK runs: its history as `ModelMessage`s, and `turn()`, whose
+ * settings make one `generateText` / `streamText` run durable as it happens.
+ */
+export class AiSdkSession {
+  readonly meta: SessionMeta
+  /** What `load` repaired when the session was resumed (a crash left a turn open). */
+  readonly repair: RepairReport | undefined
+  readonly #persistence: SessionPersistence
+  readonly #writer: EventWriter
+  #turn: AiSdkTurn | undefined
+  #lastTurn: number
+  #closing: Promise<void> | undefined
+
+  /** @internal Use `openAiSdkSession`. */
+  constructor(
+    persistence: SessionPersistence,
+    meta: SessionMeta,
+    events: readonly SessionEvent[],
+    now: () => number,
+    repair: RepairReport | undefined,
+  ) {
+    this.#persistence = persistence
+    this.meta = meta
+    this.repair = repair
+    this.#writer = new EventWriter(persistence, meta.id, events, now)
+    this.#lastTurn = 0
+    for (const e of events) {
+      const turn = asObject(e.data)?.turn
+      if (e.type === 'turn/start' && typeof turn === 'number' && turn > this.#lastTurn) this.#lastTurn = turn
+    }
+  }
+
+  get id(): string {
+    return this.meta.id
+  }
+
+  /** Every durable event of the session, in seq order. */
+  get events(): readonly SessionEvent[] {
+    return this.#writer.events
+  }
+
+  /** The history to hand the model: `toAiSdkMessages` of the durable events. */
+  get messages(): ModelMessage[] {
+    return toAiSdkMessages(this.#writer.events)
+  }
+
+  /** The turn being recorded, if one has not ended yet. */
+  get currentTurn(): AiSdkTurn | undefined {
+    return this.#turn
+  }
+
+  /**
+   * Starts recording a turn. `input` is what the user adds (text, or messages); a turn with no
+   * input continues the conversation as it stands, e.g. after a crash. Spread `settings` into
+   * one `generateText` / `streamText` call; await `done` for the turn's end to be durable.
+   * `E_SESSION_LIVE` while the previous turn has not ended, `E_DISPOSED` after `close`, the
+   * backend's error once an append has failed.
+   */
+  turn(input?: AiSdkTurnInput): AiSdkTurn {
+    if (this.#closing) throw new SessionPersistenceError('E_DISPOSED', `session ${this.id} is closed`, { sessionId: this.id })
+    const failure = this.#writer.failure
+    if (failure) throw failure.error
+    if (this.#turn) {
+      throw new SessionPersistenceError('E_SESSION_LIVE', `turn ${this.#turn.number} of session ${this.id} has not ended`, {
+        sessionId: this.id,
+      })
+    }
+    const messages = inputMessages(input)
+    const turn = new AiSdkTurn(this.#writer, ++this.#lastTurn, messages, () => {
+      if (this.#turn === turn) this.#turn = undefined
+    })
+    turn.settings.messages = toAiSdkMessages(this.#writer.preview(turn.inputDrafts))
+    this.#turn = turn
+    return turn
+  }
+
+  /**
+   * Ends a turn still open (reason `aborted`), waits for every append, and closes the session in
+   * the backend, releasing its lock. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await this.#turn?.end().catch(() => undefined)
+      await this.#writer.append([]).catch(() => undefined)
+      await this.#persistence.close(this.id)
+    })()
+    return this.#closing
+  }
+}
+
+function inputMessages(input: AiSdkTurnInput | undefined): ModelMessage[] {
+  if (input === undefined) return []
+  if (typeof input === 'string') return [{ role: 'user', content: input }]
+  const list = Array.isArray(input) ? input : [input as ModelMessage]
+  for (const m of list) {
+    const role = asObject(m)?.role
+    if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'tool') {
+      throw new SessionPersistenceError('E_INVALID_EVENT', `turn input is not an AI SDK ModelMessage (role ${JSON.stringify(role)})`)
+    }
+  }
+  return [...list]
+}

@@ -1,0 +1,148 @@
+import type { AssistantModelMessage, ModelMessage, ToolContent, ToolModelMessage } from 'ai'
+import { asObject } from '../../core/as-object.js'
+import type { SessionEvent } from '../../core/schema.js'
+import { isRewoundBy, rewoundRanges, UNANSWERED_TOOL_TEXT } from '../../history.js'
+import { TOOL_PART_EVENT } from './from-messages.js'
+import { parseArguments } from './json.js'
+import { blockToPart, storedToOutput } from './parts.js'
+
+type AssistantPart = Exclude<AssistantModelMessage['content'], string>[number]
+type UserParts = Exclude<Extract<ModelMessage, { role: 'user' }>['content'], string>
+
+const textOf = (content: unknown): string =>
+  typeof content === 'string'
+    ? content
+    : Array.isArray(content)
+      ? content
+          .map((b) => asObject(b))
+          .filter((b) => b?.type === 'text' && typeof b.text === 'string')
+          .map((b) => b!.text as string)
+          .join('\n')
+      : ''
+
+const options = (data: Record<string, unknown> | undefined) =>
+  asObject(data?.providerOptions) ? { providerOptions: data!.providerOptions as never } : {}
+
+/**
+ * A session's conversation as AI SDK 6 `ModelMessage`s, ready for `generateText` / `streamText`
+ * (docs/contract.md §14). System, user and assistant messages map one to one (text, reasoning
+ * and `tool-call` parts, the call's arguments parsed); each `tool/result` becomes a `tool`
+ * message whose output is `text`, or `error-text` when it is an error. Messages a
+ * `history/rewind` took out are left out.
+ *
+ * The result is always balanced, so the AI SDK never throws `AI_MissingToolResultsError` on a
+ * resumed session: a call recorded only by its `tool/call` event (the run stopped before its
+ * step's assistant message was written) gets an assistant message of its own; every call the log
+ * never answered gets an `error-text` result saying so, right after the other results of its
+ * message; and a result whose call is not in the history (rewound, or answered already) is left
+ * out, since a provider refuses a result for a call it never saw.
+ */
+export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[] {
+  const rewound = isRewoundBy(rewoundRanges(events))
+  const shown = events.filter((e) => !rewound(e.seq))
+  // Calls an assistant message carries; a `tool/call` of one of these adds nothing.
+  const inMessages = new Set<string>()
+  const names = new Map<string, string>()
+  for (const e of shown) {
+    const data = asObject(e.data)
+    if (e.type === 'assistant/message' && Array.isArray(data?.content)) {
+      for (const block of data.content) {
+        const b = asObject(block)
+        if (b?.type === 'tool-call' && typeof b.callId === 'string') {
+          inMessages.add(b.callId)
+          if (typeof b.name === 'string') names.set(b.callId, b.name)
+        }
+      }
+    } else if (e.type === 'tool/call' && typeof data?.callId === 'string' && typeof data.name === 'string') {
+      if (!names.has(data.callId)) names.set(data.callId, data.name)
+    }
+  }
+
+  const out: ModelMessage[] = []
+  const pending = new Map<string, string>() // open calls, in the order opened: callId -> tool name
+  const answered = new Set<string>()
+  let orphanMessage: AssistantModelMessage | undefined // the assistant message built from `tool/call` events
+  const closePending = () => {
+    for (const [toolCallId, toolName] of pending) {
+      out.push(toolMessage([{ type: 'tool-result', toolCallId, toolName, output: { type: 'error-text', value: UNANSWERED_TOOL_TEXT } }]))
+    }
+    pending.clear()
+  }
+  const openCall = (callId: string, name: string) => {
+    if (!answered.has(callId) && !pending.has(callId)) pending.set(callId, name)
+  }
+  const push = (message: ModelMessage) => {
+    if (message.role !== 'tool') closePending()
+    out.push(message)
+    orphanMessage = undefined
+  }
+
+  for (const e of shown) {
+    const data = asObject(e.data)
+    switch (e.type) {
+      case 'system/message':
+        push({ role: 'system', content: textOf(data?.content), ...options(data) })
+        break
+      case 'user/message': {
+        const content = data?.content
+        if (typeof content === 'string') push({ role: 'user', content, ...options(data) })
+        else if (Array.isArray(content)) {
+          const parts = content.map((b) => blockToPart(b, 'user')).filter((p) => p !== undefined) as UserParts
+          push({ role: 'user', content: parts, ...options(data) })
+        }
+        break
+      }
+      case 'assistant/message': {
+        const content = Array.isArray(data?.content) ? data.content : []
+        const parts = content.map((b) => blockToPart(b, 'assistant')).filter((p) => p !== undefined) as AssistantPart[]
+        push({ role: 'assistant', content: parts, ...options(data) })
+        for (const p of parts) if (p.type === 'tool-call' && p.providerExecuted !== true) openCall(p.toolCallId, p.toolName)
+        break
+      }
+      case 'tool/call': {
+        const callId = data?.callId
+        if (typeof callId !== 'string' || inMessages.has(callId) || answered.has(callId) || pending.has(callId)) break
+        const part: AssistantPart = {
+          type: 'tool-call',
+          toolCallId: callId,
+          toolName: names.get(callId) ?? 'unknown',
+          input: parseArguments(data?.arguments),
+        }
+        // Calls dispatched together (nothing recorded between them) share one assistant message.
+        if (orphanMessage && Array.isArray(orphanMessage.content) && out.at(-1) === orphanMessage) {
+          orphanMessage.content.push(part)
+        } else {
+          push({ role: 'assistant', content: [part] })
+          orphanMessage = out.at(-1) as AssistantModelMessage
+        }
+        openCall(callId, part.toolName)
+        break
+      }
+      case 'tool/result': {
+        const callId = data?.callId
+        if (typeof callId !== 'string' || !pending.has(callId)) break
+        const toolName = pending.get(callId)!
+        pending.delete(callId)
+        answered.add(callId)
+        const output = storedOutput(data)
+        out.push(toolMessage([{ type: 'tool-result', toolCallId: callId, toolName, output, ...options(data) }]))
+        break
+      }
+      case TOOL_PART_EVENT: {
+        const part = asObject(data?.part)
+        if (typeof part?.type === 'string') out.push(toolMessage([part as unknown as ToolContent[number]]))
+        break
+      }
+    }
+  }
+  closePending()
+  return out
+}
+
+function toolMessage(content: ToolContent): ToolModelMessage {
+  return { role: 'tool', content }
+}
+
+function storedOutput(data: Record<string, unknown> | undefined) {
+  return storedToOutput(data?.content, data?.isError === true)
+}

@@ -1,0 +1,164 @@
+import type { ModelMessage } from 'ai'
+import type { JsonValue } from '../../core/schema.js'
+import type { EventWriter } from './event-writer.js'
+import { type EventDraft, messagesToDrafts } from './from-messages.js'
+import { toJson } from './json.js'
+
+/** Why a turn ended, as its `turn/end` records it. */
+export type TurnEndReason = {
+  kind: 'completed' | 'aborted' | 'error' | 'max-tokens' | 'blocked' | 'interrupted'
+  [extra: string]: JsonValue
+}
+
+/** The parts of the AI SDK callback events the recorder reads (generateText and streamText alike). */
+export interface StepStartEvent {
+  stepNumber: number
+}
+export interface ToolCallStartEvent {
+  stepNumber?: number | undefined
+  toolCall: { toolCallId: string; toolName: string; input: unknown }
+}
+export interface StepFinishEvent {
+  stepNumber?: number | undefined
+  response: { messages: readonly ModelMessage[] }
+}
+export interface FinishEvent {
+  finishReason: string
+}
+
+/**
+ * The settings a turn's recorder adds to a `generateText` / `streamText` call: spread them in.
+ * `messages` is the session's history plus the turn's input; the callbacks record the run.
+ */
+export interface AiSdkTurnSettings {
+  messages: ModelMessage[]
+  experimental_onStepStart: (event: StepStartEvent) => Promise<void>
+  experimental_onToolCallStart: (event: ToolCallStartEvent) => Promise<void>
+  onStepFinish: (event: StepFinishEvent) => Promise<void>
+  onFinish: (event: FinishEvent) => Promise<void>
+}
+
+const END_KIND: Record<string, TurnEndReason['kind']> = {
+  length: 'max-tokens',
+  'content-filter': 'blocked',
+  error: 'error',
+}
+
+/**
+ * One run of the agent loop, recorded as it happens. Durable points: each tool call (its
+ * `tool/call` event, before the tool runs) and each step boundary (the finished step's assistant
+ * message, its tool results and `step/end`, written when the next step starts or with the
+ * turn's `turn/end`). Events in between wait in memory for the next durable point, so a turn
+ * costs one append per step plus one per tool call.
+ */
+export class AiSdkTurn {
+  /** The turn number (`turn/start`'s `turn`), counting from 1 in a session. */
+  readonly number: number
+  /** Spread into `generateText` / `streamText`, once: one settings object records one run. */
+  readonly settings: AiSdkTurnSettings
+  readonly #writer: EventWriter
+  #buffer: EventDraft[]
+  #openStep: number | undefined
+  #stepEnded = false // a finished step waits in the buffer
+  #consumed = 0 // response messages already recorded (they are cumulative over the run's steps)
+  #ended = false
+  readonly #done: Promise<void>
+  #settle!: (error?: unknown) => void
+
+  /** @internal Created by `AiSdkSession.turn`. */
+  constructor(writer: EventWriter, turn: number, input: readonly ModelMessage[], onSettled: () => void) {
+    this.number = turn
+    this.#writer = writer
+    this.#buffer = [{ type: 'turn/start', data: { turn } }, ...messagesToDrafts(input, { turn, step: -1 })]
+    this.#done = new Promise<void>((resolve, reject) => {
+      this.#settle = (error) => (error === undefined ? resolve() : reject(error))
+    }).finally(onSettled)
+    this.#done.catch(() => undefined) // a caller who never awaits `done` must not crash the process
+    this.settings = {
+      messages: [], // set by the session, which computes the history with this turn's input
+      experimental_onStepStart: (e) => this.#stepStart(e),
+      experimental_onToolCallStart: (e) => this.#toolCallStart(e),
+      onStepFinish: (e) => this.#stepFinish(e),
+      onFinish: (e) => this.end({ kind: END_KIND[e.finishReason] ?? 'completed', finishReason: e.finishReason }),
+    }
+  }
+
+  /** @internal The events the turn starts with (for the history handed to the model). */
+  get inputDrafts(): readonly EventDraft[] {
+    return this.#buffer
+  }
+
+  /**
+   * Resolves when the turn's `turn/end` is durable (after `onFinish`, or `end`/`fail`); rejects
+   * with the backend's error if any of the turn's appends failed.
+   */
+  get done(): Promise<void> {
+    return this.#done
+  }
+
+  /** Whether `turn/end` has been queued. */
+  get ended(): boolean {
+    return this.#ended
+  }
+
+  /**
+   * Ends the turn now (default reason `aborted`): what is still in memory is written with the
+   * `turn/end`, closing an open step. For a run that threw or was abandoned; a run that finished
+   * ends its turn itself through `onFinish`. Returns `done`; later calls change nothing.
+   */
+  end(reason: TurnEndReason = { kind: 'aborted' }): Promise<void> {
+    if (this.#ended) return this.#done
+    this.#ended = true
+    if (this.#openStep !== undefined) this.#buffer.push({ type: 'step/end', data: { turn: this.number, step: this.#openStep } })
+    this.#buffer.push({ type: 'turn/end', data: { turn: this.number, reason: toJson(reason) } })
+    this.#writer.append(this.#take()).then(
+      () => this.#settle(),
+      (error: unknown) => this.#settle(error),
+    )
+    return this.#done
+  }
+
+  /** Ends the turn because the run threw: reason `aborted` for an abort, `error` otherwise. */
+  fail(error: unknown): Promise<void> {
+    const e = error as { name?: unknown; message?: unknown } | undefined
+    const aborted = e?.name === 'AbortError' || e?.name === 'ResponseAborted'
+    const message = typeof e?.message === 'string' ? e.message : String(error)
+    return this.end({ kind: aborted ? 'aborted' : 'error', message })
+  }
+
+  #take(): EventDraft[] {
+    const drafts = this.#buffer
+    this.#buffer = []
+    this.#stepEnded = false
+    return drafts
+  }
+
+  async #stepStart(event: StepStartEvent): Promise<void> {
+    if (this.#ended) return
+    this.#openStep = event.stepNumber
+    this.#buffer.push({ type: 'step/start', data: { turn: this.number, step: event.stepNumber } })
+    if (this.#stepEnded) await this.#writer.append(this.#take())
+  }
+
+  async #toolCallStart(event: ToolCallStartEvent): Promise<void> {
+    if (this.#ended) return
+    const { toolCallId, toolName, input } = event.toolCall
+    const step = event.stepNumber ?? this.#openStep ?? 0
+    this.#buffer.push({
+      type: 'tool/call',
+      data: { turn: this.number, step, callId: toolCallId, name: toolName, arguments: input === undefined ? {} : toJson(input) },
+    })
+    await this.#writer.append(this.#take())
+  }
+
+  async #stepFinish(event: StepFinishEvent): Promise<void> {
+    if (this.#ended) return
+    const step = event.stepNumber ?? this.#openStep ?? 0
+    const all = event.response.messages
+    const fresh = all.slice(this.#consumed)
+    this.#consumed = all.length
+    this.#buffer.push(...messagesToDrafts(fresh, { turn: this.number, step }), { type: 'step/end', data: { turn: this.number, step } })
+    this.#openStep = undefined
+    this.#stepEnded = true
+  }
+}

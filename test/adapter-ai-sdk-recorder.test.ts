@@ -1,0 +1,202 @@
+import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai'
+import { describe, expect, it } from 'vitest'
+import { openAiSdkSession } from '../src/adapters/ai-sdk/index.js'
+import { computeClosers } from '../src/core/closers.js'
+import type { SessionEvent } from '../src/core/schema.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../src/errors.js'
+import { toModelHistory } from '../src/history.js'
+import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import type { SessionPersistence } from '../src/persistence.js'
+import { createMemoryPersistence } from '../src/testing/memory-persistence.js'
+import { scriptedModel } from './fixtures/ai-sdk-model.js'
+import { tmpRoot } from './helpers/tmp-root.js'
+
+/** The package error code a promise rejects with ('resolved' when it does not). */
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p
+    return 'resolved'
+  } catch (err) {
+    return isSessionPersistenceError(err) ? err.code : `foreign: ${String(err)}`
+  }
+}
+
+/** A backend that counts its appends (the recorder's durable points). */
+function counting(inner: SessionPersistence = createMemoryPersistence()) {
+  const counts = { appends: 0 }
+  const persistence = delegate(inner)
+  persistence.append = (id, events) => {
+    counts.appends++
+    return inner.append(id, events)
+  }
+  return { persistence, counts }
+}
+
+/** A backend whose methods are `inner`'s, bound, and can be replaced one by one. */
+function delegate(inner: SessionPersistence): SessionPersistence {
+  return {
+    locate: (m) => inner.locate(m),
+    create: (m) => inner.create(m),
+    append: (id, e) => inner.append(id, e),
+    load: (id, o) => inner.load(id, o),
+    inspect: (id) => inner.inspect(id),
+    list: (o) => inner.list(o),
+    delete: (id) => inner.delete(id),
+    close: (id) => inner.close(id),
+  }
+}
+
+const addTool = () =>
+  tool({
+    inputSchema: jsonSchema<{ a: number; b: number }>({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } }),
+    execute: async ({ a, b }) => ({ sum: a + b }),
+  })
+
+const script = [
+  { text: 'Adding twice.', calls: [{ id: 'c1', name: 'add', input: { a: 1, b: 2 } }, { id: 'c2', name: 'add', input: { a: 3, b: 4 } }] },
+  { reasoning: 'one more', calls: [{ id: 'c3', name: 'add', input: { a: 5, b: 6 } }] },
+  { text: 'The sums are 3, 7 and 11.' },
+]
+
+const types = (events: readonly SessionEvent[]) => events.map((e) => e.type)
+
+for (const mode of ['generateText', 'streamText'] as const) {
+  describe(`the recorder in ${mode}`, () => {
+    const run = async (settings: Parameters<typeof generateText>[0]) => {
+      if (mode === 'generateText') return (await generateText(settings)).response.messages
+      const result = streamText(settings as Parameters<typeof streamText>[0])
+      await result.consumeStream()
+      return (await result.response).messages
+    }
+
+    it('records the turn as it happens, with one append per step plus one per tool call', async () => {
+      const { persistence, counts } = counting()
+      const session = await openAiSdkSession({ persistence, sessionId: 's1', now: () => 1000 })
+      const { model } = scriptedModel(script)
+      const turn = session.turn('Add 1+2, 3+4 and 5+6.')
+      const messages = await run({ model, tools: { add: addTool() }, stopWhen: stepCountIs(10), ...turn.settings })
+      await turn.done
+
+      expect(counts.appends).toBe(3 + 3) // three steps, three tool calls
+      expect(types(session.events)).toEqual([
+        'turn/start', 'user/message', 'step/start', 'tool/call', 'tool/call',
+        'assistant/message', 'tool/result', 'tool/result', 'step/end', 'step/start', 'tool/call',
+        'assistant/message', 'tool/result', 'step/end', 'step/start',
+        'assistant/message', 'step/end', 'turn/end',
+      ])
+      expect(session.events.map((e) => e.seq)).toEqual(session.events.map((_, i) => i))
+      expect(session.events.at(-1)?.data).toEqual({ turn: 1, reason: { kind: 'completed', finishReason: 'stop' } })
+      const call = session.events.find((e) => e.type === 'tool/call')
+      expect(call?.data).toEqual({ turn: 1, step: 0, callId: 'c1', name: 'add', arguments: { a: 1, b: 2 } })
+      const result = session.events.find((e) => e.type === 'tool/result')
+      expect(result?.data).toEqual({ turn: 1, step: 0, callId: 'c1', name: 'add', content: [{ type: 'text', text: '{"sum":3}' }] })
+      // The stored log is what the backend returns, and is balanced for repair and history.
+      expect((await persistence.inspect('s1')).events).toEqual(session.events)
+      expect(computeClosers(session.events, 0)).toEqual([])
+      expect(toModelHistory(session.events).messages.filter((m) => m.role === 'tool')).toHaveLength(3)
+      // The history given back is the run's messages (a JSON output comes back as its text).
+      const expected = [
+        { role: 'user', content: 'Add 1+2, 3+4 and 5+6.' },
+        ...messages.map((m) =>
+          m.role !== 'tool'
+            ? m
+            : { ...m, content: m.content.map((p) => (p.type === 'tool-result' && p.output.type === 'json' ? { ...p, output: { type: 'text', value: JSON.stringify(p.output.value) } } : p)) },
+        ),
+      ]
+      expect(session.messages).toEqual(expected.flatMap((m) => (m.role === 'tool' ? m.content.map((p) => ({ role: 'tool', content: [p] })) : [m])))
+    })
+
+    it('hands the next turn the whole history, and numbers turns on', async () => {
+      const { persistence } = counting()
+      const session = await openAiSdkSession({ persistence, sessionId: 's2' })
+      const first = scriptedModel([{ text: 'Hello.' }])
+      const t1 = session.turn('Hi')
+      await run({ model: first.model, ...t1.settings })
+      await t1.done
+      const second = scriptedModel([{ text: 'Still here.' }])
+      const t2 = session.turn({ role: 'user', content: [{ type: 'text', text: 'Again' }] })
+      await run({ model: second.model, ...t2.settings })
+      await t2.done
+      expect(t2.number).toBe(2)
+      expect(second.prompts[0]).toEqual([
+        { role: 'user', content: [{ type: 'text', text: 'Hi' }], providerOptions: undefined },
+        { role: 'assistant', content: [{ type: 'text', text: 'Hello.', providerOptions: undefined }], providerOptions: undefined },
+        { role: 'user', content: [{ type: 'text', text: 'Again', providerOptions: undefined }], providerOptions: undefined },
+      ])
+      await session.close()
+      const resumed = await openAiSdkSession({ persistence, sessionId: 's2' })
+      expect(resumed.events).toEqual(session.events)
+      expect(resumed.turn('third').number).toBe(3)
+    })
+  })
+}
+
+describe('the recorder around failures and misuse', () => {
+  it('ends a turn whose run threw with reason error, closing its open step', async () => {
+    const { persistence } = counting()
+    const session = await openAiSdkSession({ persistence, sessionId: 'f1' })
+    const { model } = scriptedModel([])
+    model.doGenerate = async () => {
+      throw new Error('provider down')
+    }
+    const turn = session.turn('Hi')
+    await expect(generateText({ model, maxRetries: 0, ...turn.settings })).rejects.toThrow()
+    await turn.fail(new Error('provider down'))
+    expect(types(session.events)).toEqual(['turn/start', 'user/message', 'step/start', 'step/end', 'turn/end'])
+    expect(session.events.at(-1)?.data).toEqual({ turn: 1, reason: { kind: 'error', message: 'provider down' } })
+  })
+
+  it('refuses a second turn while one is open, and any turn after close', async () => {
+    const session = await openAiSdkSession({ persistence: createMemoryPersistence(), sessionId: 'm1' })
+    const turn = session.turn('one')
+    expect(await codeOf(Promise.resolve().then(() => session.turn('two')))).toBe('E_SESSION_LIVE')
+    await turn.end()
+    expect(session.turn('two').number).toBe(2)
+    await session.close()
+    expect(await codeOf(Promise.resolve().then(() => session.turn('three')))).toBe('E_DISPOSED')
+    // close ended the open turn as aborted
+    expect(session.events.at(-1)?.data).toEqual({ turn: 2, reason: { kind: 'aborted' } })
+  })
+
+  it('refuses bad options and bad input with stable codes', async () => {
+    const persistence = createMemoryPersistence()
+    expect(await codeOf(openAiSdkSession({ persistence: {} as SessionPersistence, sessionId: 'x' }))).toBe('E_CONFIG')
+    expect(await codeOf(openAiSdkSession({ persistence, sessionId: '' }))).toBe('E_CONFIG')
+    expect(await codeOf(openAiSdkSession({ persistence, sessionId: 'x', meta: { bad: 1n as never } }))).toBe('E_CONFIG')
+    expect(await codeOf(openAiSdkSession({ persistence, sessionId: 'x', meta: { type: 'no' } }))).toBe('E_INVALID_META')
+    const session = await openAiSdkSession({ persistence, sessionId: 'y' })
+    expect(await codeOf(Promise.resolve().then(() => session.turn({ role: 'robot', content: 'x' } as never)))).toBe('E_INVALID_EVENT')
+  })
+
+  it('reports a failed append on done, and refuses further turns with that error', async () => {
+    const persistence = delegate(createMemoryPersistence())
+    persistence.append = async () => {
+      throw new SessionPersistenceError('E_IO', 'disk full')
+    }
+    const session = await openAiSdkSession({ persistence, sessionId: 'io' })
+    const { model } = scriptedModel(script)
+    const turn = session.turn('Add')
+    await generateText({ model, tools: { add: addTool() }, stopWhen: stepCountIs(10), ...turn.settings })
+    expect(await codeOf(turn.done)).toBe('E_IO')
+    expect(session.events).toEqual([])
+    expect(await codeOf(Promise.resolve().then(() => session.turn('again')))).toBe('E_IO')
+  })
+
+  it('gives a second instance over the same root E_LOCKED while the first writes', async () => {
+    const root = await tmpRoot()
+    const a = createJsonlPersistence({ root, sync: 'none' })
+    const b = createJsonlPersistence({ root, sync: 'none' })
+    const first = await openAiSdkSession({ persistence: a, sessionId: 'shared' })
+    const { model } = scriptedModel(script)
+    const turn = first.turn('Add')
+    await generateText({ model, tools: { add: addTool() }, stopWhen: stepCountIs(10), ...turn.settings })
+    await turn.done
+    expect(await codeOf(openAiSdkSession({ persistence: b, sessionId: 'shared' }))).toBe('E_LOCKED')
+    await first.close()
+    const second = await openAiSdkSession({ persistence: b, sessionId: 'shared' })
+    expect(second.events).toEqual(first.events)
+    await second.close()
+    await a.closeAll()
+    await b.closeAll()
+  })
+})

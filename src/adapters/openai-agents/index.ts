@@ -1,0 +1,21 @@
+/**
+ * `session-persistence-jsonl/openai-agents`: crash-safe sessions for the OpenAI Agents SDK
+ * (`@openai/agents`, an optional peer dependency). Only this entry point refers to it, and only
+ * for types: importing the main entry never loads the SDK.
+ */
+export { JsonlSession, type JsonlSessionOptions } from './jsonl-session.js'
+export { trackToolCalls } from './track-tool-calls.js'
+export { decodeItems, decodePlacedItems, type PlacedItem } from './decode-events.js'
+export {
+  closeTurn,
+  encodeItems,
+  type EncodeOptions,
+  type EventDraft,
+  ITEM_EVENT,
+  ITEM_FIELD,
+  openTurn,
+  PROVISIONAL_FIELD,
+  restartReplay,
+  type TurnEndKind,
+  type TurnState,
+} from './encode-items.js'

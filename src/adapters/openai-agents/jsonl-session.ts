@@ -1,0 +1,291 @@
+import type { AgentInputItem, FunctionCallItem, Session } from '@openai/agents'
+import PQueue from 'p-queue'
+import { z } from 'zod'
+import { asObject } from '../../core/as-object.js'
+import { isPlainJson } from '../../core/json-check.js'
+import type { SessionEvent } from '../../core/schema.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
+import type { SessionPersistence } from '../../persistence.js'
+import { decodeItems, decodePlacedItems } from './decode-events.js'
+import {
+  closeTurn,
+  encodeItems,
+  type EventDraft,
+  openTurn,
+  restartReplay,
+  type TurnEndKind,
+  type TurnState,
+} from './encode-items.js'
+import { classifyItem, itemKey } from './item-kind.js'
+import { RecordedItems } from './recorded-items.js'
+
+export interface JsonlSessionOptions {
+  /** Any backend: the JSONL one, the in-memory reference, PostgreSQL. */
+  persistence: SessionPersistence
+  sessionId: string
+  /** Absolute path of the project the session belongs to (used when the session is created). */
+  cwd?: string
+  /** Clock for event times and `createdAt` (epoch milliseconds); `Date.now` by default. */
+  now?: () => number
+}
+
+const OptionsSchema = z.object({
+  persistence: z.custom<SessionPersistence>(
+    (v) => ['create', 'append', 'load', 'close'].every((m) => typeof asObject(v)?.[m] === 'function'),
+    'must implement SessionPersistence (create, append, load, close)',
+  ),
+  sessionId: z.string().min(1),
+  cwd: z.string().optional(),
+  now: z.custom<() => number>((v) => typeof v === 'function', 'must be a function').optional(),
+})
+
+/** What `trackToolCalls` calls on a session; not part of the public API. */
+export interface ToolCallRecorder {
+  stageInput(turnInput: readonly AgentInputItem[]): void
+  recordCall(call: FunctionCallItem): Promise<void>
+  recordResult(call: FunctionCallItem, output: unknown): Promise<void>
+  settled(): void
+}
+export const RECORDER = Symbol('session-persistence-jsonl/openai-agents recorder')
+
+const clone = <T>(v: T): T => structuredClone(v)
+
+/**
+ * The Agents SDK's `Session` over a `SessionPersistence`: created on first use, or resumed (a
+ * crashed run's log is repaired as it loads). Items are stored as the session vocabulary plus the
+ * item verbatim; `popItem` and `clearSession` append `history/rewind` and rewrite nothing.
+ * One instance is the session's only writer: the backend refuses a second one (`E_LOCKED`).
+ */
+export class JsonlSession implements Session {
+  readonly #persistence: SessionPersistence
+  readonly #id: string
+  readonly #cwd: string | undefined
+  readonly #now: () => number
+  readonly #queue = new PQueue({ concurrency: 1 })
+  #events: SessionEvent[] = []
+  #open = false
+  #lastTurn = 0
+  /** The turn `trackToolCalls` opened for a run that has not handed its items over yet. */
+  #turn: TurnState | undefined
+  #recorded = new RecordedItems()
+  #staged: AgentInputItem[] | undefined
+  #inFlight = 0
+
+  constructor(options: JsonlSessionOptions) {
+    const parsed = OptionsSchema.safeParse(options)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      throw new SessionPersistenceError('E_CONFIG', `JsonlSession: ${issue?.path.join('.') ?? 'options'}: ${issue?.message ?? 'invalid'}`)
+    }
+    this.#persistence = parsed.data.persistence
+    this.#id = parsed.data.sessionId
+    this.#cwd = parsed.data.cwd
+    this.#now = parsed.data.now ?? Date.now
+  }
+
+  /** Opens (creates or resumes) the session and returns its id. */
+  async getSessionId(): Promise<string> {
+    await this.#queue.add(() => this.#ensureOpen())
+    return this.#id
+  }
+
+  /** The items added, deep-equal, in order; with `limit`, the most recent `limit` of them. */
+  async getItems(limit?: number): Promise<AgentInputItem[]> {
+    if (limit !== undefined && !Number.isInteger(limit)) {
+      throw new SessionPersistenceError('E_CONFIG', `getItems: limit must be an integer, got ${String(limit)}`, { sessionId: this.#id })
+    }
+    return (await this.#queue.add(async () => {
+      await this.#ensureOpen()
+      if (limit !== undefined && limit <= 0) return []
+      const items = decodeItems(this.#events)
+      return clone(limit === undefined ? items : items.slice(-limit))
+    })) as AgentInputItem[]
+  }
+
+  /** Appends items durably: resolves when they are on disk (or committed in the database). */
+  async addItems(items: AgentInputItem[]): Promise<void> {
+    if (!Array.isArray(items) || items.some((item) => classifyItem(item) === undefined)) {
+      throw new SessionPersistenceError('E_INVALID_EVENT', 'addItems: expects an array of item objects', { sessionId: this.#id })
+    }
+    if (items.length === 0) return
+    const batch = clone(items)
+    await this.#queue.add(async () => {
+      await this.#ensureOpen()
+      const drafts: EventDraft[] = []
+      let state = this.#turn ? restartReplay(this.#turn) : undefined
+      if (!state) {
+        const opened = openTurn(this.#lastTurn + 1)
+        drafts.push(opened.draft)
+        state = opened.state
+      }
+      const matcher = this.#recorded.matcher()
+      const encoded = encodeItems(batch, state, { placeOnly: matcher.placeOnly })
+      drafts.push(...encoded.drafts, ...closeTurn(encoded.state, 'completed'))
+      await this.#write(drafts)
+      matcher.commit()
+      this.#lastTurn = state.turn
+      this.#turn = undefined
+      this.#recorded.clearInputs()
+      this.#staged = undefined
+    })
+  }
+
+  /** Removes the most recent item by appending `history/rewind`; returns it. */
+  async popItem(): Promise<AgentInputItem | undefined> {
+    return (await this.#queue.add(async () => {
+      await this.#ensureOpen()
+      const last = decodePlacedItems(this.#events).at(-1)
+      if (!last) return undefined
+      await this.#write([{ type: 'history/rewind', data: { to: last.seq } }])
+      return clone(last.item)
+    })) as AgentInputItem | undefined
+  }
+
+  /** Empties the history by appending `history/rewind` to 0; earlier lines stay as they are. */
+  async clearSession(): Promise<void> {
+    await this.#queue.add(async () => {
+      await this.#ensureOpen()
+      if (decodePlacedItems(this.#events).length === 0) return
+      await this.#write([{ type: 'history/rewind', data: { to: 0 } }])
+    })
+  }
+
+  /**
+   * Releases the session in the backend (its writer lock). A turn a failed run left open is
+   * ended as `aborted` first. The next call opens the session again.
+   */
+  async close(): Promise<void> {
+    await this.#queue.add(async () => {
+      if (!this.#open) return
+      if (this.#turn && this.#inFlight === 0) await this.#endTurn('aborted')
+      this.#open = false
+      await this.#persistence.close(this.#id)
+    })
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+
+  /** @internal */
+  get [RECORDER](): ToolCallRecorder {
+    return {
+      stageInput: (turnInput) => {
+        if (!this.#turn && Array.isArray(turnInput)) this.#staged = turnInput.filter((item) => isPlainJson(item))
+      },
+      recordCall: async (call) => {
+        this.#inFlight++
+        await this.#queue.add(() => this.#recordCall(call))
+      },
+      recordResult: async (call, output) => {
+        await this.#queue.add(() => this.#recordResult(call, output))
+      },
+      settled: () => {
+        this.#inFlight--
+      },
+    }
+  }
+
+  async #recordCall(call: FunctionCallItem): Promise<void> {
+    await this.#ensureOpen()
+    const drafts: EventDraft[] = []
+    const items: AgentInputItem[] = []
+    let state = this.#turn
+    let input: AgentInputItem[] = []
+    if (!state) {
+      const opened = openTurn(this.#lastTurn + 1)
+      drafts.push(opened.draft)
+      state = opened.state
+      input = this.#newInput()
+      items.push(...input)
+    }
+    // The SDK stores calls without their transient `id`; so does the record made ahead of it.
+    const { id: _id, ...stored } = call
+    if (!this.#recorded.hasCall(call.callId)) items.push(stored)
+    const encoded = encodeItems(items, state, { provisional: true })
+    await this.#write([...drafts, ...encoded.drafts])
+    this.#turn = encoded.state
+    this.#lastTurn = encoded.state.turn
+    this.#recorded.addInputs(input)
+  }
+
+  async #recordResult(call: FunctionCallItem, output: unknown): Promise<void> {
+    if (!this.#turn || this.#recorded.hasResult(call.callId)) return
+    let text: string
+    try {
+      text = typeof output === 'string' ? output : (JSON.stringify(output) ?? String(output))
+    } catch {
+      text = String(output)
+    }
+    const result: AgentInputItem = {
+      type: 'function_call_result',
+      name: call.name,
+      callId: call.callId,
+      status: 'completed',
+      output: { type: 'text', text },
+    }
+    const encoded = encodeItems([result], this.#turn, { provisional: true })
+    await this.#write(encoded.drafts)
+    this.#turn = encoded.state
+  }
+
+  /** The run's new input: what its first turn input holds beyond the session's items. */
+  #newInput(): AgentInputItem[] {
+    const staged = this.#staged
+    this.#staged = undefined
+    if (!staged) return []
+    const current = decodeItems(this.#events)
+    if (staged.length < current.length) return []
+    for (let i = 0; i < current.length; i++) {
+      if (itemKey(current[i]) !== itemKey(staged[i])) return []
+    }
+    return clone(staged.slice(current.length))
+  }
+
+  async #endTurn(kind: TurnEndKind): Promise<void> {
+    if (!this.#turn) return
+    await this.#write(closeTurn(this.#turn, kind))
+    this.#turn = undefined
+    this.#recorded.clearInputs()
+  }
+
+  async #ensureOpen(): Promise<void> {
+    if (this.#open) return
+    let events: readonly SessionEvent[]
+    try {
+      events = (await this.#persistence.load(this.#id)).events
+    } catch (err) {
+      if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
+      const meta = { id: this.#id, createdAt: this.#now(), delegationDepth: 0, ...(this.#cwd === undefined ? {} : { cwd: this.#cwd }) }
+      await this.#persistence.create(meta)
+      events = []
+    }
+    this.#events = [...events]
+    this.#recorded = new RecordedItems()
+    this.#recorded.scan(this.#events)
+    this.#lastTurn = lastTurn(this.#events)
+    this.#turn = undefined
+    this.#open = true
+  }
+
+  async #write(drafts: readonly EventDraft[]): Promise<void> {
+    if (drafts.length === 0) return
+    const time = this.#now()
+    const base = this.#events.length
+    const events = drafts.map((d, i) => ({ seq: base + i, type: d.type, time, ...d }) as SessionEvent)
+    await this.#persistence.append(this.#id, events)
+    for (const e of events) {
+      this.#events.push(e)
+      this.#recorded.note(e)
+    }
+  }
+}
+
+function lastTurn(events: readonly SessionEvent[]): number {
+  let last = 0
+  for (const e of events) {
+    const turn = e.type === 'turn/start' ? asObject(e.data)?.turn : undefined
+    if (typeof turn === 'number' && turn > last) last = turn
+  }
+  return last
+}

@@ -1,25 +1,14 @@
-import { fileURLToPath } from 'node:url'
-import { execFile } from 'node:child_process'
 import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { createJsonlPersistence } from '../src/index.js'
+import { createJsonlPersistence } from '../src/jsonl-persistence.js'
 import { ev, meta, turn } from './helpers/events.js'
 import { HEADER, writeRawLog } from './helpers/raw-log.js'
+import { runCli } from './helpers/run-cli.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
-const BIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
-const run = async (args: string[], env: Record<string, string> = {}) => {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1', ...env } })
-    return { code: 0, stdout, stderr }
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string }
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr }
-  }
-}
+const run = runCli
 
 async function snapshot(root: string): Promise<Map<string, string>> {
   const files = new Map<string, string>()
@@ -56,7 +45,7 @@ beforeAll(async () => {
   await writeFile(join(root, '_no-cwd', '.tmp-0123abcd'), 'left by a crash')
 })
 
-describe('session-jsonl (SPEC 11)', () => {
+describe('session-jsonl (docs/contract.md §11)', () => {
   test('without a root: one line saying how to give it, exit 2', async () => {
     const r = await run(['ls'], { SESSION_JSONL_ROOT: '' })
     expect(r.code).toBe(2)
@@ -66,7 +55,7 @@ describe('session-jsonl (SPEC 11)', () => {
   })
 
   test('--help for every command; unknown commands are usage errors', async () => {
-    for (const cmd of ['ls', 'show', 'tree', 'verify', 'repair', 'fork', 'export']) {
+    for (const cmd of ['ls', 'show', 'tree', 'verify', 'repair', 'fork', 'export', 'rm', 'prune', 'copy']) {
       const r = await run([cmd, '--help'])
       expect(r.code).toBe(0)
       expect(r.stdout).toContain(`usage: session-jsonl ${cmd}`)

@@ -3,20 +3,21 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import PQueue from 'p-queue'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
-import type { JsonlSessionPersistence, ListProblem, LoadedSession, SessionListing } from '../persistence.js'
+import type { ListProblem, LoadedSession, SessionListing, SessionStore } from '../persistence.js'
 import { formatBytes, oneLine, renderMarkdown, renderTranscript, type Style } from './render.js'
 import { describeLocation } from '../core/location.js'
+import type { OpenedRoot } from './open-root.js'
 
 export interface Io {
   out: (s: string) => void
   err: (s: string) => void
   style: Style
-  /** Progress on a terminal only. */
-  progress: ((done: number, total: number) => void) | undefined
+  /** A progress line on a terminal only (undefined otherwise): `what done/total`. */
+  progress: ((what: string, done: number, total: number) => void) | undefined
 }
 
 /** A session id from an exact id or a unique prefix of one; an ambiguous prefix lists the matches. */
-export async function resolveId(p: JsonlSessionPersistence, given: string): Promise<string> {
+export async function resolveId(p: SessionStore, given: string): Promise<string> {
   const ids = (await p.list({ onProblem: () => {} })).map((l) => l.meta.id)
   if (ids.includes(given)) return given
   const matches = ids.filter((id) => id.startsWith(given))
@@ -27,7 +28,7 @@ export async function resolveId(p: JsonlSessionPersistence, given: string): Prom
   return given // not listed (e.g. a damaged header): let the operation say what is wrong
 }
 
-export async function ls(p: JsonlSessionPersistence, io: Io, opts: { json: boolean; cwd?: string | undefined }): Promise<number> {
+export async function ls({ store: p }: OpenedRoot, io: Io, opts: { json: boolean; cwd?: string | undefined }): Promise<number> {
   const problems: ListProblem[] = []
   let listing = await p.list({ onProblem: (pr) => problems.push(pr) })
   if (opts.cwd !== undefined) {
@@ -56,23 +57,27 @@ export async function ls(p: JsonlSessionPersistence, io: Io, opts: { json: boole
   return 0
 }
 
-async function logPath(p: JsonlSessionPersistence, id: string): Promise<string> {
-  const found = (await p.list({ onProblem: () => {} })).find((l) => l.meta.id === id)
-  if (!found) throw new SessionPersistenceError('E_NOT_FOUND', `no listable session '${id}' under ${p.root}`, { sessionId: id })
-  return describeLocation(found.location)
+/** The stored text of a log: a file's bytes as they are (torn tail included), or a backend's lines. */
+async function rawText(root: OpenedRoot, id: string): Promise<string> {
+  const found = (await root.store.list({ onProblem: () => {} })).find((l) => l.meta.id === id)
+  if (!found) throw new SessionPersistenceError('E_NOT_FOUND', `no listable session '${id}' under ${root.name}`, { sessionId: id })
+  if (found.location.kind === 'jsonl') return (await readFile(found.location.path)).toString('utf8')
+  const raw = await root.store.readRaw(id)
+  return [raw.headerLine, ...raw.eventLines].map((l) => `${l}\n`).join('')
 }
 
-export async function show(p: JsonlSessionPersistence, io: Io, id: string, opts: { json: boolean; raw: boolean }): Promise<number> {
+export async function show(root: OpenedRoot, io: Io, id: string, opts: { json: boolean; raw: boolean }): Promise<number> {
   if (opts.raw) {
-    io.out((await readFile(await logPath(p, id))).toString('utf8'))
+    io.out(await rawText(root, id))
     return 0
   }
+  const p = root.store
   const session = await p.inspect(id)
   io.out(opts.json ? `${JSON.stringify(session, null, 2)}\n` : renderTranscript(session, io.style))
   return 0
 }
 
-export async function tree(p: JsonlSessionPersistence, io: Io, id: string | undefined, opts: { json: boolean }): Promise<number> {
+export async function tree({ store: p, name }: OpenedRoot, io: Io, id: string | undefined, opts: { json: boolean }): Promise<number> {
   const listing = await p.list({ onProblem: () => {} })
   const byId = new Map(listing.map((l) => [l.meta.id, l]))
   const children = new Map<string, SessionListing[]>()
@@ -85,7 +90,7 @@ export async function tree(p: JsonlSessionPersistence, io: Io, id: string | unde
   let top = roots
   if (id !== undefined) {
     let cur = byId.get(id)
-    if (!cur) throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}' under ${p.root}`, { sessionId: id })
+    if (!cur) throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}' under ${name}`, { sessionId: id })
     const seen = new Set<string>()
     while (cur.meta.parentSession && byId.has(cur.meta.parentSession) && !seen.has(cur.meta.id)) {
       seen.add(cur.meta.id)
@@ -123,7 +128,8 @@ type Verdict =
   | { status: 'corrupt'; id?: string; path: string; line?: number; byteOffset?: number; reason: string }
   | { status: 'unsupported'; id?: string; path: string; reason: string }
 
-export async function verify(p: JsonlSessionPersistence, io: Io, opts: { json: boolean }): Promise<number> {
+export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }): Promise<number> {
+  const p = root.store
   const verdicts: Verdict[] = []
   const problems: ListProblem[] = []
   const listing = await p.list({ onProblem: (pr) => problems.push(pr) })
@@ -162,10 +168,11 @@ export async function verify(p: JsonlSessionPersistence, io: Io, opts: { json: b
           verdicts.push({ status: 'corrupt', id, path, ...(c.line !== undefined ? { line: c.line, byteOffset: c.byteOffset! } : {}), reason: c.reason ?? `${err.code}: ${err.message}` })
         } else throw err
       }
-      io.progress?.(++done, listing.length)
+      done++
+      if (listing.length >= 50) io.progress?.('verify', done, listing.length)
     }),
   )
-  const temps = await staleTempFiles(p.root)
+  const temps = root.directory === undefined ? [] : await staleTempFiles(root.directory)
   const order = { corrupt: 0, unsupported: 1, repairable: 2, ok: 3 }
   verdicts.sort((a, b) => order[a.status] - order[b.status] || (a.path < b.path ? -1 : 1))
   const count = (s: Verdict['status']) => verdicts.filter((v) => v.status === s).length
@@ -219,7 +226,7 @@ function describeRepair(session: LoadedSession, dryRun: boolean): string {
   return `${lines.join('\n')}\n`
 }
 
-export async function repair(p: JsonlSessionPersistence, io: Io, id: string, opts: { json: boolean; dryRun: boolean }): Promise<number> {
+export async function repair({ store: p }: OpenedRoot, io: Io, id: string, opts: { json: boolean; dryRun: boolean }): Promise<number> {
   const session = opts.dryRun ? await p.inspect(id) : await p.load(id)
   await p.closeAll()
   if (opts.json) io.out(`${JSON.stringify({ id, dryRun: opts.dryRun, repair: session.repair ?? null, events: session.events.length }, null, 2)}\n`)
@@ -227,14 +234,14 @@ export async function repair(p: JsonlSessionPersistence, io: Io, id: string, opt
   return 0
 }
 
-export async function fork(p: JsonlSessionPersistence, io: Io, id: string, opts: { json: boolean; at: number; newId: string | undefined }): Promise<number> {
+export async function fork({ store: p }: OpenedRoot, io: Io, id: string, opts: { json: boolean; at: number; newId: string | undefined }): Promise<number> {
   const meta = await p.fork(id, { id: opts.newId ?? randomUUID(), seedLength: opts.at })
   await p.closeAll()
   io.out(opts.json ? `${JSON.stringify(meta, null, 2)}\n` : `${meta.id}\n`)
   return 0
 }
 
-export async function exportSession(p: JsonlSessionPersistence, io: Io, id: string, opts: { format: 'md' | 'json'; out: string | undefined }): Promise<number> {
+export async function exportSession({ store: p }: OpenedRoot, io: Io, id: string, opts: { format: 'md' | 'json'; out: string | undefined }): Promise<number> {
   const session = await p.inspect(id)
   const text = opts.format === 'md' ? renderMarkdown(session) : `${JSON.stringify(session, null, 2)}\n`
   if (opts.out) {

@@ -1,14 +1,15 @@
 #!/usr/bin/env node
-// session-jsonl: the operator's view of a session root (SPEC 11).
+// session-jsonl: the operator's view of a session root (docs/contract.md §11).
 import { realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { isSessionPersistenceError } from '../errors.js'
-import { createJsonlPersistence } from '../jsonl-persistence.js'
 import { exportSession, fork, type Io, ls, repair, resolveId, show, tree, verify } from './commands.js'
+import { copy, parseDuration, prune, rm } from './maintenance.js'
+import { isPostgresUrl, openRoot, type OpenedRoot } from './open-root.js'
 import { makeStyle } from './render.js'
 
-const USAGE = `usage: session-jsonl [--root DIR] <command> [options]
+const USAGE = `usage: session-jsonl [--root DIR|URL] <command> [options]
 
 commands:
   ls [--cwd PATH]                      sessions, newest first
@@ -18,9 +19,16 @@ commands:
   repair <id> [--dry-run]              cut a torn tail and close an open turn
   fork <id> --at <n> [--id <new>]      a new session keeping the first n events
   export <id> --format md|json [--out FILE]
+  rm <id>                              delete a session (not one being written)
+  prune --older-than <duration> [--dry-run]
+                                       delete sessions last written before then (30d, 12h, 90m)
+  copy <id>... --to <root> [--skip-existing]
+  copy --all --to <root> [--skip-existing]
+                                       copy sessions to another root, line for line
 
 options:
-  --root DIR     the session root (or SESSION_JSONL_ROOT)
+  --root DIR|URL the session root (or SESSION_JSONL_ROOT): a directory, or a
+                 postgres:// URL (schema from ?schema=NAME, default session_persistence)
   --json         machine-readable output
   --help         help for a command
 
@@ -33,7 +41,10 @@ const HELP: Record<string, string> = {
   verify: 'usage: session-jsonl verify [--json]\n\nChecks every log under the root without writing: ok, repairable (what a load would cut and write), corrupt (where and why) or unsupported (a newer format). Lists temporary files left by interrupted writes. Exits 1 when any log is corrupt or unsupported.',
   repair: 'usage: session-jsonl repair <id> [--dry-run] [--json]\n\nLoads the session, which cuts a torn tail and closes an open turn durably, and prints what was cut and written. --dry-run prints the same without writing. A corrupt log is refused and left untouched.',
   fork: 'usage: session-jsonl fork <id> --at <n> [--id <new>] [--json]\n\nCreates a child session that keeps the parent\'s first n events (n must be 0 or just after a turn end) and prints its id (a random UUID unless --id is given).',
-  export: 'usage: session-jsonl export <id> --format md|json [--out FILE]\n\nWrites the session as a Markdown transcript or as JSON to stdout or FILE. Never writes to the log.',
+  export: 'usage: session-jsonl export <id> --format md|json [--out FILE]\n\nWrites the session as a Markdown transcript or as JSON to stdout or FILE. Messages a history/rewind took out of the model\'s history are marked. Never writes to the log.',
+  rm: 'usage: session-jsonl rm <id> [--json]\n\nDeletes the session\'s log durably. Refused (E_LOCKED) while any process is writing the session. Forks of it keep their copied events.',
+  prune: 'usage: session-jsonl prune --older-than <duration> [--dry-run] [--json]\n\nDeletes every session whose last write is older than <duration>: a number and a unit, s, m, h, d or w, e.g. 30d, 12h, 90m, 1d12h. Prints each removal. A session being written is never deleted: it is reported and skipped. --dry-run lists what would be removed and deletes nothing. Exits 1 only when a removal failed for another reason.',
+  copy: 'usage: session-jsonl copy <id>... --to <root> [--skip-existing] [--json]\n       session-jsonl copy --all --to <root> [--skip-existing] [--json]\n\nCopies sessions to another root (a directory or a postgres:// URL), line for line: the copy reads back byte-identical. An id that already exists at the target is an error, checked before anything is copied, unless --skip-existing. A log with a torn tail is copied up to its last complete line; copying never takes a lock at the source. A progress line is shown on a terminal.',
 }
 
 const HINTS: Record<string, string> = {
@@ -43,10 +54,22 @@ const HINTS: Record<string, string> = {
   E_FORMAT_UNSUPPORTED: 'written by a newer version of session-persistence-jsonl; upgrade to read it',
   E_LOCKED: 'another process is writing this session; retry when it has finished',
   E_BAD_FORK_POINT: '`session-jsonl show` marks where each turn ends',
-  E_EXISTS: 'choose another --id',
+  E_EXISTS: 'choose another --id, or --skip-existing for copy',
+  E_SESSION_LIVE: 'close the session in this process first',
+  E_CONFIG: 'check the root: a directory, or postgres://user@host/db?schema=NAME',
 }
 
 class UsageError extends Error {}
+
+/** One line rewritten in place on a terminal: `what [####......] done/total`, ended at the last. */
+function progressLine(stream: NodeJS.WriteStream): (what: string, done: number, total: number) => void {
+  return (what, done, total) => {
+    if (done !== total && total > 100 && done % Math.ceil(total / 100) !== 0) return
+    const width = 30
+    const filled = Math.round((done / total) * width)
+    stream.write(`\r${what} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}${done === total ? '\n' : ''}`)
+  }
+}
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
   let parsed
@@ -65,6 +88,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         id: { type: 'string' },
         format: { type: 'string' },
         out: { type: 'string' },
+        'older-than': { type: 'string' },
+        to: { type: 'string' },
+        all: { type: 'boolean', default: false },
+        'skip-existing': { type: 'boolean', default: false },
       },
     })
   } catch (err) {
@@ -81,10 +108,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
     io.out(`${HELP[command]}\n`)
     return 0
   }
-  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`)
-  const root = values.root ?? env.SESSION_JSONL_ROOT
-  if (!root) throw new UsageError('no session root: pass --root DIR or set SESSION_JSONL_ROOT')
-  const p = createJsonlPersistence({ root, logger: { warn: () => {} } })
+  if (extra.length > 0 && command !== 'copy') throw new UsageError(`unexpected argument '${extra[0]}'`)
+  const rootArg = values.root ?? env.SESSION_JSONL_ROOT
+  if (!rootArg) throw new UsageError('no session root: pass --root DIR (or a postgres:// URL) or set SESSION_JSONL_ROOT')
+  const olderThanMs = command === 'prune' ? checkPrune(values['older-than']) : 0
+  if (command === 'copy') checkCopy(values.to, values.all, arg)
+  // The JSONL backend reports unreadable files through list's onProblem; a PostgreSQL server's
+  // warnings (fsync off) are worth a line on stderr.
+  const logger = { warn: isPostgresUrl(rootArg) ? (message: string) => io.err(`warning: ${message}\n`) : () => {} }
+  const root = await openRoot(rootArg, logger)
+  const p = root.store
+  let target: OpenedRoot | undefined
   const needId = async () => {
     if (!arg) throw new UsageError(`${command} needs a session id (or a unique prefix of one)`)
     return resolveId(p, arg)
@@ -92,29 +126,60 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
   try {
     switch (command) {
       case 'ls':
-        return await ls(p, io, { json: values.json, cwd: values.cwd })
+        return await ls(root, io, { json: values.json, cwd: values.cwd })
       case 'show':
-        return await show(p, io, await needId(), { json: values.json, raw: values.raw })
+        return await show(root, io, await needId(), { json: values.json, raw: values.raw })
       case 'tree':
-        return await tree(p, io, arg === undefined ? undefined : await resolveId(p, arg), { json: values.json })
+        return await tree(root, io, arg === undefined ? undefined : await resolveId(p, arg), { json: values.json })
       case 'verify':
-        return await verify(p, io, { json: values.json })
+        return await verify(root, io, { json: values.json })
       case 'repair':
-        return await repair(p, io, await needId(), { json: values.json, dryRun: values['dry-run'] })
+        return await repair(root, io, await needId(), { json: values.json, dryRun: values['dry-run'] })
       case 'fork': {
         const at = Number(values.at)
         if (values.at === undefined || !Number.isSafeInteger(at) || at < 0) throw new UsageError('fork needs --at <n>, a non-negative integer')
-        return await fork(p, io, await needId(), { json: values.json, at, newId: values.id })
+        return await fork(root, io, await needId(), { json: values.json, at, newId: values.id })
       }
       case 'export': {
         if (values.format !== 'md' && values.format !== 'json') throw new UsageError('export needs --format md or --format json')
-        return await exportSession(p, io, await needId(), { format: values.format, out: values.out })
+        return await exportSession(root, io, await needId(), { format: values.format, out: values.out })
+      }
+      case 'rm':
+        return await rm(root, io, await needId(), { json: values.json })
+      case 'prune':
+        return await prune(root, io, { json: values.json, dryRun: values['dry-run'], olderThan: values['older-than']!, olderThanMs, now: Date.now() })
+      case 'copy': {
+        let ids: string[]
+        if (values.all) {
+          ids = (await p.list({ onProblem: (pr) => io.err(`warning: not copied ${pr.path}: ${pr.code}\n`) })).map((l) => l.meta.id)
+        } else {
+          ids = []
+          for (const given of [arg!, ...extra]) {
+            const id = await resolveId(p, given)
+            if (!ids.includes(id)) ids.push(id)
+          }
+        }
+        target = await openRoot(values.to!, logger)
+        return await copy(root, target, io, ids, { json: values.json, skipExisting: values['skip-existing'] })
       }
     }
   } finally {
-    await p.closeAll()
+    await Promise.allSettled([root.close(), target?.close()])
   }
   return 0
+}
+
+function checkPrune(olderThan: string | undefined): number {
+  if (olderThan === undefined) throw new UsageError('prune needs --older-than <duration>, e.g. 30d, 12h or 90m')
+  const ms = parseDuration(olderThan)
+  if (ms === undefined) throw new UsageError(`--older-than '${olderThan}' is not a duration: a positive number and a unit s, m, h, d or w (e.g. 30d, 12h, 90m)`)
+  return ms
+}
+
+function checkCopy(to: string | undefined, all: boolean, firstId: string | undefined): void {
+  if (!to) throw new UsageError('copy needs --to <root>, a directory or a postgres:// URL')
+  if (all && firstId !== undefined) throw new UsageError('copy takes either ids or --all, not both')
+  if (!all && firstId === undefined) throw new UsageError('copy needs session ids, or --all')
 }
 
 // Run as the binary (not when imported by a test).
@@ -125,17 +190,7 @@ if (invokedAs === fileURLToPath(import.meta.url)) {
     out: (s) => process.stdout.write(s),
     err: (s) => process.stderr.write(s),
     style: makeStyle(tty),
-    progress:
-      process.stderr.isTTY === true
-        ? (done, total) => {
-            if (total < 50) return
-            if (done % 25 === 0 || done === total) {
-              const width = 30
-              const filled = Math.round((done / total) * width)
-              process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}${done === total ? '\n' : ''}`)
-            }
-          }
-        : undefined,
+    progress: process.stderr.isTTY === true ? progressLine(process.stderr) : undefined,
   }
   main(process.argv.slice(2), process.env, io).then(
     (code) => {

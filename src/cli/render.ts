@@ -1,6 +1,8 @@
 import type { LoadedSession } from '../persistence.js'
 import type { JsonValue, SessionEvent } from '../core/schema.js'
 import { INTERRUPTED_TOOL_TEXT } from '../core/closers.js'
+import { asObject, type JsonObject } from '../core/as-object.js'
+import { isRewoundBy, rewoundRanges } from '../history.js'
 
 export interface Style {
   dim(s: string): string
@@ -16,9 +18,6 @@ export function makeStyle(enabled: boolean): Style {
   const wrap = (open: number, close: number) => (s: string) => (enabled ? `\u001b[${open}m${s}\u001b[${close}m` : s)
   return { dim: wrap(2, 22), bold: wrap(1, 22), red: wrap(31, 39), yellow: wrap(33, 39), green: wrap(32, 39), cyan: wrap(36, 39) }
 }
-
-type Obj = Record<string, unknown>
-const asObject = (v: unknown): Obj | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined)
 
 export function oneLine(value: unknown, max = 100): string {
   const s = typeof value === 'string' ? value : JSON.stringify(value)
@@ -47,8 +46,31 @@ function toolCalls(content: unknown): { callId: string; name: string; arguments:
   if (!Array.isArray(content)) return []
   return content
     .map(asObject)
-    .filter((b): b is Obj => b?.type === 'tool-call')
+    .filter((b): b is JsonObject => b?.type === 'tool-call')
     .map((b) => ({ callId: String(b.callId), name: String(b.name), arguments: (b.arguments ?? null) as JsonValue }))
+}
+
+const MESSAGE_TYPES = new Set(['system/message', 'user/message', 'assistant/message', 'tool/result'])
+
+/**
+ * How a view shows `history/rewind`: which events' messages are out of the model's history,
+ * and one line for each rewind event (how many messages it took out, or why it is ignored).
+ */
+function rewindView(events: readonly SessionEvent[]): { rewound: (seq: number) => boolean; describe: (e: SessionEvent) => string } {
+  const rewound = isRewoundBy(rewoundRanges(events))
+  // Messages before each index; a loaded log has events[i].seq === i.
+  const before = [0]
+  for (const e of events) before.push(before.at(-1)! + (MESSAGE_TYPES.has(e.type) ? 1 : 0))
+  return {
+    rewound,
+    describe: (e) => {
+      const to = asObject(e.data)?.to
+      if (typeof to !== 'number' || !Number.isSafeInteger(to) || to < 0) return `history rewind with an invalid 'to' (${oneLine(to ?? null, 40)}): ignored`
+      if (to >= e.seq) return `history rewind to seq ${to}: nothing before it to drop`
+      const dropped = before[Math.min(e.seq, events.length)]! - before[Math.min(to, events.length)]!
+      return `history rewound to seq ${to}: ${dropped} message(s) from seq ${to} to ${e.seq - 1} are out of the model's history`
+    },
+  }
 }
 
 export function formatBytes(n: number): string {
@@ -81,7 +103,10 @@ export function renderTranscript(session: LoadedSession, style: Style): string {
     if (e.type === 'assistant/chunk') chunks.set(`${String(d?.turn)}/${String(d?.step)}`, (chunks.get(`${String(d?.turn)}/${String(d?.step)}`) ?? 0) + 1)
     if (e.type === 'tool/result' && typeof d?.callId === 'string') results.set(d.callId, e)
   }
-  const mark = (e: SessionEvent) => (closerSeqs.has(e.seq) ? style.yellow(session.repair?.persisted ? ' [written by repair]' : ' [a repair would write this]') : '')
+  const rewinds = rewindView(session.events)
+  const mark = (e: SessionEvent) =>
+    (closerSeqs.has(e.seq) ? style.yellow(session.repair?.persisted ? ' [written by repair]' : ' [a repair would write this]') : '') +
+    (MESSAGE_TYPES.has(e.type) && rewinds.rewound(e.seq) ? style.dim(' [rewound]') : '')
   // A run of events of one type this view does not know (streamed tool output, say) with
   // nothing printed in between is one line: its type, how many, and the first one's data.
   let run: { type: string; ignorable: boolean; count: number; first: SessionEvent; line: number } | undefined
@@ -106,15 +131,18 @@ export function renderTranscript(session: LoadedSession, style: Style): string {
         break
       }
       case 'system/message':
-        out.push(`${style.cyan('system')}: ${contentText(d?.content)}`)
+        out.push(`${style.cyan('system')}: ${contentText(d?.content)}${mark(e)}`)
         break
       case 'user/message':
-        out.push(`${style.cyan('user')}: ${contentText(d?.content)}`)
+        out.push(`${style.cyan('user')}: ${contentText(d?.content)}${mark(e)}`)
+        break
+      case 'history/rewind':
+        out.push(style.yellow(`↶ ${rewinds.describe(e)}`))
         break
       case 'assistant/message': {
         const n = chunks.get(`${String(d?.turn)}/${String(d?.step)}`)
         const text = contentText(d?.content)
-        out.push(`${style.cyan('assistant')}${n ? style.dim(` (streamed in ${n} chunks)`) : ''}${text ? `: ${text}` : ''}`)
+        out.push(`${style.cyan('assistant')}${n ? style.dim(` (streamed in ${n} chunks)`) : ''}${text ? `: ${text}` : ''}${mark(e)}`)
         for (const call of toolCalls(d?.content)) {
           const result = results.get(call.callId)
           out.push(`  → ${style.bold(call.name)} ${oneLine(call.arguments, 80)} ${style.dim(`[${call.callId}]`)}`)
@@ -157,9 +185,14 @@ export function renderMarkdown(session: LoadedSession): string {
   if (m.parentSession) out.push(`- parent: ${m.parentSession}${m.seedLength !== undefined ? ` (fork at ${m.seedLength})` : ''}`)
   out.push(`- delegation depth: ${m.delegationDepth}`, `- events: ${session.events.length}`, '')
   const fence = (s: string) => ['```', s, '```'].join('\n')
+  const rewinds = rewindView(session.events)
   for (const e of session.events) {
     const d = asObject(e.data)
+    if (MESSAGE_TYPES.has(e.type) && rewinds.rewound(e.seq)) out.push(`*(rewound: seq ${e.seq} is out of the model's history)*`, '')
     switch (e.type) {
+      case 'history/rewind':
+        out.push(`*↶ ${rewinds.describe(e)}.*`, '')
+        break
       case 'turn/start':
         out.push(`## Turn ${String(d?.turn)}`, '')
         break

@@ -1,0 +1,124 @@
+import { describeLocation } from '../core/location.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
+import type { ListProblem, SessionListing } from '../persistence.js'
+import type { Io } from './commands.js'
+import type { OpenedRoot } from './open-root.js'
+import { formatBytes, oneLine } from './render.js'
+
+// The commands that remove or copy whole sessions: `rm`, `prune` and `copy` (docs/contract.md §11).
+
+const UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }
+
+/** Milliseconds of a duration such as `30d`, `12h`, `90m`, `45s`, `2w` or `1d12h`; undefined if malformed or zero. */
+export function parseDuration(text: string): number | undefined {
+  if (!/^(\d+[smhdw])+$/.test(text)) return undefined
+  let ms = 0
+  for (const [, n, unit] of text.matchAll(/(\d+)([smhdw])/g)) ms += Number(n) * UNITS[unit!]!
+  return Number.isSafeInteger(ms) && ms > 0 ? ms : undefined
+}
+
+const isoTime = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19)
+
+export async function rm(root: OpenedRoot, io: Io, id: string, opts: { json: boolean }): Promise<number> {
+  const listed = (await root.store.list({ onProblem: () => {} })).find((l) => l.meta.id === id)
+  await root.store.delete(id)
+  const where = listed ? describeLocation(listed.location) : root.name
+  io.out(opts.json ? `${JSON.stringify({ removed: id, location: listed?.location ?? null }, null, 2)}\n` : `removed ${id} (${where})\n`)
+  return 0
+}
+
+interface Skipped {
+  id: string
+  code: string
+  message: string
+}
+
+// Refusals that leave the session as it was and that prune expects: a writer holds it, or
+// someone removed it between the listing and its turn.
+const EXPECTED_SKIPS = new Set(['E_LOCKED', 'E_SESSION_LIVE', 'E_NOT_FOUND'])
+
+export async function prune(
+  root: OpenedRoot,
+  io: Io,
+  opts: { json: boolean; dryRun: boolean; olderThan: string; olderThanMs: number; now: number },
+): Promise<number> {
+  const problems: ListProblem[] = []
+  const cutoff = opts.now - opts.olderThanMs
+  const stale = (await root.store.list({ onProblem: (p) => problems.push(p) })).filter((l) => l.mtimeMs < cutoff)
+  stale.sort((a, b) => a.mtimeMs - b.mtimeMs || (a.meta.id < b.meta.id ? -1 : 1))
+  const removed: SessionListing[] = []
+  const skipped: Skipped[] = []
+  const describe = (l: SessionListing) => `${l.meta.id} (last write ${isoTime(l.mtimeMs)} UTC, ${formatBytes(l.sizeBytes)})`
+  for (const [i, l] of stale.entries()) {
+    if (opts.dryRun) {
+      removed.push(l)
+      if (!opts.json) io.out(`would remove ${describe(l)}\n`)
+      continue
+    }
+    try {
+      await root.store.delete(l.meta.id)
+      removed.push(l)
+      if (!opts.json) io.out(`removed ${describe(l)}\n`)
+    } catch (err) {
+      if (!isSessionPersistenceError(err)) throw err
+      skipped.push({ id: l.meta.id, code: err.code, message: err.message })
+      if (!opts.json) io.err(`skipped ${l.meta.id}: ${err.code}: ${oneLine(err.message, 200)}\n`)
+    }
+    io.progress?.('prune', i + 1, stale.length)
+  }
+  for (const p of problems) io.err(`warning: not considered ${p.path}: ${p.code}\n`)
+  const failed = skipped.some((s) => !EXPECTED_SKIPS.has(s.code))
+  if (opts.json) {
+    const entry = (l: SessionListing) => ({ id: l.meta.id, location: l.location, mtimeMs: l.mtimeMs, sizeBytes: l.sizeBytes })
+    io.out(`${JSON.stringify({ olderThan: opts.olderThan, cutoffMs: cutoff, dryRun: opts.dryRun, [opts.dryRun ? 'wouldRemove' : 'removed']: removed.map(entry), skipped, problems }, null, 2)}\n`)
+  } else {
+    const verb = opts.dryRun ? 'would remove' : 'removed'
+    const bytes = removed.reduce((n, l) => n + l.sizeBytes, 0)
+    io.out(`${verb} ${removed.length} session(s), ${formatBytes(bytes)}, last written before ${isoTime(cutoff)} UTC${skipped.length ? `; ${skipped.length} skipped` : ''}\n`)
+  }
+  return failed ? 1 : 0
+}
+
+export async function copy(
+  from: OpenedRoot,
+  to: OpenedRoot,
+  io: Io,
+  ids: readonly string[],
+  opts: { json: boolean; skipExisting: boolean },
+): Promise<number> {
+  const existing = new Set((await to.store.list({ onProblem: () => {} })).map((l) => l.meta.id))
+  const present = ids.filter((id) => existing.has(id))
+  if (present.length > 0 && !opts.skipExisting) {
+    // Checked before copying anything, so a refused copy leaves the target as it was.
+    throw new SessionPersistenceError(
+      'E_EXISTS',
+      `${present.length} session(s) already exist at ${to.name}: ${present.slice(0, 10).join(', ')}${present.length > 10 ? ', …' : ''}; pass --skip-existing to copy the others`,
+    )
+  }
+  const copied: { id: string; events: number }[] = []
+  const skipped: Skipped[] = []
+  const failed: Skipped[] = []
+  for (const [i, id] of ids.entries()) {
+    if (present.includes(id)) {
+      skipped.push({ id, code: 'E_EXISTS', message: `already at ${to.name}` })
+      if (!opts.json) io.out(`skipped ${id} (already at the target)\n`)
+    } else {
+      try {
+        const raw = await from.store.readRaw(id)
+        await to.store.importRaw(raw)
+        copied.push({ id, events: raw.eventLines.length })
+        if (!opts.json) io.out(`copied ${id} (${raw.eventLines.length} events)\n`)
+      } catch (err) {
+        if (!isSessionPersistenceError(err)) throw err
+        const entry = { id, code: err.code, message: err.message }
+        if (opts.skipExisting && err.code === 'E_EXISTS') skipped.push(entry)
+        else failed.push(entry)
+        if (!opts.json) io.err(`${opts.skipExisting && err.code === 'E_EXISTS' ? 'skipped' : 'not copied'} ${id}: ${err.code}: ${oneLine(err.message, 200)}\n`)
+      }
+    }
+    io.progress?.('copy', i + 1, ids.length)
+  }
+  if (opts.json) io.out(`${JSON.stringify({ from: from.name, to: to.name, copied, skipped, failed }, null, 2)}\n`)
+  else io.out(`copied ${copied.length} of ${ids.length} session(s) to ${to.name}${skipped.length ? `; ${skipped.length} skipped` : ''}${failed.length ? `; ${failed.length} failed` : ''}\n`)
+  return failed.length > 0 ? 1 : 0
+}

@@ -34,11 +34,11 @@ export class Db {
   }
 
   /** A pool of our own: at most `size` connections, idle clients' errors never crash the host. */
-  static open(connectionString: string, size: number, logger: Logger): Db {
+  static open(connectionString: string, size: number, logger: Logger, applicationName: string): Db {
     const pool = new pg.Pool({
       connectionString,
       max: size,
-      application_name: 'session-persistence-jsonl',
+      application_name: applicationName,
       // Durability is promised per acknowledged batch: never inherit an `off` from the role.
       options: '-c synchronous_commit=on',
     })

@@ -65,14 +65,16 @@ interface Tracked {
 export function createPostgresPersistence(config: PostgresConfig): PostgresSessionPersistence {
   const c = parsePostgresConfig(config)
   const logger = c.logger ?? defaultLogger()
-  const db = c.pool ? new Db(c.pool, false, logger) : Db.open(c.connectionString!, c.poolSize, logger)
+  // Operators see whose connections these are in pg_stat_activity (and can terminate them).
+  const applicationName = `session-persistence-jsonl ${c.host}`.slice(0, 63)
+  const db = c.pool ? new Db(c.pool, false, logger) : Db.open(c.connectionString!, c.poolSize, logger, applicationName)
   const lock = new LockConnection(async () => {
     if (c.pool) {
       const client = await c.pool.connect()
       // Destroyed rather than returned: its locks must go with it, never to the next borrower.
       return { client, close: async () => client.release(true) }
     }
-    const client = new pg.Client({ connectionString: c.connectionString, application_name: 'session-persistence-jsonl lock' })
+    const client = new pg.Client({ connectionString: c.connectionString, application_name: applicationName })
     client.on('error', () => {})
     await client.connect()
     return { client, close: () => client.end() }

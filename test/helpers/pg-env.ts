@@ -27,3 +27,23 @@ export async function dropSchemas(url: string, schemas: Iterable<string>): Promi
     await client.end()
   }
 }
+
+/** One query on a short-lived connection of its own. */
+export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(url: string, text: string, values?: unknown[]): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return (await client.query<R>(text, values)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+/** The stored lines of a session, in seq order, with their seqs. */
+export async function storedLines(url: string, schema: string, id: string): Promise<{ seq: number; line: string }[]> {
+  return sql<{ seq: number; line: string }>(
+    url,
+    `SELECT seq::float8 AS seq, line FROM "${schema}".events WHERE session_id = $1 ORDER BY seq`,
+    [id],
+  )
+}

@@ -1,9 +1,10 @@
 import { readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test, vi } from 'vitest'
-import { createJsonlPersistence, type FileSystem } from '../src/index.js'
-import { createFaultInjectingFileSystem, type FaultInjectingFileSystem } from '../src/testing/index.js'
-import { rejection } from './helpers/codes.js'
+import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import type { FileSystem } from '../src/fs/file-system.js'
+import { createFaultInjectingFileSystem, type FaultInjectingFileSystem } from '../src/testing/fault-injection.js'
+import { rejection } from './helpers/storage-codes.js'
 import { meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 

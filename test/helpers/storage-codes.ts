@@ -1,0 +1,23 @@
+// The same helpers as codes.ts, importing the storage core only (not the package index), so the
+// storage tests do not depend on the plugin or the CLI compiling.
+import { isSessionPersistenceError } from '../../src/errors.js'
+
+/** The error a promise rejects with; fails the test if it resolves. */
+export async function rejection(p: Promise<unknown>): Promise<Error & { code: string }> {
+  try {
+    await p
+  } catch (err) {
+    return err as Error & { code: string }
+  }
+  throw new Error('expected a rejection')
+}
+
+/** The package error code a promise rejects with, 'resolved', or a description of a foreign error. */
+export async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p
+    return 'resolved'
+  } catch (err) {
+    return isSessionPersistenceError(err) ? err.code : `foreign: ${String(err)}`
+  }
+}

@@ -1,0 +1,134 @@
+import { mkdir, readFile, readlink, readdir, utimes, writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, test, vi } from 'vitest'
+import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { parseStartTime } from '../src/lock/process-identity.js'
+import { meta, turn } from './helpers/events.js'
+import { rejection } from './helpers/storage-codes.js'
+import { tmpRoot } from './helpers/tmp-root.js'
+
+const STALE = 1000
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+interface Who {
+  pid: number
+  startTime?: string
+  host: string
+  bootId: string
+  pidNs: string
+}
+
+async function here(): Promise<Who> {
+  return {
+    pid: process.pid,
+    startTime: parseStartTime(await readFile(`/proc/${process.pid}/stat`, 'utf8'))!,
+    host: hostname(),
+    bootId: (await readFile('/proc/sys/kernel/random/boot_id', 'utf8')).trim(),
+    pidNs: await readlink('/proc/self/ns/pid'),
+  }
+}
+
+/** This host, but a process that no longer exists (our pid with another start time). */
+async function deadHere(): Promise<Who> {
+  const me = await here()
+  return { ...me, startTime: String(Number(me.startTime) + 1) }
+}
+
+const elsewhere: Who = { pid: 4242, host: 'some-other-host', bootId: 'b-remote', pidNs: 'pid:[1]' }
+
+async function setup(id: string) {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root })
+  await p.create(meta(id))
+  await p.append(id, turn(0, 1))
+  await p.closeAll()
+  await mkdir(join(root, '.locks'), { recursive: true })
+  return { root, dir: join(root, '.locks'), lock: join(root, '.locks', `${id}.lock`) }
+}
+
+async function plant(path: string, who: Who, token: string, content?: string) {
+  const record = { ...who, since: Date.now(), staleLockMs: STALE, token }
+  await writeFile(path, content ?? JSON.stringify(record))
+}
+
+describe.skipIf(process.platform !== 'linux')('a takeover marker left by a crash never blocks a session for long', () => {
+  test('a marker whose maker is dead is stepped over at once; every marker is gone afterwards', async () => {
+    const { root, dir, lock } = await setup('m1')
+    await plant(lock, await deadHere(), 'deadlock')
+    await plant(join(dir, '.takeover-deadlock'), await deadHere(), 'deadmarker')
+    const p = createJsonlPersistence({ root, staleLockMs: STALE })
+    expect((await p.load('m1')).events).toHaveLength(4)
+    expect(JSON.parse(await readFile(lock, 'utf8')).token).not.toBe('deadlock')
+    expect((await readdir(dir)).sort()).toEqual(['m1.lock'])
+    await p.closeAll()
+  })
+
+  test('a marker from an unknown host blocks (E_LOCKED) until it is older than staleLockMs, then is stepped over', async () => {
+    const { root, dir, lock } = await setup('m2')
+    await plant(lock, await deadHere(), 'deadlock2')
+    const marker = join(dir, '.takeover-deadlock2')
+    await plant(marker, elsewhere, 'remotemarker')
+    const made = Math.floor(Date.now() / 1000) * 1000 // whole seconds: exact on every file system
+    await utimes(marker, new Date(made), new Date(made))
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const p = createJsonlPersistence({ root, staleLockMs: STALE })
+    vi.setSystemTime(made + STALE)
+    const err = await rejection(p.load('m2'))
+    expect(err.code).toBe('E_LOCKED')
+    expect(err.message).toContain('taking over')
+    vi.setSystemTime(made + STALE + 1)
+    expect((await p.load('m2')).events).toHaveLength(4)
+    expect((await readdir(dir)).sort()).toEqual(['m2.lock'])
+    await p.closeAll()
+  })
+
+  test('a marker of a live maker on this host blocks until it is older than staleLockMs', async () => {
+    const { root, dir, lock } = await setup('m3')
+    await plant(lock, await deadHere(), 'deadlock3')
+    await plant(join(dir, '.takeover-deadlock3'), await here(), 'livemarker')
+    const p = createJsonlPersistence({ root, staleLockMs: STALE })
+    expect((await rejection(p.load('m3'))).code).toBe('E_LOCKED')
+    const old = new Date(Date.now() - STALE - 1)
+    await utimes(join(dir, '.takeover-deadlock3'), old, old)
+    expect((await p.load('m3')).events).toHaveLength(4)
+    await p.closeAll()
+  })
+
+  test('an empty or torn marker (only a crash leaves one) is stale at once', async () => {
+    for (const content of ['', '{"pid":']) {
+      const { root, dir, lock } = await setup('m4')
+      await plant(lock, await deadHere(), 'deadlock4')
+      await plant(join(dir, '.takeover-deadlock4'), elsewhere, 'x', content)
+      const p = createJsonlPersistence({ root, staleLockMs: STALE })
+      expect((await p.load('m4')).events).toHaveLength(4)
+      expect((await readdir(dir)).sort()).toEqual(['m4.lock'])
+      await p.closeAll()
+    }
+  })
+
+  test('a chain of stale markers (each claim crashed in turn) is stepped over link by link', async () => {
+    const { root, dir, lock } = await setup('m5')
+    await plant(lock, await deadHere(), 'deadlock5')
+    await plant(join(dir, '.takeover-deadlock5'), await deadHere(), 'first')
+    await plant(join(dir, '.takeover-first'), await deadHere(), 'second')
+    await plant(join(dir, '.takeover-second'), await deadHere(), 'third')
+    const p = createJsonlPersistence({ root, staleLockMs: STALE })
+    expect((await p.load('m5')).events).toHaveLength(4)
+    expect((await readdir(dir)).sort()).toEqual(['m5.lock'])
+    await p.closeAll()
+  })
+
+  test('a live claim further down the chain still blocks', async () => {
+    const { root, dir, lock } = await setup('m6')
+    await plant(lock, await deadHere(), 'deadlock6')
+    await plant(join(dir, '.takeover-deadlock6'), await deadHere(), 'first6')
+    await plant(join(dir, '.takeover-first6'), elsewhere, 'live6')
+    const p = createJsonlPersistence({ root, staleLockMs: STALE })
+    expect((await rejection(p.load('m6'))).code).toBe('E_LOCKED')
+    expect(JSON.parse(await readFile(lock, 'utf8')).token).toBe('deadlock6')
+  })
+})

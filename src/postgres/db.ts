@@ -52,6 +52,9 @@ export class Db {
     let broken: unknown
     try {
       if (!this.#ready.has(client)) {
+        // A connection that dies while checked out also emits 'error': the failed query
+        // reports it, so the event itself must not crash the host.
+        client.on('error', () => {})
         // A caller's pool may hand out connections set up with anything: enforce ours.
         if (!this.owned) await client.query('SET synchronous_commit = on')
         this.#ready.add(client)
@@ -110,6 +113,21 @@ export function dbError(err: unknown, what: string, sessionId?: string): Session
     sessionId,
     cause: err,
   })
+}
+
+/**
+ * Runs an operation that is safe to repeat (a read, taking a lock on a fresh connection) again
+ * after a connection failure, until `deadline`.
+ */
+export async function retrying<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn()
+    } catch (err) {
+      if (!isConnectionError(err) || Date.now() >= deadline) throw err
+      await backoff(attempt)
+    }
+  }
 }
 
 /** Backoff between retries of a failed connection: 50 ms doubling to 1 s. */

@@ -20,7 +20,7 @@ import type {
 } from '../persistence.js'
 import { appendBatch, type Batch, OutcomeUnknown, storedState } from './append-batch.js'
 import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
-import { Db, dbError, isConnectionError } from './db.js'
+import { Db, dbError, isConnectionError, retrying } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
 import { type ForkWrite, forkSession, rowIsOurs } from './fork-session.js'
 import { checkRawLog, importRawLog } from './import-raw.js'
@@ -140,7 +140,9 @@ class PostgresPersistence implements PostgresSessionPersistence {
       )
     }
     if (!this.#lock.healthy) void this.#lock.reacquire().catch(() => {})
-    await this.#ensureHeld(s)
+    await this.#ensureHeld(s).catch((err: unknown) => {
+      throw this.#wrap(err, `take session '${s.id}'`, s.id)
+    })
     const batch: Batch = { sessionId: s.id, epoch: s.epoch!, firstSeq, lines, bytes }
     if (!s.stored) batch.create = { headerLine: s.headerLine, createdAt: s.meta.createdAt, host: this.#c.host }
     await this.#write(s, batch)
@@ -182,7 +184,12 @@ class PostgresPersistence implements PostgresSessionPersistence {
   /** Takes the session's advisory lock and a fresh writer token, unless we hold it already. */
   async #ensureHeld(s: Tracked): Promise<void> {
     if (s.epoch !== undefined) return
-    const [locked, epoch] = await Promise.all([this.#lock.tryLock(this.#key(s.id)), nextEpoch(this.#db, this.#c.schema)])
+    // Both are safe to repeat: a lock taken on a connection that then died went with it.
+    const deadline = Date.now() + this.#c.retryTimeoutMs
+    const [locked, epoch] = await Promise.all([
+      retrying(deadline, () => this.#lock.tryLock(this.#key(s.id))),
+      retrying(deadline, () => nextEpoch(this.#db, this.#c.schema)),
+    ])
     if (!locked) throw await lockedBy(this.#db, this.#c.schema, s.id, s.path)
     s.epoch = epoch
   }

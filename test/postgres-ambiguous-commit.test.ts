@@ -1,0 +1,94 @@
+// A connection cut while a batch commits: the append is retried on a new connection and the
+// outcome is resolved — stored exactly once either way, acknowledged, and the log goes on.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
+import { workerEvents } from '../src/torture/postgres-worker.js'
+import { dropSchemas, freshSchema, pgUrl, storedLines } from './helpers/pg-env.js'
+import { PgCutProxy } from './helpers/pg-proxy.js'
+
+const url = pgUrl()
+
+describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', () => {
+  const schema = freshSchema('cut')
+  let proxy: PgCutProxy & { port: number }
+  let store: PostgresSessionPersistence
+
+  beforeAll(async () => {
+    const target = new URL(url!)
+    proxy = await PgCutProxy.start(Number(target.port))
+    target.port = String(proxy.port)
+    store = createPostgresPersistence({ connectionString: target.toString(), schema, poolSize: 1 })
+  })
+  afterAll(async () => {
+    await store?.end()
+    await proxy?.close()
+    if (url) await dropSchemas(url, [schema])
+  })
+
+  const seqsOf = async (id: string) => (await storedLines(url!, schema, id)).map((l) => l.seq)
+
+  test('the answer to a committed batch is lost: the retry finds it stored and acknowledges it, once', async () => {
+    await store.create({ id: 'answer-lost', createdAt: 1, delegationDepth: 0 })
+    await store.append('answer-lost', workerEvents(0, 4, 'w'))
+    proxy.cutAfterRequest('INSERT INTO')
+    await store.append('answer-lost', workerEvents(4, 10, 'w'))
+    expect(proxy.cuts).toBe(1)
+    expect(await seqsOf('answer-lost')).toEqual(Array.from({ length: 14 }, (_, i) => i))
+    await store.append('answer-lost', workerEvents(14, 1, 'w'))
+    expect(await seqsOf('answer-lost')).toHaveLength(15)
+    const lines = (await storedLines(url!, schema, 'answer-lost')).map((l) => l.line)
+    expect(lines).toEqual(workerEvents(0, 15, 'w').map((e) => JSON.stringify(e)))
+  })
+
+  test('the batch never reached the server: the retry writes it, once', async () => {
+    await store.create({ id: 'request-lost', createdAt: 1, delegationDepth: 0 })
+    await store.append('request-lost', workerEvents(0, 4, 'w'))
+    proxy.cutBeforeRequest('INSERT INTO')
+    await store.append('request-lost', workerEvents(4, 10, 'w'))
+    expect(proxy.cuts).toBe(2)
+    expect(await seqsOf('request-lost')).toEqual(Array.from({ length: 14 }, (_, i) => i))
+  })
+
+  test('the first batch of a new session (its row and lines) answered lost: stored once, appends continue', async () => {
+    await store.create({ id: 'first-lost', createdAt: 1, delegationDepth: 0 })
+    proxy.cutAfterRequest('WITH created')
+    await store.append('first-lost', workerEvents(0, 3, 'w'))
+    expect(proxy.cuts).toBe(3)
+    await store.append('first-lost', workerEvents(3, 2, 'w'))
+    expect(await seqsOf('first-lost')).toEqual([0, 1, 2, 3, 4])
+  })
+
+  test('the lock connection cut while the first batch takes the session: retried, stored once', async () => {
+    await store.create({ id: 'lock-cut', createdAt: 1, delegationDepth: 0 })
+    proxy.cutAfterRequest('pg_try_advisory_lock')
+    await store.append('lock-cut', workerEvents(0, 3, 'w'))
+    expect(proxy.cuts).toBe(4)
+    expect(await seqsOf('lock-cut')).toEqual([0, 1, 2])
+  })
+
+  test('a retry that gives up leaves the outcome unknown; retrying the same batch resolves it, never twice', async () => {
+    const short = createPostgresPersistence({
+      connectionString: `postgres://postgres@127.0.0.1:${proxy.port}${new URL(url!).pathname}`,
+      schema,
+      poolSize: 1,
+      retryTimeoutMs: 0,
+    })
+    try {
+      await short.create({ id: 'gave-up', createdAt: 1, delegationDepth: 0 })
+      await short.append('gave-up', workerEvents(0, 2, 'w'))
+      proxy.cutAfterRequest('INSERT INTO')
+      const batch = workerEvents(2, 5, 'w')
+      const first = await short.append('gave-up', batch).then(
+        () => 'resolved',
+        (e: { code: string }) => e.code,
+      )
+      expect(first).toBe('E_IO')
+      await short.append('gave-up', batch)
+      await short.append('gave-up', batch) // the same batch again is still acknowledged, not stored again
+      await short.append('gave-up', workerEvents(7, 1, 'w'))
+      expect(await seqsOf('gave-up')).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
+    } finally {
+      await short.end()
+    }
+  })
+})

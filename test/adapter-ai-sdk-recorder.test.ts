@@ -1,4 +1,4 @@
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai'
+import { generateText, jsonSchema, type ModelMessage, stepCountIs, streamText, tool } from 'ai'
 import { describe, expect, it } from 'vitest'
 import { openAiSdkSession } from '../src/adapters/ai-sdk/index.js'
 import { computeClosers } from '../src/core/closers.js'
@@ -58,6 +58,15 @@ const script = [
   { text: 'The sums are 3, 7 and 11.' },
 ]
 
+/** A tool message as the log gives it back: one message per result, JSON outputs as their text. */
+function splitTool(m: ModelMessage): ModelMessage[] {
+  if (m.role !== 'tool') return [m]
+  return m.content.map((p) => ({
+    role: 'tool' as const,
+    content: [p.type === 'tool-result' && p.output.type === 'json' ? { ...p, output: { type: 'text' as const, value: JSON.stringify(p.output.value) } } : p],
+  }))
+}
+
 const types = (events: readonly SessionEvent[]) => events.map((e) => e.type)
 
 for (const mode of ['generateText', 'streamText'] as const) {
@@ -95,15 +104,8 @@ for (const mode of ['generateText', 'streamText'] as const) {
       expect(computeClosers(session.events, 0)).toEqual([])
       expect(toModelHistory(session.events).messages.filter((m) => m.role === 'tool')).toHaveLength(3)
       // The history given back is the run's messages (a JSON output comes back as its text).
-      const expected = [
-        { role: 'user', content: 'Add 1+2, 3+4 and 5+6.' },
-        ...messages.map((m) =>
-          m.role !== 'tool'
-            ? m
-            : { ...m, content: m.content.map((p) => (p.type === 'tool-result' && p.output.type === 'json' ? { ...p, output: { type: 'text', value: JSON.stringify(p.output.value) } } : p)) },
-        ),
-      ]
-      expect(session.messages).toEqual(expected.flatMap((m) => (m.role === 'tool' ? m.content.map((p) => ({ role: 'tool', content: [p] })) : [m])))
+      const expected: ModelMessage[] = [{ role: 'user', content: 'Add 1+2, 3+4 and 5+6.' }, ...messages.flatMap(splitTool)]
+      expect(session.messages).toEqual(expected)
     })
 
     it('hands the next turn the whole history, and numbers turns on', async () => {

@@ -18,11 +18,15 @@ export function toJson(value: unknown): JsonValue {
   const obj = asObject(value)
   if (obj && (Object.getPrototypeOf(obj) === Object.prototype || Object.getPrototypeOf(obj) === null)) {
     const out: JsonObject = {}
-    for (const [k, v] of Object.entries(obj)) if (v !== undefined) out[k] = toJson(v)
+    for (const [k, v] of Object.entries(obj)) if (v !== undefined) set(out, k, toJson(v))
     return out
   }
   return value as JsonValue
 }
+
+// A key named `__proto__` must stay an own property, never set the object's prototype.
+const set = (target: JsonObject, key: string, value: JsonValue) =>
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
 
 /** The JSON value of `value`, or `undefined` when it is absent. */
 export const toJsonOpt = (value: unknown): JsonValue | undefined => (value === undefined ? undefined : toJson(value))
@@ -30,7 +34,7 @@ export const toJsonOpt = (value: unknown): JsonValue | undefined => (value === u
 /** Copies `source` without the keys listed (the ones a mapping renames or rebuilds). */
 export function without(source: Record<string, unknown>, keys: readonly string[]): JsonObject {
   const out: JsonObject = {}
-  for (const [k, v] of Object.entries(source)) if (!keys.includes(k) && v !== undefined) out[k] = toJson(v)
+  for (const [k, v] of Object.entries(source)) if (!keys.includes(k) && v !== undefined) set(out, k, toJson(v))
   return out
 }
 

@@ -61,6 +61,7 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
   const out: ModelMessage[] = []
   const pending = new Map<string, string>() // open calls, in the order opened: callId -> tool name
   const answered = new Set<string>()
+  const shownCalls = new Set<string>() // a call id goes to the model once, in the first message that makes it
   let orphanMessage: AssistantModelMessage | undefined // the assistant message built from `tool/call` events
   const closePending = () => {
     for (const [toolCallId, toolName] of pending) {
@@ -68,9 +69,7 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
     }
     pending.clear()
   }
-  const openCall = (callId: string, name: string) => {
-    if (!answered.has(callId) && !pending.has(callId)) pending.set(callId, name)
-  }
+  const openCall = (callId: string, name: string) => pending.set(callId, name)
   const push = (message: ModelMessage) => {
     if (message.role !== 'tool') closePending()
     out.push(message)
@@ -94,14 +93,24 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
       }
       case 'assistant/message': {
         const content = Array.isArray(data?.content) ? data.content : []
-        const parts = content.map((b) => blockToPart(b, 'assistant')).filter((p) => p !== undefined) as AssistantPart[]
+        const parts: AssistantPart[] = []
+        for (const block of content) {
+          const p = blockToPart(block, 'assistant') as AssistantPart | undefined
+          if (!p) continue
+          if (p.type === 'tool-call' && p.providerExecuted !== true) {
+            if (shownCalls.has(p.toolCallId)) continue
+            shownCalls.add(p.toolCallId)
+          }
+          parts.push(p)
+        }
         push({ role: 'assistant', content: parts, ...options(data) })
         for (const p of parts) if (p.type === 'tool-call' && p.providerExecuted !== true) openCall(p.toolCallId, p.toolName)
         break
       }
       case 'tool/call': {
         const callId = data?.callId
-        if (typeof callId !== 'string' || inMessages.has(callId) || answered.has(callId) || pending.has(callId)) break
+        if (typeof callId !== 'string' || inMessages.has(callId) || shownCalls.has(callId)) break
+        shownCalls.add(callId)
         const part: AssistantPart = {
           type: 'tool-call',
           toolCallId: callId,

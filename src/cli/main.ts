@@ -95,7 +95,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
       },
     })
   } catch (err) {
-    throw new UsageError((err as Error).message)
+    throw new UsageError((err as Error).message.replace(/\s*\n\s*/g, ' ')) // one line on stderr
   }
   const { values, positionals } = parsed
   const [command, arg, ...extra] = positionals

@@ -112,7 +112,7 @@ describe('failures (SPEC 8)', () => {
     s.runTurn(oneTurn(3))
     for (let i = 0; i < 50 && (await stored('flaky')).length < s.events.length; i++) await sleep(20)
     expect(await stored('flaky')).toEqual(s.events)
-    expect(errors.map((e) => e.code).slice(0, 2)).toEqual(['E_IO', 'E_IO'])
+    expect(errors.map((e) => e.code)).toEqual(['E_IO']) // once, however often it was retried
     await plugin.flush()
     await plugin.dispose()
   })

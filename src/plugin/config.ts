@@ -31,23 +31,41 @@ const PersistenceSchema = z.custom<SessionPersistence>(
   'persistence must implement SessionPersistence',
 )
 
-/** `JsonlConfig` plus the plugin's fields, or another backend plus the plugin's fields (SPEC 8). */
-export const PluginConfigSchema = z.union([
-  JsonlConfigSchema.extend(pluginFields).strict(),
-  z.object({ persistence: PersistenceSchema, ...pluginFields }).strict(),
-])
-export type PluginConfig = z.input<typeof PluginConfigSchema>
+/** The plugin over the JSONL backend it creates (and owns): `JsonlConfig` plus the plugin's fields. */
+export const JsonlPluginConfigSchema = JsonlConfigSchema.extend(pluginFields).strict()
 
-export function parsePluginConfig(config: PluginConfig): z.output<typeof PluginConfigSchema> {
-  const result = (
-    typeof config === 'object' && config !== null && 'persistence' in config
-      ? PluginConfigSchema.options[1]
-      : PluginConfigSchema.options[0]
-  ).safeParse(config)
-  if (!result.success) {
-    throw new SessionPersistenceError('E_CONFIG', `invalid plugin configuration: ${describeZodError(result.error)}`, {
-      cause: result.error,
-    })
+/** The plugin over a backend the caller owns, with the logger for what nobody listens to. */
+export const BackendPluginConfigSchema = z
+  .object({ persistence: PersistenceSchema, logger: JsonlConfigSchema.shape.logger, ...pluginFields })
+  .strict()
+
+/** Either shape of the plugin's configuration (docs/contract.md §8). */
+export const PluginConfigSchema = z.union([JsonlPluginConfigSchema, BackendPluginConfigSchema])
+
+export type JsonlPluginConfig = z.input<typeof JsonlPluginConfigSchema>
+/** `P` is kept, so `plugin.persistence` has the backend's own type (fork, closeAll, delete…). */
+export type BackendPluginConfig<P extends SessionPersistence = SessionPersistence> = Omit<
+  z.input<typeof BackendPluginConfigSchema>,
+  'persistence'
+> & { persistence: P }
+export type PluginConfig = JsonlPluginConfig | BackendPluginConfig
+
+export type ParsedPluginConfig =
+  | ({ kind: 'jsonl' } & z.output<typeof JsonlPluginConfigSchema>)
+  | ({ kind: 'backend' } & z.output<typeof BackendPluginConfigSchema>)
+
+/** Validates once at the edge; `E_CONFIG` names the first bad field. */
+export function parsePluginConfig(config: PluginConfig): ParsedPluginConfig {
+  if (typeof config === 'object' && config !== null && 'persistence' in config) {
+    const result = BackendPluginConfigSchema.safeParse(config)
+    if (!result.success) throw configError(result.error)
+    return { kind: 'backend', ...result.data }
   }
-  return result.data
+  const result = JsonlPluginConfigSchema.safeParse(config)
+  if (!result.success) throw configError(result.error)
+  return { kind: 'jsonl', ...result.data }
+}
+
+function configError(error: z.ZodError): SessionPersistenceError {
+  return new SessionPersistenceError('E_CONFIG', `invalid plugin configuration: ${describeZodError(error)}`, { cause: error })
 }

@@ -1,7 +1,6 @@
-import type { EventEmitter } from 'eventemitter3'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
 
-/** What an agent host emits about its sessions (SPEC 8). */
+/** What an agent host emits about its sessions (docs/contract.md §8). */
 export interface HostSessionEvents {
   /** `seed`: the events the live session starts with (a fork's inherited events, or a resumed session's stored events); they never arrive on 'session/event'. */
   'session/created': [meta: SessionMeta, seed: readonly SessionEvent[]]
@@ -22,6 +21,15 @@ export const HOST_SESSION_EVENT_NAMES: readonly HostSessionEventName[] = [
   'session/disposed',
 ]
 
+/**
+ * Any emitter with `on(name, listener)` and `off(name, listener)`: eventemitter3, `node:events`,
+ * or a host's own. The plugin needs nothing else from it, and ignores what the methods return.
+ */
+export interface SessionEventSource<Events extends { [K in keyof Events]: unknown[] }> {
+  on<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void): unknown
+  off<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void): unknown
+}
+
 export interface LiveSession {
   meta: SessionMeta
   events: readonly SessionEvent[]
@@ -29,6 +37,6 @@ export interface LiveSession {
 
 /** The host interface the plugin registers with. */
 export interface AgentHost {
-  readonly sessionEvents: EventEmitter<HostSessionEvents>
+  readonly sessionEvents: SessionEventSource<HostSessionEvents>
   liveSessions(): Iterable<LiveSession>
 }

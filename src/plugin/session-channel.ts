@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util'
 import PQueue from 'p-queue'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
 import type { SessionPersistenceError } from '../errors.js'
+import { type BufferBudget, BufferShare } from './buffer-budget.js'
 
 /**
  * The plugin's state for one live session: the events received from the host and not yet
@@ -11,6 +12,7 @@ export class SessionChannel {
   readonly id: string
   readonly meta: SessionMeta
   readonly queue = new PQueue({ concurrency: 1 })
+  readonly share: BufferShare
   /** Events received and not yet durable, in seq order: buffer[i].seq === cursor + i. */
   buffer: SessionEvent[]
   /** First seq not known to be stored (everything below it is durable). */
@@ -19,29 +21,36 @@ export class SessionChannel {
   expected: number
   /** Whether the persistence has the session open for appends. */
   opened = false
-  /** What an (re)adoption compares the stored log with: `known[i]` has seq `knownFrom + i`. */
+  /** Whether it was ever open: a later adoption is a re-adoption, and a mismatch is a divergence, not a collision. */
+  everOpened = false
+  /** The backend's writer state cannot be trusted: close the session before adopting it again. */
+  reopen = false
+  /** What an adoption compares the stored log with: `known[i]` has seq `knownFrom + i`. */
   known: readonly SessionEvent[] | undefined
   knownFrom = 0
-  /** Collision, seq gap or buffer overflow: nothing more is accepted from the host. */
+  /** Collision, seq gap, refused event, divergence or buffer overflow: nothing more is accepted from the host. */
   halted: SessionPersistenceError | undefined
-  /** The last drain failure, until a drain succeeds. */
+  /** The passing failure last reported, until a drain succeeds. */
   failure: SessionPersistenceError | undefined
-  /** Buffered bytes counted against maxBufferedBytes; events are sized only while drains fail. */
-  sizedBytes = 0
-  sizing = false
+  /** The last passing failure, kept after recovery (what a drop is blamed on). */
+  lastFailure: SessionPersistenceError | undefined
   flushTimer: NodeJS.Timeout | undefined
   /** A drain requested but not yet queued: later requests join it. */
   scheduledDrain: Promise<void> | undefined
   retryTimer: NodeJS.Timeout | undefined
   retryDelayMs = 0
-  /** Set by session/disposed: the drain-then-close in progress. */
+  /** Set by session/disposed: the drain-then-close in progress (never rejects). */
   closing: Promise<void> | undefined
+  /** How the drain-then-close ended: the error that left events not durable, if any. */
+  closedWith: SessionPersistenceError | undefined
   /** A previous channel of the same id that is still closing; opening waits for it. */
   after: Promise<void> | undefined
+  #wake: (() => void) | undefined
 
-  constructor(meta: SessionMeta, seed: readonly SessionEvent[]) {
+  constructor(meta: SessionMeta, seed: readonly SessionEvent[], budget: BufferBudget) {
     this.id = meta.id
     this.meta = meta
+    this.share = new BufferShare(budget)
     this.buffer = [...seed]
     this.expected = seed.length
     this.known = seed
@@ -50,7 +59,7 @@ export class SessionChannel {
   /** Whether the stored events agree with what this channel knows (a resumed session, not a new one). */
   covers(stored: readonly SessionEvent[]): boolean {
     const known = this.known ?? []
-    if (stored.length > this.knownFrom + known.length) return false
+    if (stored.length < this.knownFrom || stored.length > this.knownFrom + known.length) return false
     for (let seq = this.knownFrom; seq < stored.length; seq++) {
       // Compare as JSON: the host's objects may carry `undefined` fields the log omits.
       const mine = JSON.parse(JSON.stringify(known[seq - this.knownFrom])) as unknown
@@ -59,15 +68,35 @@ export class SessionChannel {
     return true
   }
 
-  /** Marks events below `storedCount` as durable and drops them from the buffer. */
-  storedUpTo(storedCount: number): void {
+  /** The session is open for appends and its log holds `storedCount` events. */
+  openedAt(storedCount: number): void {
+    this.opened = true
+    this.everOpened = true
     const drop = Math.max(0, Math.min(this.buffer.length, storedCount - this.cursor))
     if (drop > 0) this.buffer.splice(0, drop)
     this.cursor = Math.max(this.cursor, storedCount)
     this.known = undefined
   }
 
-  #wake: (() => void) | undefined
+  /** The first `count` buffered events are durable. */
+  written(count: number): void {
+    this.buffer.splice(0, count)
+    this.cursor += count
+  }
+
+  /** Before a retry the backend's writer state is dropped and the stored log read again. */
+  needsReadoption(): void {
+    this.opened = false
+    this.reopen = true
+    this.known = this.buffer.slice()
+    this.knownFrom = this.cursor
+  }
+
+  /** Drops every buffered event (they can never be written) and its share of the budget. */
+  dropBuffered(): void {
+    this.buffer = []
+    this.share.release()
+  }
 
   /** Waits `ms` for a retry; `clearTimers` (dispose) ends the wait at once. */
   sleep(ms: number): Promise<void> {
@@ -81,12 +110,16 @@ export class SessionChannel {
     })
   }
 
+  clearFlushTimer(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer)
+    this.flushTimer = undefined
+  }
+
   clearTimers(): void {
     this.#wake?.()
     this.#wake = undefined
-    if (this.flushTimer) clearTimeout(this.flushTimer)
+    this.clearFlushTimer()
     if (this.retryTimer) clearTimeout(this.retryTimer)
-    this.flushTimer = undefined
     this.retryTimer = undefined
   }
 }

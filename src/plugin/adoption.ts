@@ -1,0 +1,101 @@
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
+import type { LoadedSession, LoadOptions, SessionPersistence } from '../persistence.js'
+import { divergedError } from './plugin-errors.js'
+import type { SessionChannel } from './session-channel.js'
+
+/**
+ * Opens sessions for the plugin's appends: creates a new one, adopts a stored log the host's
+ * events continue (a resume, a reload, a re-adoption after a broken writer or a lost lock), or
+ * finds that the stored log and the host disagree.
+ */
+export class SessionAdopter {
+  readonly #backend: SessionPersistence
+  /** Sessions the host opened through `plugin.persistence.load`: id → stored event count. */
+  readonly #hostLoads = new Map<string, number>()
+
+  constructor(backend: SessionPersistence) {
+    this.#backend = backend
+  }
+
+  /**
+   * The backend as the host sees it (`plugin.persistence`): a `load` through it is remembered, so
+   * the plugin continues from that open state instead of loading the session again.
+   */
+  observeHostLoads<P extends SessionPersistence>(backend: P): P {
+    const hostLoads = this.#hostLoads
+    return new Proxy(backend, {
+      get(target, prop) {
+        if (prop === 'load') {
+          return async (id: string, options?: LoadOptions): Promise<LoadedSession> => {
+            const loaded = await target.load(id, options)
+            hostLoads.set(id, loaded.events.length)
+            return loaded
+          }
+        }
+        const value = Reflect.get(target, prop, target) as unknown
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+  }
+
+  /**
+   * Opens `ch` for appends. Resolves with `undefined` when it is open, or with the error that
+   * halts the session for good: a collision (`E_EXISTS`: a stored log the host's events do not
+   * continue), a divergence (a re-adopted log that no longer holds what the plugin wrote, or
+   * continues differently), or meta the backend refuses. Rejects with a passing failure.
+   */
+  async open(ch: SessionChannel): Promise<SessionPersistenceError | undefined> {
+    await ch.after
+    if (ch.reopen) {
+      await this.#backend.close(ch.id)
+      ch.reopen = false
+    } else if (!ch.everOpened) {
+      const hostLoaded = this.#hostLoads.get(ch.id)
+      if (hostLoaded !== undefined) {
+        this.#hostLoads.delete(ch.id)
+        ch.openedAt(hostLoaded)
+        return undefined
+      }
+    }
+    if (ch.cursor === 0) {
+      try {
+        await this.#backend.create(ch.meta)
+        ch.openedAt(0)
+        return undefined
+      } catch (err) {
+        if (isSessionPersistenceError(err, 'E_INVALID_META') || isSessionPersistenceError(err, 'E_INVALID_ID')) return err
+        if (!isSessionPersistenceError(err, 'E_EXISTS')) throw err
+      }
+    }
+    return this.#adopt(ch)
+  }
+
+  async #adopt(ch: SessionChannel): Promise<SessionPersistenceError | undefined> {
+    let stored: LoadedSession['events']
+    try {
+      stored = (await this.#backend.load(ch.id, { closeOpenTurn: false })).events
+    } catch (err) {
+      if (ch.everOpened || !isSessionPersistenceError(err, 'E_SESSION_LIVE')) throw err
+      // The host opened it through the backend itself: count what is stored (closers are not).
+      const inspected = await this.#backend.inspect(ch.id)
+      ch.openedAt(inspected.events.length - (inspected.repair?.closers.length ?? 0))
+      return undefined
+    }
+    if (ch.covers(stored)) {
+      ch.openedAt(stored.length)
+      return undefined
+    }
+    await this.#backend.close(ch.id)
+    if (!ch.everOpened) {
+      return new SessionPersistenceError(
+        'E_EXISTS',
+        `a log for session '${ch.id}' already exists and the host's events do not continue it; nothing was written`,
+        { sessionId: ch.id },
+      )
+    }
+    return divergedError(
+      ch.id,
+      `adopted again, the stored log holds ${stored.length} events that do not continue the ${ch.cursor} the plugin wrote with the events it holds`,
+    )
+  }
+}

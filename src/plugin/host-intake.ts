@@ -1,0 +1,129 @@
+import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import { SessionPersistenceError } from '../errors.js'
+import type { BufferBudget } from './buffer-budget.js'
+import type { AgentHost, HostSessionEvents, SessionEventSource } from './host.js'
+import { asPersistenceError, disposedError, divergedError, EventDroppedError } from './plugin-errors.js'
+import type { DrainContext, SessionDrainer } from './session-drain.js'
+import { SessionChannel } from './session-channel.js'
+
+/**
+ * The plugin's subscription to a host: the four host events, turned into per-session channels.
+ * The handlers run on the host's call path, so they only validate, buffer and schedule; every
+ * byte is written later, by the drain.
+ */
+export class HostIntake {
+  /** Sessions tracked since their session/created (or seeding), until their session/disposed. */
+  readonly channels = new Map<string, SessionChannel>()
+  /** Disposed sessions still draining before their close. */
+  readonly closing = new Set<SessionChannel>()
+  readonly #ctx: DrainContext
+  readonly #drainer: SessionDrainer
+  readonly #budget: BufferBudget
+  #source: SessionEventSource<HostSessionEvents> | undefined
+
+  constructor(ctx: DrainContext, drainer: SessionDrainer, budget: BufferBudget) {
+    this.#ctx = ctx
+    this.#drainer = drainer
+    this.#budget = budget
+  }
+
+  /** Subscribes, then seeds every live session; resolves when the seeds are written (or failed). */
+  subscribe(host: AgentHost): Promise<unknown> {
+    this.#source = host.sessionEvents
+    this.#source.on('session/created', this.#onCreated)
+    this.#source.on('session/event', this.#onEvent)
+    this.#source.on('session/flush', this.#onFlush)
+    this.#source.on('session/disposed', this.#onDisposed)
+    const seeded: Promise<unknown>[] = []
+    for (const live of host.liveSessions()) {
+      const ch = this.#track(live.meta, live.events)
+      if (ch) seeded.push(this.#drainer.drain(ch).catch(() => {}))
+    }
+    return Promise.all(seeded)
+  }
+
+  unsubscribe(): void {
+    const source = this.#source
+    this.#source = undefined
+    source?.off('session/created', this.#onCreated)
+    source?.off('session/event', this.#onEvent)
+    source?.off('session/flush', this.#onFlush)
+    source?.off('session/disposed', this.#onDisposed)
+  }
+
+  /** A tracked session, or one still closing after its session/disposed. */
+  find(sessionId: string): SessionChannel | undefined {
+    return this.channels.get(sessionId) ?? [...this.closing].find((c) => c.id === sessionId)
+  }
+
+  all(): SessionChannel[] {
+    return [...this.channels.values(), ...this.closing]
+  }
+
+  #onCreated = (meta: SessionMeta, seed: readonly SessionEvent[]): void => {
+    if (this.#ctx.isDisposed()) return this.#ctx.report(disposedError(`session '${meta?.id}' created`, meta?.id))
+    const ch = this.#track(meta, seed)
+    if (ch) this.#drainer.drainSoon(ch) // persists the seed once (after a tick: no I/O here)
+  }
+
+  /** The host's hot path: buffer the frozen event, nothing else. */
+  #onEvent = (sessionId: string, event: SessionEvent): void => {
+    if (this.#ctx.isDisposed()) return this.#ctx.report(disposedError(`event ${event?.seq} of session '${sessionId}'`, sessionId))
+    const ch = this.channels.get(sessionId)
+    if (!ch) {
+      return this.#ctx.report(
+        new SessionPersistenceError('E_NOT_FOUND', `event ${event?.seq} for session '${sessionId}', which the plugin does not track (no session/created)`, { sessionId }),
+      )
+    }
+    if (ch.halted) {
+      // Each dropped event is reported; after any other halt the session's events are ignored.
+      if (ch.halted instanceof EventDroppedError) this.#ctx.report(this.#dropped(ch, event))
+      return
+    }
+    if (event.seq < ch.expected) return // below the cursor: already stored or buffered
+    if (event.seq !== ch.expected) {
+      return this.#drainer.halt(ch, divergedError(sessionId, `event ${event.seq} arrived where ${ch.expected} was expected`), { dropBuffered: false })
+    }
+    if (ch.share.sizing && !ch.share.tryAdd(event)) {
+      return this.#drainer.halt(ch, this.#dropped(ch, event), { dropBuffered: false })
+    }
+    ch.buffer.push(event)
+    ch.expected++
+    if (event.type === 'turn/end') this.#drainer.drainSoon(ch)
+    else this.#drainer.drainLater(ch)
+  }
+
+  #onFlush = (sessionId: string): void => {
+    const ch = this.channels.get(sessionId)
+    if (ch) this.#drainer.drainSoon(ch)
+  }
+
+  #onDisposed = (sessionId: string): void => {
+    const ch = this.channels.get(sessionId)
+    if (!ch) return
+    this.channels.delete(sessionId)
+    this.closing.add(ch)
+    ch.closing = this.#drainer.drainAndClose(ch).then(() => {
+      this.closing.delete(ch)
+    })
+  }
+
+  /** Starts tracking a session; `undefined` when it is tracked already or its meta is refused. */
+  #track(meta: SessionMeta, seed: readonly SessionEvent[]): SessionChannel | undefined {
+    if (this.channels.has(meta?.id)) return undefined // a repeated session/created changes nothing
+    try {
+      this.#ctx.backend.locate(meta) // validates id and meta without I/O
+    } catch (err) {
+      this.#ctx.report(asPersistenceError(err, String(meta?.id)))
+      return undefined
+    }
+    const ch = new SessionChannel(meta, seed, this.#budget)
+    for (const old of this.closing) if (old.id === meta.id) ch.after = old.closing
+    this.channels.set(meta.id, ch)
+    return ch
+  }
+
+  #dropped(ch: SessionChannel, event: SessionEvent): EventDroppedError {
+    return new EventDroppedError(ch.id, event, this.#budget.maxBytes, ch.failure ?? ch.lastFailure)
+  }
+}

@@ -1,0 +1,87 @@
+import type { SessionEvent } from '../core/schema.js'
+import { type ErrorCode, isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
+
+/**
+ * How a drain answers a failure of the backend:
+ * - `passing`: keep the events buffered and retry with backoff (a full disk, an I/O error);
+ * - `reopen`: as `passing`, but the backend's writer state for the session cannot be trusted
+ *   any more (a broken writer, a lost lock, a session the backend no longer has open, a log
+ *   that does not continue where the plugin thought): close the session and adopt it again
+ *   from what is stored before the retry;
+ * - `permanent`: the backend refuses an event; retrying can never succeed.
+ */
+export type FailureClass = 'passing' | 'reopen' | 'permanent'
+
+const REOPEN: ReadonlySet<ErrorCode> = new Set(['E_WRITER_BROKEN', 'E_LOCKED', 'E_NOT_FOUND', 'E_SEQ_NOT_CONTIGUOUS'])
+const PERMANENT: ReadonlySet<ErrorCode> = new Set(['E_NOT_JSON', 'E_INVALID_EVENT'])
+
+/** The class of a failed `append`. Anything not known to be permanent is retried. */
+export function appendFailureClass(error: SessionPersistenceError): FailureClass {
+  if (PERMANENT.has(error.code)) return 'permanent'
+  if (REOPEN.has(error.code)) return 'reopen'
+  return 'passing'
+}
+
+/** Whatever a backend threw, as a package error (a foreign error becomes `E_IO` with it as `cause`). */
+export function asPersistenceError(err: unknown, sessionId: string): SessionPersistenceError {
+  if (isSessionPersistenceError(err)) return err
+  return new SessionPersistenceError('E_IO', `session '${sessionId}': ${String(err)}`, { sessionId, cause: err })
+}
+
+export function disposedError(what: string, sessionId?: string): SessionPersistenceError {
+  return new SessionPersistenceError('E_DISPOSED', `${what} after the plugin was disposed; not written`, { sessionId })
+}
+
+/**
+ * The backend refused one of the host's events for good (`E_NOT_JSON`, `E_INVALID_EVENT`: the
+ * backend's code, and its error as `cause`). The events before it are written; nothing from
+ * `seq` on is written for that session until the host disposes and re-creates it.
+ */
+export class EventRefusedError extends SessionPersistenceError {
+  readonly seq: number
+  readonly eventType: string
+
+  constructor(sessionId: string, event: SessionEvent, refusal: SessionPersistenceError) {
+    super(
+      refusal.code,
+      `session '${sessionId}': the backend refused event ${event.seq} (${event.type}): ${refusal.message}; the events before it are written, nothing from seq ${event.seq} on is written until the host disposes and re-creates the session`,
+      { sessionId, cause: refusal },
+    )
+    this.name = 'EventRefusedError'
+    this.seq = event.seq
+    this.eventType = event.type
+  }
+}
+
+/** The host and the log disagree: a seq gap, or a stored log that no longer continues with the host's events. */
+export function divergedError(sessionId: string, what: string): SessionPersistenceError {
+  return new SessionPersistenceError(
+    'E_SEQ_NOT_CONTIGUOUS',
+    `session '${sessionId}': ${what}; the host and the log diverged, nothing more is written for this session`,
+    { sessionId },
+  )
+}
+
+/**
+ * One host event the plugin dropped because `maxBufferedBytes` were buffered while drains failed.
+ * Its `code` is the code of the drain failure that kept the events in memory (`E_IO` for a full
+ * disk, `E_LOCKED` for a lock held elsewhere…), and that failure is its `cause`; `name`, `seq`
+ * and `eventType` tell it apart from the failure's own report.
+ */
+export class EventDroppedError extends SessionPersistenceError {
+  readonly seq: number
+  readonly eventType: string
+  readonly maxBufferedBytes: number
+
+  constructor(sessionId: string, event: SessionEvent, maxBufferedBytes: number, failure: SessionPersistenceError | undefined) {
+    super(
+      failure?.code ?? 'E_IO',
+      `session '${sessionId}': event ${event.seq} (${event.type}) dropped: ${maxBufferedBytes} bytes are buffered over all sessions while drains fail${failure ? ` (${failure.code})` : ''}; nothing from the first dropped event on is written for this session`,
+      { sessionId, cause: failure },
+    )
+    this.name = 'EventDroppedError'
+    this.seq = event.seq
+    this.eventType = event.type
+    this.maxBufferedBytes = maxBufferedBytes
+  }
+}

@@ -1,0 +1,181 @@
+import type { SessionEvent } from '../core/schema.js'
+import type { SessionPersistenceError } from '../errors.js'
+import type { SessionPersistence } from '../persistence.js'
+import type { SessionAdopter } from './adoption.js'
+import { appendFailureClass, asPersistenceError, EventRefusedError } from './plugin-errors.js'
+import type { SessionChannel } from './session-channel.js'
+
+const MIN_RETRY_MS = 50
+const MAX_RETRY_MS = 5_000
+const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/** What the drain needs from the plugin. */
+export interface DrainContext {
+  readonly backend: SessionPersistence
+  readonly adopter: SessionAdopter
+  readonly flushDelayMs: number
+  isDisposed(): boolean
+  report(error: SessionPersistenceError): void
+  recovered(sessionId: string, after: SessionPersistenceError): void
+}
+
+/**
+ * Moves buffered events into the backend, one serialized drain at a time per session. A passing
+ * failure keeps the events and retries with backoff (reported when it starts or its code
+ * changes, and again on recovery); an event the backend refuses halts the session after
+ * writing the events before it.
+ */
+export class SessionDrainer {
+  readonly #ctx: DrainContext
+
+  constructor(ctx: DrainContext) {
+    this.#ctx = ctx
+  }
+
+  /**
+   * Queues a drain after a tick (never on the host's call stack). A drain not yet queued will
+   * take every event received so far, so a request made meanwhile (a flush right after a
+   * turn/end) joins it instead of queuing an empty one.
+   */
+  drain(ch: SessionChannel): Promise<void> {
+    ch.scheduledDrain ??= this.#drainAfterTick(ch)
+    return ch.scheduledDrain
+  }
+
+  /** A drain whose failure is reported and retried, not returned. */
+  drainSoon(ch: SessionChannel): void {
+    void this.drain(ch).catch(() => {})
+  }
+
+  /** A drain at most `flushDelayMs` after the first event buffered since the last one. */
+  drainLater(ch: SessionChannel): void {
+    ch.flushTimer ??= setTimeout(() => this.drainSoon(ch), this.#ctx.flushDelayMs)
+  }
+
+  /**
+   * Nothing more is accepted for `ch`; `error` is reported once and returned by every later
+   * drain. With `dropBuffered`, the buffered events are discarded too (they can never be written).
+   */
+  halt(ch: SessionChannel, error: SessionPersistenceError, options: { dropBuffered: boolean }): void {
+    if (ch.halted) return
+    ch.halted = error
+    if (options.dropBuffered) ch.dropBuffered()
+    this.#ctx.report(error)
+  }
+
+  async #drainAfterTick(ch: SessionChannel): Promise<void> {
+    await nextTick()
+    ch.scheduledDrain = undefined
+    ch.clearFlushTimer()
+    try {
+      await ch.queue.add(() => this.#drainJob(ch))
+    } catch (err) {
+      const error = asPersistenceError(err, ch.id)
+      if (error !== ch.halted) this.#failed(ch, error)
+      throw error
+    }
+    ch.retryDelayMs = 0
+    if (ch.share.sizing) ch.share.recount(ch.buffer, { keepSizing: false })
+  }
+
+  async #drainJob(ch: SessionChannel): Promise<void> {
+    if (ch.halted && ch.buffer.length === 0) throw ch.halted
+    if (!ch.opened) {
+      const refused = await this.#ctx.adopter.open(ch)
+      if (refused) this.halt(ch, refused, { dropBuffered: true })
+    }
+    if (ch.opened && ch.buffer.length > 0) await this.#writeBuffered(ch)
+    if (ch.failure) {
+      this.#ctx.recovered(ch.id, ch.failure)
+      ch.failure = undefined
+    }
+    if (ch.halted) throw ch.halted
+  }
+
+  async #writeBuffered(ch: SessionChannel): Promise<void> {
+    const batch = ch.buffer.slice()
+    try {
+      await this.#ctx.backend.append(ch.id, batch)
+      ch.written(batch.length)
+    } catch (err) {
+      const error = asPersistenceError(err, ch.id)
+      const kind = appendFailureClass(error)
+      if (kind === 'permanent') return this.#writeUntilRefused(ch, batch, error)
+      if (kind === 'reopen') ch.needsReadoption()
+      throw error
+    }
+  }
+
+  /**
+   * `batch` (the buffer's head) was refused. The backend writes nothing of a refused batch and
+   * says which event it refused only in words, so the refused event is found by halving: each
+   * accepted half is durable at once, each refused half is halved again. The session halts at
+   * that event, with the events before it written. Works over any backend.
+   */
+  async #writeUntilRefused(ch: SessionChannel, batch: readonly SessionEvent[], refusal: SessionPersistenceError): Promise<void> {
+    let suspects = batch
+    let cause = refusal
+    while (suspects.length > 1) {
+      const head = suspects.slice(0, Math.ceil(suspects.length / 2))
+      try {
+        await this.#ctx.backend.append(ch.id, head)
+        ch.written(head.length)
+        suspects = suspects.slice(head.length)
+      } catch (err) {
+        const error = asPersistenceError(err, ch.id)
+        const kind = appendFailureClass(error)
+        if (kind !== 'permanent') {
+          if (kind === 'reopen') ch.needsReadoption()
+          throw error
+        }
+        suspects = head
+        cause = error
+      }
+    }
+    const refused = suspects[0]
+    if (refused) this.halt(ch, new EventRefusedError(ch.id, refused, cause), { dropBuffered: true })
+  }
+
+  /** A passing failure: reported when it starts or its code changes, retried with backoff. */
+  #failed(ch: SessionChannel, error: SessionPersistenceError): void {
+    if (ch.failure?.code !== error.code) this.#ctx.report(error)
+    ch.failure = error
+    ch.lastFailure = error
+    if (!ch.share.sizing) ch.share.recount(ch.buffer, { keepSizing: true })
+    if (this.#ctx.isDisposed() || ch.retryTimer || ch.closing) return
+    ch.retryDelayMs = Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, ch.retryDelayMs * 2 || this.#ctx.flushDelayMs))
+    ch.retryTimer = setTimeout(() => {
+      ch.retryTimer = undefined
+      if (!this.#ctx.isDisposed() && !ch.closing) this.drainSoon(ch)
+    }, ch.retryDelayMs)
+  }
+
+  /**
+   * session/disposed: drain (retried while drains fail, until the plugin is disposed), then close
+   * the session in the backend, releasing its lock. Never rejects: a failed close is reported,
+   * and the session's buffers are released whatever happened.
+   */
+  async drainAndClose(ch: SessionChannel): Promise<void> {
+    try {
+      for (;;) {
+        const finalAttempt = this.#ctx.isDisposed() // once dispose began, one more attempt and no more
+        try {
+          await this.drain(ch)
+          ch.closedWith = undefined
+          break
+        } catch (err) {
+          ch.closedWith = asPersistenceError(err, ch.id)
+          if (ch.halted || finalAttempt) break // nothing more can be written: close anyway
+        }
+        await ch.sleep(ch.retryDelayMs || this.#ctx.flushDelayMs)
+      }
+      ch.clearTimers()
+      await ch.queue.add(() => this.#ctx.backend.close(ch.id))
+    } catch (err) {
+      this.#ctx.report(asPersistenceError(err, ch.id))
+    } finally {
+      ch.clearTimers()
+      ch.dropBuffered()
+    }
+  }
+}

@@ -1,0 +1,59 @@
+import { afterEach, expect, test, vi } from 'vitest'
+import { EventDroppedError, type SessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
+import { createMemoryPersistence, createReferenceHost } from '../src/testing/index.js'
+import { nextError, oneTurn, scriptedBackend } from './helpers/plugin-setup.js'
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+test('regression: a close that fails at session/disposed is reported, rejects nothing unhandled, and releases the session buffers', async () => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown) => unhandled.push(reason)
+  process.on('unhandledRejection', onUnhandled)
+  try {
+    const scripted = scriptedBackend(createMemoryPersistence())
+    const plugin = sessionPersistencePlugin({ persistence: scripted.backend, flushDelayMs: 100, maxBufferedBytes: 6_000 })
+    const errors: SessionPersistenceError[] = []
+    plugin.on('error', (e) => errors.push(e))
+    const host = createReferenceHost()
+    await plugin.apply(host)
+
+    // Session a: drains fail (a full disk) while ~4.5 kB are buffered, then the host and the log diverge.
+    const a = host.startSession({ id: 'a' })
+    a.runTurn(oneTurn(1))
+    await plugin.flush('a')
+    scripted.failAppends('a')
+    for (let i = 0; i < 8; i++) a.emit('filler', { text: 'a'.repeat(500) })
+    await expect(plugin.flush('a')).rejects.toMatchObject({ code: 'E_IO' })
+    host.sessionEvents.emit('session/event', 'a', { seq: a.events.length + 3, type: 'gap', time: 1 })
+
+    // The host disposes it and its close fails.
+    scripted.failClose('a')
+    const closeFailure = nextError(plugin)
+    a.dispose()
+    const reported = await closeFailure
+    expect(reported).toMatchObject({ code: 'E_IO', sessionId: 'a' })
+    expect((reported.cause as Error).message).toContain('injected')
+
+    // Its ~4.5 kB were released: session b may buffer as much while its own drains fail.
+    const b = host.startSession({ id: 'b' })
+    b.runTurn(oneTurn(1))
+    await plugin.flush('b')
+    scripted.failAppends('b')
+    b.emit('filler', { text: 'b'.repeat(500) })
+    await expect(plugin.flush('b')).rejects.toMatchObject({ code: 'E_IO' })
+    for (let i = 0; i < 7; i++) b.emit('filler', { text: 'b'.repeat(500) })
+    scripted.healAppends('b')
+    await plugin.flush('b')
+    expect((await scripted.backend.inspect('b')).events).toEqual(b.events)
+    expect(errors.filter((e) => e instanceof EventDroppedError)).toEqual([])
+    await plugin.dispose()
+    // let any stray rejection surface before looking
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(unhandled).toEqual([])
+  } finally {
+    process.off('unhandledRejection', onUnhandled)
+  }
+})

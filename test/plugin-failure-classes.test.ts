@@ -1,0 +1,164 @@
+import { afterEach, describe, expect, test, vi } from 'vitest'
+import {
+  EventRefusedError,
+  isSessionPersistenceError,
+  type JsonValue,
+  type SessionPersistenceError,
+  sessionPersistencePlugin,
+} from '../src/index.js'
+import { createMemoryPersistence, createReferenceHost } from '../src/testing/index.js'
+import { oneTurn, pluginSetup, scriptedBackend } from './helpers/plugin-setup.js'
+
+// Retries and flush delays run on faked timeouts; the drains themselves run for real (setImmediate
+// and the backends' I/O are not faked), and the tests wait for backend calls, never for time.
+const fakeTimeouts = () => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describe('an event the backend refuses is permanent', () => {
+  test('regression: a Date inside one event writes the events before it, reports once naming the seq, and is never retried', async () => {
+    fakeTimeouts()
+    const { plugin, host, stored, errors, scripted } = await pluginSetup({ flushDelayMs: 100 })
+    const s = host.startSession({ id: 'dated' })
+    s.runTurn(oneTurn(1))
+    s.beginTurn('when did it run?')
+    const bad = s.emit('tool/result', { at: new Date(0) } as unknown as JsonValue)
+    s.emit('assistant/message', { content: [{ type: 'text', text: 'at midnight' }] })
+    s.endTurn()
+
+    const err = await plugin.flush('dated').catch((e: unknown) => e)
+    expect(isSessionPersistenceError(err, 'E_NOT_JSON')).toBe(true)
+    expect(err).toBeInstanceOf(EventRefusedError)
+    expect((err as EventRefusedError).seq).toBe(bad.seq)
+    expect(await stored('dated')).toEqual(s.events.slice(0, bad.seq))
+    expect(errors.map((e) => e.code)).toEqual(['E_NOT_JSON'])
+    expect((errors[0] as EventRefusedError).seq).toBe(bad.seq)
+
+    // Diverged: later events are not written, no retry ever happens, every flush rejects the same way.
+    const appends = scripted.calls.filter((c) => c.op === 'append').length
+    s.runTurn(oneTurn(2))
+    await vi.advanceTimersByTimeAsync(60_000)
+    expect(await plugin.flush('dated').catch((e: unknown) => (e as SessionPersistenceError).code)).toBe('E_NOT_JSON')
+    expect(scripted.calls.filter((c) => c.op === 'append').length).toBe(appends)
+    expect(await stored('dated')).toEqual(s.events.slice(0, bad.seq))
+    expect(errors.map((e) => e.code)).toEqual(['E_NOT_JSON'])
+
+    // Until the host disposes it and re-creates it (here: resumes what is stored).
+    const closed = scripted.next((c) => c.op === 'close' && c.id === 'dated')
+    s.dispose()
+    await closed
+    const again = host.resume(await plugin.persistence.load('dated'))
+    again.runTurn(oneTurn(3))
+    await plugin.flush('dated')
+    expect(await stored('dated')).toEqual(again.events)
+    await plugin.dispose()
+  })
+
+  test('the refused event is found wherever it sits in the batch (E_INVALID_EVENT), and a refused first event writes nothing', async () => {
+    for (const position of [0, 1, 5, 9]) {
+      const memory = createMemoryPersistence()
+      const plugin = sessionPersistencePlugin({ persistence: memory, flushDelayMs: 10_000 })
+      const codes: string[] = []
+      plugin.on('error', (e) => codes.push(e.code))
+      const host = createReferenceHost()
+      await plugin.apply(host)
+      const s = host.startSession({ id: `bad-at-${position}` })
+      for (let i = 0; i < 10; i++) s.emit(i === position ? 'bad/envelope' : 'note', { i }, i === position ? { ignorable: false } : {})
+      const err = await plugin.flush(s.meta.id).catch((e: unknown) => e)
+      expect(isSessionPersistenceError(err, 'E_INVALID_EVENT')).toBe(true)
+      expect((err as EventRefusedError).seq).toBe(position)
+      const stored = await memory.inspect(s.meta.id).then(
+        (l) => l.events,
+        () => [],
+      )
+      expect(stored).toEqual(s.events.slice(0, position))
+      expect(codes).toEqual(['E_INVALID_EVENT'])
+      await expect(plugin.dispose()).rejects.toBeInstanceOf(AggregateError)
+    }
+  })
+})
+
+describe('passing failures are retried, reported once, and their recovery reported', () => {
+  test('regression: a lost lock (a lock file removed by hand) closes and re-adopts the session once its lock can be had', async () => {
+    fakeTimeouts()
+    const scripted = scriptedBackend(createMemoryPersistence())
+    const plugin = sessionPersistencePlugin({ persistence: scripted.backend, flushDelayMs: 100 })
+    const errors: SessionPersistenceError[] = []
+    const recovered: [string, string][] = []
+    plugin.on('error', (e) => errors.push(e))
+    plugin.on('recovered', (id, after) => recovered.push([id, after.code]))
+    const host = createReferenceHost()
+    await plugin.apply(host)
+    const s = host.startSession({ id: 'unlocked' })
+    s.runTurn(oneTurn(1))
+    await plugin.flush('unlocked')
+
+    // The lock is lost, and another instance holds it for a while.
+    scripted.loseLock('unlocked')
+    scripted.holdLock('unlocked')
+    const from = scripted.calls.length
+    s.runTurn(oneTurn(2))
+    expect(await plugin.flush('unlocked').catch((e: unknown) => (e as SessionPersistenceError).code)).toBe('E_LOCKED')
+    for (let i = 0; i < 12; i++) {
+      const retried = scripted.next((c) => c.op === 'load')
+      await vi.advanceTimersByTimeAsync(5_000) // the longest backoff
+      expect((await retried).outcome).toBe('E_LOCKED')
+    }
+    scripted.releaseLock('unlocked')
+    const written = scripted.next((c) => c.op === 'append' && c.outcome === 'ok')
+    await vi.advanceTimersByTimeAsync(5_000)
+    await written
+    await plugin.flush('unlocked')
+
+    expect((await scripted.backend.inspect('unlocked')).events).toEqual(s.events)
+    const after = scripted.calls.slice(from)
+    // closed before it was adopted again, and adopted without closing the open turn
+    expect(after.findIndex((c) => c.op === 'close')).toBeLessThan(after.findIndex((c) => c.op === 'load'))
+    expect(after.filter((c) => c.op === 'load').every((c) => (c.options as { closeOpenTurn?: boolean }).closeOpenTurn === false)).toBe(true)
+    expect(errors.map((e) => e.code)).toEqual(['E_LOCKED']) // once, not once per retry
+    expect(recovered).toEqual([['unlocked', 'E_LOCKED']])
+    await plugin.dispose()
+  })
+
+  test('a full disk is reported once however often the drain is retried, a changed code again, and recovery once', async () => {
+    fakeTimeouts()
+    const { plugin, host, fs, stored, errors, scripted } = await pluginSetup({ flushDelayMs: 100 })
+    const recovered: string[] = []
+    plugin.on('recovered', (_id, after) => recovered.push(after.code))
+    const s = host.startSession({ id: 'full-disk' })
+    s.runTurn(oneTurn(1))
+    await plugin.flush()
+    fs.inject({ op: 'write', path: /full-disk\.jsonl$/, code: 'ENOSPC', times: 6 })
+    s.runTurn(oneTurn(2))
+    expect(await plugin.flush('full-disk').catch((e: unknown) => (e as SessionPersistenceError).code)).toBe('E_IO')
+    for (let i = 0; i < 5; i++) {
+      const retried = scripted.next((c) => c.op === 'append')
+      await vi.advanceTimersByTimeAsync(5_000)
+      expect((await retried).outcome).toBe('E_IO')
+    }
+    scripted.holdLock('full-disk') // now the code changes: reported again
+    let retried = scripted.next((c) => c.op === 'append')
+    await vi.advanceTimersByTimeAsync(5_000)
+    expect((await retried).outcome).toBe('E_LOCKED')
+    scripted.releaseLock('full-disk')
+    retried = scripted.next((c) => c.op === 'append' && c.outcome === 'ok')
+    await vi.advanceTimersByTimeAsync(5_000)
+    await retried
+    await plugin.flush()
+    expect(await stored('full-disk')).toEqual(s.events)
+    expect(errors.map((e) => e.code)).toEqual(['E_IO', 'E_LOCKED'])
+    expect(recovered).toEqual(['E_LOCKED'])
+    await plugin.dispose()
+  })
+
+  test('a session/created whose meta the backend refuses is reported and not tracked', async () => {
+    const { plugin, host, errors, scripted } = await pluginSetup()
+    host.sessionEvents.emit('session/created', { id: '', createdAt: 0, delegationDepth: 0 }, [])
+    host.sessionEvents.emit('session/created', { id: 'bad-meta', createdAt: -1, delegationDepth: 0 }, [])
+    expect(errors.map((e) => e.code)).toEqual(['E_INVALID_ID', 'E_INVALID_META'])
+    expect((await plugin.flush('bad-meta').catch((e: unknown) => e)) as SessionPersistenceError).toMatchObject({ code: 'E_NOT_FOUND' })
+    await plugin.dispose()
+    expect(scripted.calls.filter((c) => c.op === 'create')).toEqual([])
+  })
+})

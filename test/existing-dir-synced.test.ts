@@ -1,0 +1,63 @@
+import { describe, expect, test } from 'vitest'
+import type { FileSystem } from '../src/fs/file-system.js'
+import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { type CrashFileSystem, createCrashFileSystem } from '../src/testing/crash-fs.js'
+import { meta, turn } from './helpers/events.js'
+import { codeOf } from './helpers/storage-codes.js'
+
+const ROOT = '/r'
+
+/** Another process's view of the same disk that has not synced any directory yet (it would, later). */
+const withoutDirSyncs = (disk: FileSystem): FileSystem => ({ ...disk, syncDir: async () => {} })
+
+/** Every state a power cut right now may leave: B's acknowledged log must be in each, whole. */
+async function expectSurvives(disk: CrashFileSystem, id: string, events: number) {
+  const images = disk.crashImages()
+  expect(images.length).toBeGreaterThan(1)
+  for (const image of images) {
+    const after = createJsonlPersistence({ root: ROOT, fs: createCrashFileSystem(image) })
+    const loaded = await after.inspect(id).catch((err: { code?: string }) => err.code)
+    expect(typeof loaded === 'string' ? loaded : loaded.events.length).toBe(events)
+  }
+}
+
+describe('a directory found already existing is synced before anything is published in it', () => {
+  test('a bucket another process made (its root not synced yet): a log published in it survives a power cut', async () => {
+    const disk = createCrashFileSystem()
+    await disk.mkdir(ROOT, 0o700)
+    await disk.syncDir('/')
+    const a = createJsonlPersistence({ root: ROOT, fs: withoutDirSyncs(disk) })
+    await a.create(meta('from-a'))
+    await a.append('from-a', turn(0, 1)) // makes the bucket; its syncs have not happened
+    const b = createJsonlPersistence({ root: ROOT, fs: disk })
+    await b.create(meta('from-b'))
+    expect(await codeOf(b.append('from-b', turn(0, 1)))).toBe('resolved') // acknowledged
+    await expectSurvives(disk, 'from-b', 4)
+  })
+
+  test('a root another process made (its parent not synced yet): a log published under it survives a power cut', async () => {
+    const disk = createCrashFileSystem()
+    await disk.mkdir(ROOT, 0o700) // made by A, which has not synced '/' yet
+    const b = createJsonlPersistence({ root: ROOT, fs: disk })
+    await b.create(meta('from-b'))
+    expect(await codeOf(b.append('from-b', turn(0, 1)))).toBe('resolved')
+    await expectSurvives(disk, 'from-b', 4)
+  })
+
+  test('a bucket found existing is synced once per instance, not on every new session', async () => {
+    const disk = createCrashFileSystem()
+    await disk.mkdir(ROOT, 0o700)
+    await disk.mkdir(`${ROOT}/_no-cwd`, 0o700)
+    const syncs: string[] = []
+    const fs: FileSystem = { ...disk, syncDir: async (path) => (syncs.push(path), disk.syncDir(path)) }
+    const b = createJsonlPersistence({ root: ROOT, fs })
+    for (const id of ['s1', 's2', 's3']) {
+      await b.create(meta(id))
+      await b.append(id, turn(0, 1))
+    }
+    // The root and its parent once, then the bucket once per published log.
+    expect(syncs.filter((p) => p === ROOT)).toHaveLength(1)
+    expect(syncs.filter((p) => p === '/')).toHaveLength(1)
+    expect(syncs.filter((p) => p === `${ROOT}/_no-cwd`)).toHaveLength(3)
+  })
+})

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe } from 'vitest'
 import type { SessionPersistence } from '../persistence.js'
-import { createAndAppendTests } from './append-tests.js'
-import { contentionTests } from './contention-tests.js'
-import { deleteTests } from './delete-tests.js'
+import { createAndAppendTests } from './create-append.js'
+import { contentionTests } from './contention.js'
+import { deleteTests } from './delete.js'
 import type { ContractContext } from './fixtures.js'
-import { loadListCloseTests } from './load-list-tests.js'
-import { storeTests } from './store-tests.js'
+import { loadListCloseTests } from './load-list.js'
+import { storeTests } from './store.js'
 
 export interface PersistenceContractOptions {
   /** Shown in the suite's name. */

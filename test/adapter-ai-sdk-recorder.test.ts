@@ -184,6 +184,56 @@ describe('the recorder around failures and misuse', () => {
     expect(await codeOf(Promise.resolve().then(() => session.turn('again')))).toBe('E_IO')
   })
 
+  it('guarded tools do not run when their call could not be recorded; unguarded ones do (the AI SDK ignores the failure)', async () => {
+    for (const guard of [true, false]) {
+      const persistence = delegate(createMemoryPersistence())
+      persistence.append = async () => {
+        throw new SessionPersistenceError('E_IO', 'disk full')
+      }
+      const session = await openAiSdkSession({ persistence, sessionId: `guard-${guard}` })
+      let runs = 0
+      const tools = { add: tool({ inputSchema: jsonSchema<{ a: number }>({ type: 'object' }), execute: async () => ++runs }) }
+      const { model, prompts } = scriptedModel([{ calls: [{ id: 'g1', name: 'add', input: { a: 1 } }] }, { text: 'done' }])
+      const turn = session.turn('Add')
+      await generateText({ model, stopWhen: stepCountIs(5), ...turn.settings, tools: guard ? turn.guardTools(tools) : tools })
+      expect(runs).toBe(guard ? 0 : 1)
+      const result = prompts[1]?.find((m) => m.role === 'tool')?.content[0]
+      expect(result).toMatchObject({ type: 'tool-result', toolCallId: 'g1', output: { type: guard ? 'error-text' : 'json' } })
+      expect(await codeOf(turn.done)).toBe('E_IO')
+    }
+  })
+
+  it('guarded tools run normally once their call is on record', async () => {
+    const session = await openAiSdkSession({ persistence: createMemoryPersistence(), sessionId: 'guard-ok' })
+    const { model } = scriptedModel(script)
+    const turn = session.turn('Add')
+    const result = await generateText({ model, stopWhen: stepCountIs(10), ...turn.settings, tools: turn.guardTools({ add: addTool() }) })
+    await turn.done
+    expect(result.steps.flatMap((s) => s.toolResults.map((r) => r.output))).toEqual([{ sum: 3 }, { sum: 7 }, { sum: 11 }])
+  })
+
+  it('ends the turn as aborted when a stream is aborted inside a tool', async () => {
+    const session = await openAiSdkSession({ persistence: createMemoryPersistence(), sessionId: 'abort' })
+    const controller = new AbortController()
+    const tools = {
+      wait: tool({
+        inputSchema: jsonSchema<object>({ type: 'object' }),
+        execute: async () => {
+          controller.abort()
+          return 'late'
+        },
+      }),
+    }
+    const { model } = scriptedModel([{ calls: [{ id: 'w1', name: 'wait', input: {} }] }, { text: 'never' }])
+    const turn = session.turn('Wait')
+    const result = streamText({ model, tools, stopWhen: stepCountIs(5), abortSignal: controller.signal, ...turn.settings })
+    await result.consumeStream()
+    await turn.done
+    expect(types(session.events)).toEqual(['turn/start', 'user/message', 'step/start', 'tool/call', 'step/end', 'turn/end'])
+    expect(session.events.at(-1)?.data).toEqual({ turn: 1, reason: { kind: 'aborted' } })
+    expect(session.messages.at(-1)).toMatchObject({ role: 'tool', content: [{ toolCallId: 'w1', output: { type: 'error-text' } }] })
+  })
+
   it('gives a second instance over the same root E_LOCKED while the first writes', async () => {
     const root = await tmpRoot()
     const a = createJsonlPersistence({ root, sync: 'none' })

@@ -1,5 +1,6 @@
-import type { ModelMessage } from 'ai'
+import type { ModelMessage, ToolSet } from 'ai'
 import type { JsonValue } from '../../core/schema.js'
+import { SessionPersistenceError } from '../../errors.js'
 import type { EventWriter } from './event-writer.js'
 import { type EventDraft, messagesToDrafts } from './from-messages.js'
 import { toJson } from './json.js'
@@ -25,6 +26,9 @@ export interface StepFinishEvent {
 export interface FinishEvent {
   finishReason: string
 }
+export interface ToolExecutionOptions {
+  toolCallId: string
+}
 
 /**
  * The settings a turn's recorder adds to a `generateText` / `streamText` call: spread them in.
@@ -36,6 +40,8 @@ export interface AiSdkTurnSettings {
   experimental_onToolCallStart: (event: ToolCallStartEvent) => Promise<void>
   onStepFinish: (event: StepFinishEvent) => Promise<void>
   onFinish: (event: FinishEvent) => Promise<void>
+  /** streamText only (generateText ignores it): an aborted stream ends the turn as `aborted`. */
+  onAbort: () => Promise<void>
 }
 
 const END_KIND: Record<string, TurnEndReason['kind']> = {
@@ -62,6 +68,7 @@ export class AiSdkTurn {
   #stepEnded = false // a finished step waits in the buffer
   #consumed = 0 // response messages already recorded (they are cumulative over the run's steps)
   #ended = false
+  readonly #recorded = new Set<string>() // calls whose tool/call is durable
   readonly #done: Promise<void>
   #settle!: (error?: unknown) => void
 
@@ -80,6 +87,7 @@ export class AiSdkTurn {
       experimental_onToolCallStart: (e) => this.#toolCallStart(e),
       onStepFinish: (e) => this.#stepFinish(e),
       onFinish: (e) => this.end({ kind: END_KIND[e.finishReason] ?? 'completed', finishReason: e.finishReason }),
+      onAbort: () => this.end({ kind: 'aborted' }),
     }
   }
 
@@ -118,6 +126,34 @@ export class AiSdkTurn {
     return this.#done
   }
 
+  /**
+   * The same tools, each refusing to run unless its call is on record. The AI SDK awaits
+   * `experimental_onToolCallStart` before a tool runs but ignores its failure, so without this a
+   * tool would still run when the backend could not record its call (a full disk, a lost lock).
+   * A refused call reaches the model as a tool error carrying the backend's error.
+   */
+  guardTools<TOOLS extends ToolSet>(tools: TOOLS): TOOLS {
+    const guarded: Record<string, unknown> = {}
+    for (const [name, t] of Object.entries(tools)) {
+      const execute = t.execute
+      guarded[name] =
+        typeof execute !== 'function'
+          ? t
+          : {
+              ...t,
+              execute: (input: never, options: ToolExecutionOptions) => {
+                const failure = this.#writer.failure
+                if (failure) throw failure.error
+                if (!this.#recorded.has(options.toolCallId)) {
+                  throw new SessionPersistenceError('E_NOT_FOUND', `tool call ${options.toolCallId} was not recorded: spread the turn's settings into the call`)
+                }
+                return execute.call(t, input, options as never)
+              },
+            }
+    }
+    return guarded as TOOLS
+  }
+
   /** Ends the turn because the run threw: reason `aborted` for an abort, `error` otherwise. */
   fail(error: unknown): Promise<void> {
     const e = error as { name?: unknown; message?: unknown } | undefined
@@ -149,6 +185,7 @@ export class AiSdkTurn {
       data: { turn: this.number, step, callId: toolCallId, name: toolName, arguments: input === undefined ? {} : toJson(input) },
     })
     await this.#writer.append(this.#take())
+    this.#recorded.add(toolCallId)
   }
 
   async #stepFinish(event: StepFinishEvent): Promise<void> {

@@ -1,0 +1,197 @@
+// trackToolCalls: each call is durable before its tool runs, a tool whose call could not be
+// recorded never runs, undo restores the tools, and what the run adds comes back deep-equal.
+import { execFile } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { Agent, type AgentInputItem, run, tool } from '@openai/agents'
+import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-core/testing'
+import { afterEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { JsonlSession, PROVISIONAL_FIELD, trackToolCalls } from '../src/adapters/openai-agents/index.js'
+import type { SessionEvent } from '../src/core/schema.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../src/errors.js'
+import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import type { SessionPersistence } from '../src/persistence.js'
+import { createMemoryPersistence } from '../src/testing/memory-persistence.js'
+
+process.env.OPENAI_AGENTS_DISABLE_TRACING = '1'
+const roots: string[] = []
+afterEach(async () => {
+  await Promise.all(roots.splice(0).map((r) => rm(r, { recursive: true, force: true })))
+})
+
+/** A JsonlSession whose addItems calls are recorded, to compare with what getItems returns. */
+function spied(session: JsonlSession): AgentInputItem[] {
+  const added: AgentInputItem[] = []
+  const addItems = session.addItems.bind(session)
+  session.addItems = async (items) => {
+    added.push(...structuredClone(items))
+    await addItems(items)
+  }
+  return added
+}
+
+const calls = (events: readonly SessionEvent[]) =>
+  events.flatMap((e) =>
+    e.type === 'assistant/message'
+      ? ((e.data as { content: { type: string; callId?: string }[] }).content ?? []).filter((b) => b.type === 'tool-call')
+      : [],
+  )
+
+describe('trackToolCalls', () => {
+  it('makes each call durable before its tool runs (seen from another reader of the log)', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'spj-oa-track-'))
+    roots.push(root)
+    const reader = createJsonlPersistence({ root })
+    const seenInTool: string[][] = []
+    const probe = tool({
+      name: 'probe',
+      description: 'probe',
+      parameters: z.object({ n: z.number() }),
+      execute: async ({ n }) => {
+        const { events } = await reader.inspect('durable')
+        seenInTool.push(calls(events).map((c) => c.callId!))
+        return `n=${n}`
+      },
+    })
+    const model = new ScriptedModel([
+      [functionCall('probe', { n: 1 }, { callId: 'p1' })],
+      [functionCall('probe', { n: 2 }, { callId: 'p2' })],
+      [assistantMessage('done')],
+    ])
+    const agent = new Agent({ name: 'A', instructions: 'probe', model, tools: [probe] })
+    const session = new JsonlSession({ persistence: createJsonlPersistence({ root }), sessionId: 'durable' })
+    const added = spied(session)
+    trackToolCalls(agent, session)
+    const result = await run(agent, 'go', { session })
+    expect(result.finalOutput).toBe('done')
+    expect(seenInTool).toEqual([['p1'], ['p1', 'p2']])
+    expect(await session.getItems()).toEqual(added)
+    await session.close()
+  })
+
+  it('runs parallel calls of one response in one step, and a streamed run comes back deep-equal', async () => {
+    const persistence = createMemoryPersistence()
+    const add = tool({
+      name: 'add',
+      description: 'add',
+      parameters: z.object({ a: z.number(), b: z.number() }),
+      execute: async ({ a, b }) => String(a + b),
+    })
+    const model = new ScriptedModel([
+      [assistantMessage('both at once'), functionCall('add', { a: 1, b: 2 }, { callId: 'x1' }), functionCall('add', { a: 3, b: 4 }, { callId: 'x2' })],
+      [assistantMessage('3 and 7')],
+    ])
+    const agent = new Agent({ name: 'A', instructions: 'add', model, tools: [add] })
+    const session = new JsonlSession({ persistence, sessionId: 'parallel' })
+    const added = spied(session)
+    trackToolCalls(agent, session)
+    const streamed = await run(agent, 'add twice', { session, stream: true })
+    for await (const _event of streamed) {
+      // drain
+    }
+    await streamed.completed
+    expect(streamed.finalOutput).toBe('3 and 7')
+    expect(await session.getItems()).toEqual(added)
+    await session.close()
+    const { events } = await persistence.inspect('parallel')
+    const steps = events.filter((e) => e.type === 'step/start').map((e) => (e.data as { step: number }).step)
+    expect(steps).toEqual([1, 2])
+    const callSteps = events
+      .filter((e) => e.type === 'assistant/message' && calls([e]).length > 0)
+      .map((e) => (e.data as { step: number }).step)
+    expect(callSteps).toEqual([1, 1])
+    expect(calls(events).map((c) => c.callId)).toEqual(['x1', 'x2'])
+  })
+
+  it('never runs a tool whose call could not be recorded', async () => {
+    const memory = createMemoryPersistence()
+    let failAppends = false
+    const failing: SessionPersistence = {
+      locate: (meta) => memory.locate(meta),
+      create: (meta) => memory.create(meta),
+      load: (id, options) => memory.load(id, options),
+      inspect: (id) => memory.inspect(id),
+      list: (options) => memory.list(options),
+      delete: (id) => memory.delete(id),
+      close: (id) => memory.close(id),
+      append: (id, events) =>
+        failAppends ? Promise.reject(new SessionPersistenceError('E_IO', 'disk gone', { sessionId: id })) : memory.append(id, events),
+    }
+    let ran = 0
+    const risky = tool({ name: 'risky', description: 'risky', parameters: z.object({}), execute: async () => String(++ran) })
+    const model = new ScriptedModel([[functionCall('risky', {}, { callId: 'r1' })], [assistantMessage('after')]])
+    const agent = new Agent({ name: 'A', instructions: 'risky', model, tools: [risky] })
+    const session = new JsonlSession({ persistence: failing, sessionId: 'fails' })
+    await session.getItems()
+    trackToolCalls(agent, session)
+    failAppends = true
+    const outcome = await run(agent, 'go', { session }).then(
+      (r) => ({ output: r.finalOutput as unknown }),
+      (err: unknown) => ({ error: err }),
+    )
+    expect(ran).toBe(0)
+    // The run fails (the SDK wraps the error in a ToolCallError) with the backend's error inside.
+    expect('error' in outcome).toBe(true)
+    const chain: unknown[] = []
+    let e: unknown = (outcome as { error?: unknown }).error
+    while (e && chain.length < 5) {
+      chain.push(e)
+      const o = e as { error?: unknown; cause?: unknown }
+      e = o.error ?? o.cause
+    }
+    expect(chain.some((e) => isSessionPersistenceError(e, 'E_IO'))).toBe(true)
+  })
+
+  it('undo restores the tools and stops recording ahead of the run', async () => {
+    const persistence = createMemoryPersistence()
+    const echo = tool({ name: 'echo', description: 'echo', parameters: z.object({ s: z.string() }), execute: async ({ s }) => s })
+    const original = echo.invoke
+    const model = new ScriptedModel([[functionCall('echo', { s: 'hi' }, { callId: 'e1' })], [assistantMessage('said hi')]])
+    const agent = new Agent({ name: 'A', instructions: 'echo', model, tools: [echo] })
+    const session = new JsonlSession({ persistence, sessionId: 'undo' })
+    const untrack = trackToolCalls(agent, session)
+    expect(echo.invoke).not.toBe(original)
+    untrack()
+    untrack()
+    expect(echo.invoke).toBe(original)
+    await run(agent, 'say hi', { session })
+    await session.close()
+    const { events } = await persistence.inspect('undo')
+    expect(events.filter((e) => e[PROVISIONAL_FIELD] === true)).toEqual([])
+    expect(calls(events).map((c) => c.callId)).toEqual(['e1'])
+  })
+
+  it('importing the main entry never loads @openai/agents', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'spj-oa-import-'))
+    roots.push(dir)
+    const hooks = join(dir, 'hooks.mjs')
+    await writeFile(
+      hooks,
+      `export async function resolve(specifier, context, next) {
+        if (specifier.startsWith('@openai/')) throw new Error('LOADED ' + specifier)
+        return next(specifier, context)
+      }\n`,
+    )
+    const main = join(dir, 'main.mjs')
+    await writeFile(
+      main,
+      `import { register } from 'node:module'
+      import { pathToFileURL } from 'node:url'
+      register(pathToFileURL(${JSON.stringify(hooks)}))
+      const target = process.argv[2]
+      try { await import(target); console.log('ok') } catch (e) { console.log(String(e.message).split('\\n')[0]) }\n`,
+    )
+    const cwd = fileURLToPath(new URL('..', import.meta.url))
+    const exec = promisify(execFile)
+    const entry = (name: string) => exec(process.execPath, [main, name], { cwd }).then((r) => r.stdout.trim())
+    // The hook does refuse the SDK (so the check can fail)…
+    expect(await entry('@openai/agents')).toBe('LOADED @openai/agents')
+    // …and neither the adapter entry nor the main entry asks for it.
+    expect(await entry(new URL('../dist/adapters/openai-agents/index.js', import.meta.url).href)).toBe('ok')
+    expect(await entry(new URL('../dist/index.js', import.meta.url).href)).toBe('ok')
+  })
+})

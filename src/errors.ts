@@ -1,4 +1,4 @@
-/** Every stable error code of the package (SPEC 9). Codes never change; messages may. */
+/** Every stable error code of the package (docs/contract.md §9). Codes never change; messages may. */
 export const ERROR_CODES = [
   'E_CONFIG',
   'E_INVALID_ID',

@@ -55,7 +55,7 @@ interface Tracked {
 }
 
 /**
- * The crash-safe JSONL backend (SPEC 3–6). Creating it does no I/O; the root is created on
+ * The crash-safe JSONL backend (docs/contract.md §3–6). Creating it does no I/O; the root is created on
  * first need. Throws `E_CONFIG` naming the field for an invalid configuration.
  */
 export function createJsonlPersistence(config: JsonlConfig): JsonlSessionPersistence {

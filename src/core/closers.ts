@@ -1,7 +1,7 @@
 import { asObject } from './as-object.js'
 import type { JsonValue, SessionEvent } from './schema.js'
 
-/** The exact text of a recorded interrupted call (SPEC 6.1). */
+/** The exact text of a recorded interrupted call (docs/contract.md §6.1). */
 export const INTERRUPTED_TOOL_TEXT = 'Tool call interrupted by a crash; no result was recorded.'
 
 // The storage is vocabulary-agnostic: a malformed `data` must never crash repair, only be ignored.
@@ -20,7 +20,7 @@ export interface OpenTurn {
   pending: PendingCall[]
 }
 
-/** Follows turns, steps and tool calls through a log (SPEC 6.1); undefined when no turn is open. */
+/** Follows turns, steps and tool calls through a log (docs/contract.md §6.1); undefined when no turn is open. */
 export function findOpenTurn(events: readonly SessionEvent[]): OpenTurn | undefined {
   let open: OpenTurn | undefined
   let seen = new Set<string>()
@@ -69,7 +69,7 @@ export function findOpenTurn(events: readonly SessionEvent[]): OpenTurn | undefi
 }
 
 /**
- * The events that close an open final turn (SPEC 6.1): an interrupted `tool/result` per
+ * The events that close an open final turn (docs/contract.md §6.1): an interrupted `tool/result` per
  * pending call, `step/end` if a step is open, then `turn/end` with reason `interrupted`.
  * Seqs continue the log; `time` is the last event's (or `createdAt` for an empty log).
  */

@@ -1,5 +1,5 @@
 // Hot-path twin of SessionEventSchema (schema.ts): zod on every line of a large load costs more
-// than the load itself (STYLE 9). test/envelope-matches-schema.test.ts proves both agree.
+// than the load itself. test/envelope-matches-schema.test.ts proves both agree.
 
 const RESERVED = new Set(['seq', 'type', 'time', 'ignorable'])
 

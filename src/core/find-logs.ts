@@ -5,7 +5,7 @@ import { logFileName } from './paths.js'
 import type { StoreContext } from './store-context.js'
 
 
-/** The buckets under the root: directories whose names do not start with `.` (SPEC 3.1). */
+/** The buckets under the root: directories whose names do not start with `.` (docs/contract.md §3.1). */
 export async function listBuckets(ctx: StoreContext): Promise<string[]> {
   try {
     const entries = await ctx.fs.readdir(ctx.root)

@@ -17,7 +17,7 @@ function keeps(byte: number): boolean {
 }
 
 /**
- * Percent-encodes a session id into one file-name segment (SPEC 3.2): bytes in `[a-z0-9_-]`
+ * Percent-encodes a session id into one file-name segment (docs/contract.md §3.2): bytes in `[a-z0-9_-]`
  * are kept, every other UTF-8 byte becomes `%XX`. Injective, also on case-insensitive file
  * systems (uppercase letters are always escaped), and never `.`, `..` or a path separator.
  */

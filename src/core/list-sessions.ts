@@ -48,7 +48,7 @@ export async function readHeader(
 }
 
 /**
- * One listing per materialized log with a valid header (SPEC 4.6), newest first, then by id.
+ * One listing per materialized log with a valid header (docs/contract.md §4.6), newest first, then by id.
  * A bad file is reported and skipped, never fatal; temporary files are ignored.
  */
 export async function listSessions(

@@ -5,7 +5,7 @@ import type { StoreContext } from './store-context.js'
 
 /**
  * The open end of one materialized log: its handle, its acknowledged length and next seq.
- * Appends are one positional write at the acknowledged end plus one sync (SPEC 5.2).
+ * Appends are one positional write at the acknowledged end plus one sync (docs/contract.md §5.2).
  */
 export class LogWriter {
   readonly #ctx: StoreContext

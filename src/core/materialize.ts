@@ -9,7 +9,7 @@ import { FILE_MODE, type StoreContext } from './store-context.js'
 const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV'])
 
 /**
- * Publishes a new log atomically (SPEC 5.1): write `bytes` to a unique temporary file, sync it,
+ * Publishes a new log atomically (docs/contract.md §5.1): write `bytes` to a unique temporary file, sync it,
  * `link()` it to `finalPath` (never overwriting), unlink the temporary name, sync the bucket.
  * `beforeLink` is awaited just before the link: the caller takes the writer lock and re-checks
  * the other buckets meanwhile, overlapping with the write and sync of the temporary file.

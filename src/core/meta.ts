@@ -4,7 +4,7 @@ import { plainJsonProblem } from './json-check.js'
 import { describeZodError, SESSION_FORMAT_VERSION, type SessionHeader, type SessionMeta, SessionMetaSchema } from './schema.js'
 
 /**
- * Validates caller-given meta once, at the edge (SPEC 2, 3.2): `E_INVALID_ID` for the id,
+ * Validates caller-given meta once, at the edge (docs/contract.md §2, §3.2): `E_INVALID_ID` for the id,
  * `E_INVALID_META` for the rest. Returns a plain-JSON copy without `undefined` fields.
  */
 export function validateMeta(meta: unknown): SessionMeta {
@@ -30,7 +30,7 @@ export function validateMeta(meta: unknown): SessionMeta {
 
 const HEADER_ORDER = ['id', 'cwd', 'createdAt', 'parentSession', 'seedLength', 'delegationDepth'] as const
 
-/** Line 1 of a log, keys in the order of SPEC 3.3, extra fields after them in the caller's order. */
+/** Line 1 of a log, keys in the order of docs/contract.md §3.3, extra fields after them in the caller's order. */
 export function headerLine(meta: SessionMeta): string {
   const header: Record<string, unknown> = { type: 'session', version: SESSION_FORMAT_VERSION }
   for (const key of HEADER_ORDER) if (meta[key] !== undefined) header[key] = meta[key]

@@ -7,7 +7,7 @@ export const LOG_SUFFIX = '.jsonl'
 export const LOCKS_DIR = '.locks'
 export const TMP_PREFIX = '.tmp-'
 
-/** `cwd-<first 12 hex digits of sha256(cwd)>`, or `_no-cwd` (SPEC 3.1). */
+/** `cwd-<first 12 hex digits of sha256(cwd)>`, or `_no-cwd` (docs/contract.md §3.1). */
 export function bucketName(cwd: string | undefined): string {
   if (cwd === undefined) return NO_CWD_BUCKET
   return `cwd-${createHash('sha256').update(cwd, 'utf8').digest('hex').slice(0, 12)}`

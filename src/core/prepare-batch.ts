@@ -11,7 +11,7 @@ export interface PreparedBatch {
 }
 
 /**
- * Validates and serializes a batch (SPEC 4.3): envelope (`E_INVALID_EVENT`), plain JSON
+ * Validates and serializes a batch (docs/contract.md §4.3): envelope (`E_INVALID_EVENT`), plain JSON
  * content (`E_NOT_JSON`, naming type, seq and path) and contiguity inside the batch
  * (`E_SEQ_NOT_CONTIGUOUS`). Whether the first seq continues the log is checked at write time.
  */

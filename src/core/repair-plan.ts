@@ -3,7 +3,7 @@ import { computeClosers } from './closers.js'
 import type { LogScan } from './scan-log.js'
 import type { SessionEvent } from './schema.js'
 
-/** What a repair cut and wrote (SPEC 4). */
+/** What a repair cut and wrote (docs/contract.md §4). */
 export interface RepairReport {
   persisted: boolean
   truncatedAtByte?: number
@@ -24,7 +24,7 @@ export interface RepairPlan {
 }
 
 /**
- * Decides between "fine", "repair the torn tail" and "refuse" (SPEC 6.3–6.4). Throws E_CORRUPT
+ * Decides between "fine", "repair the torn tail" and "refuse" (docs/contract.md §6.3–6.4). Throws E_CORRUPT
  * when the first defect lies at or before the commit boundary, unless it holds a NUL byte.
  */
 export function planRepair(

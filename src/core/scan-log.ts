@@ -12,7 +12,7 @@ export interface Defect {
   hasNul: boolean
 }
 
-/** What one pass over a log found (SPEC 6). It decides nothing; repair-plan.ts does. */
+/** What one pass over a log found (docs/contract.md §6). It decides nothing; repair-plan.ts does. */
 export interface LogScan {
   header: SessionHeader
   /** Raw bytes of line 1 including its `\n` (a fork copies the parent's event lines, not this). */
@@ -56,7 +56,7 @@ function isTurnEnd(value: unknown): boolean {
 }
 
 /**
- * Parses line 1 (SPEC 6.1): a numeric `version` other than 0 is `E_FORMAT_UNSUPPORTED`, any
+ * Parses line 1 (docs/contract.md §6.1): a numeric `version` other than 0 is `E_FORMAT_UNSUPPORTED`, any
  * other invalid header `E_CORRUPT` at line 1, byte 0.
  */
 export function parseHeaderLine(
@@ -89,7 +89,7 @@ export function parseHeaderLine(
 }
 
 /**
- * Reads a log line by line (header first) and classifies every line by SPEC 6.1–6.3. Throws
+ * Reads a log line by line (header first) and classifies every line by docs/contract.md §6.1–6.3. Throws
  * `E_FORMAT_UNSUPPORTED` or `E_CORRUPT` for a bad header; defects in event lines are returned.
  */
 export async function scanLog(

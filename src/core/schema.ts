@@ -2,7 +2,7 @@ import { isAbsolute } from 'node:path'
 import { z } from 'zod'
 import type { FileSystem } from '../fs/file-system.js'
 
-/** Format version written in every header (SPEC 2). */
+/** Format version written in every header (docs/contract.md §2). */
 export const SESSION_FORMAT_VERSION = 0
 
 export const JsonValueSchema = z.json()
@@ -23,7 +23,7 @@ const seedNeedsParent = (m: { seedLength?: number | undefined; parentSession?: s
   m.seedLength === undefined || m.parentSession !== undefined
 const seedNeedsParentIssue = { message: 'seedLength requires parentSession', path: ['seedLength'] }
 
-/** Session metadata as a caller gives it (SPEC 2). Extra JSON fields are kept verbatim. */
+/** Session metadata as a caller gives it (docs/contract.md §2). Extra JSON fields are kept verbatim. */
 export const SessionMetaSchema = z
   .object(metaShape)
   .catchall(JsonValueSchema.optional())
@@ -33,7 +33,7 @@ export const SessionMetaSchema = z
   .refine(seedNeedsParent, seedNeedsParentIssue)
 export type SessionMeta = z.infer<typeof SessionMetaSchema>
 
-/** Line 1 of every log (SPEC 3.3). */
+/** Line 1 of every log (docs/contract.md §3.3). */
 export const SessionHeaderSchema = z
   .object({ type: z.literal('session'), version: z.literal(SESSION_FORMAT_VERSION), ...metaShape })
   .catchall(JsonValueSchema)
@@ -41,7 +41,7 @@ export const SessionHeaderSchema = z
 export type SessionHeader = z.infer<typeof SessionHeaderSchema>
 
 /**
- * The event envelope (SPEC 2). The single source of truth for what a line may hold; the load
+ * The event envelope (docs/contract.md §2). The single source of truth for what a line may hold; the load
  * hot path uses `envelopeProblem` (envelope.ts), which a property test holds equal to this.
  */
 export const SessionEventSchema = z
@@ -52,7 +52,7 @@ export const SessionEventSchema = z
     data: JsonValueSchema.optional(),
     ignorable: z.literal(true).optional(),
   })
-  // `undefined` extras are allowed and omitted, as JSON.stringify does (SPEC 4.3).
+  // `undefined` extras are allowed and omitted, as JSON.stringify does (docs/contract.md §4.3).
   .catchall(JsonValueSchema.optional())
 export type SessionEvent = z.infer<typeof SessionEventSchema>
 

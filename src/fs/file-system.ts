@@ -1,5 +1,5 @@
 /**
- * The narrow file-system seam of the storage core (STYLE 5). Every file-system call of the
+ * The narrow file-system seam of the storage core. Every file-system call of the
  * package goes through it; only node-file-system.ts imports `node:fs`. Errors are Node-style
  * system errors with a string `code` (`ENOENT`, `EEXIST`, `ENOSPC`…).
  */

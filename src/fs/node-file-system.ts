@@ -116,8 +116,8 @@ const NODE_FS: FileSystem = {
     return entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory(), isFile: e.isFile() }))
   },
   stat(path) {
-    // The callback form: measured ~12 µs cheaper than fs.promises.stat, and the writer lock
-    // stats its file before every append.
+    // The callback form: measured ~12 µs cheaper than fs.promises.stat; every look-up of a
+    // log stats its candidate paths.
     return new Promise((resolve, reject) => statCallback(path, (err, s) => (err ? reject(err) : resolve(toStat(s)))))
   },
   chmod: (path, mode) => fsp.chmod(path, mode),
@@ -131,7 +131,7 @@ const NODE_FS: FileSystem = {
     try {
       await h.sync()
     } catch (err) {
-      // Windows cannot fsync a directory through Node (SPEC 5.1, 12); everywhere else it is fatal.
+      // Windows cannot fsync a directory through Node (docs/contract.md §5.1, §12); everywhere else it is fatal.
       if (!(process.platform === 'win32' && errno(err) === 'EPERM')) throw err
     } finally {
       await h.close()

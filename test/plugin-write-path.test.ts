@@ -1,8 +1,14 @@
-import { setTimeout as sleep } from 'node:timers/promises'
-import { describe, expect, test } from 'vitest'
+import { afterEach, describe, expect, test, vi } from 'vitest'
 import { createJsonlPersistence, isSessionPersistenceError, jsonlPath, sessionPersistencePlugin } from '../src/index.js'
 import { createMemoryPersistence, createReferenceHost, MUTATING_OPS } from '../src/testing/index.js'
 import { oneTurn, pluginSetup } from './helpers/plugin-setup.js'
+
+// The flush delay and retries run on faked timeouts; drains and I/O run for real, and the tests
+// wait for backend calls (explicit synchronization), never for time to pass.
+const fakeTimeouts = () => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+afterEach(() => {
+  vi.useRealTimers()
+})
 
 describe('plugin write path (SPEC 8)', () => {
   test('a new session is created lazily and every event is durable after flush, in seq order, exactly once', async () => {
@@ -29,25 +35,34 @@ describe('plugin write path (SPEC 8)', () => {
   })
 
   test('a turn/end drains at once; other events at most flushDelayMs later', async () => {
-    const { plugin, host, stored } = await pluginSetup({ flushDelayMs: 30 })
+    fakeTimeouts()
+    const { plugin, host, stored, scripted } = await pluginSetup({ flushDelayMs: 30 })
     const s = host.startSession()
+    let written = scripted.next((c) => c.op === 'append' && c.outcome === 'ok')
     s.runTurn(oneTurn(1))
-    await sleep(15)
-    expect((await stored(s.meta.id)).length).toBe(s.events.length) // turn/end: no timer needed
+    await written // no time passed: the turn/end drained by itself
+    expect(await stored(s.meta.id)).toEqual(s.events)
+    expect(vi.getTimerCount()).toBe(0)
     s.beginTurn('still typing')
-    await sleep(5)
-    expect((await stored(s.meta.id)).length).toBeLessThan(s.events.length)
-    await sleep(150)
+    expect(vi.getTimerCount()).toBe(1) // the flush delay, and nothing else
+    const appends = scripted.calls.filter((c) => c.op === 'append').length
+    await vi.advanceTimersByTimeAsync(29)
+    expect(vi.getTimerCount()).toBe(1)
+    expect(scripted.calls.filter((c) => c.op === 'append').length).toBe(appends)
+    written = scripted.next((c) => c.op === 'append' && c.outcome === 'ok')
+    await vi.advanceTimersByTimeAsync(1)
+    await written
     expect(await stored(s.meta.id)).toEqual(s.events)
     await plugin.dispose()
   })
 
   test('session/flush requests a drain', async () => {
-    const { plugin, host, stored } = await pluginSetup()
+    const { plugin, host, stored, scripted } = await pluginSetup()
     const s = host.startSession()
     s.beginTurn('hi')
+    const written = scripted.next((c) => c.op === 'append' && c.outcome === 'ok')
     s.flush()
-    await sleep(50)
+    await written
     expect(await stored(s.meta.id)).toEqual(s.events)
     await plugin.dispose()
   })
@@ -125,11 +140,12 @@ describe('plugin write path (SPEC 8)', () => {
   })
 
   test('session/disposed drains, then releases the lock so another process can resume', async () => {
-    const { plugin, host, root } = await pluginSetup()
+    const { plugin, host, root, scripted } = await pluginSetup()
     const s = host.startSession()
     s.beginTurn('unfinished')
+    const closed = scripted.next((c) => c.op === 'close' && c.id === s.meta.id)
     s.dispose()
-    await sleep(50)
+    await closed
     const other = createJsonlPersistence({ root })
     const loaded = await other.load(s.meta.id)
     expect(loaded.events.slice(0, s.events.length)).toEqual(s.events)
@@ -152,19 +168,21 @@ describe('plugin write path (SPEC 8)', () => {
   })
 
   test('two sessions drain independently: a slow disk for one does not hold the other', async () => {
-    const { plugin, host, fs, stored } = await pluginSetup()
+    const { plugin, host, stored, scripted } = await pluginSetup()
     const slow = host.startSession({ id: 'slow' })
     const fast = host.startSession({ id: 'fast' })
     slow.runTurn(oneTurn(1))
     fast.runTurn(oneTurn(1))
     await plugin.flush()
-    fs.inject({ op: 'datasync', path: /slow\.jsonl$/, delayMs: 400 })
+    const release = scripted.pauseAppends('slow') // the slow disk: its append stays in flight
+    const slowInFlight = scripted.nextStart((c) => c.op === 'append' && c.id === 'slow')
     slow.runTurn(oneTurn(2))
     fast.runTurn(oneTurn(2))
-    const started = Date.now()
-    await plugin.flush('fast')
-    expect(Date.now() - started).toBeLessThan(350)
+    await slowInFlight
+    await plugin.flush('fast') // resolves while the slow session's append is still in flight
     expect(await stored('fast')).toEqual(fast.events)
+    expect((await stored('slow')).length).toBeLessThan(slow.events.length)
+    release()
     await plugin.flush('slow')
     expect(await stored('slow')).toEqual(slow.events)
     await plugin.dispose()
@@ -197,20 +215,26 @@ describe('plugin write path (SPEC 8)', () => {
 
 describe('dispose (SPEC 8)', () => {
   test('waits for a drain in flight; afterwards no file-system write happens; later events are E_DISPOSED', async () => {
-    const { plugin, host, fs, stored, errors } = await pluginSetup({ flushDelayMs: 5 })
-    fs.inject({ op: 'datasync', delayMs: 100 })
+    fakeTimeouts()
+    const { plugin, host, fs, stored, errors, scripted } = await pluginSetup({ flushDelayMs: 5 })
     const s = host.startSession()
     s.runTurn(oneTurn(1))
+    await plugin.flush()
+    const release = scripted.pauseAppends(s.meta.id)
+    const inFlight = scripted.nextStart((c) => c.op === 'append')
     s.beginTurn('in flight')
-    await sleep(10) // the drain has started and is stuck in the slow sync
+    s.flush()
+    await inFlight // the drain has started and is stuck in a slow append
     const disposing = plugin.dispose()
     const late = s.emit('too/late') // arrives after dispose began: reported, not written
+    release()
     await disposing
     expect(errors.map((e) => e.code)).toEqual(['E_DISPOSED'])
     expect(await stored(s.meta.id)).toEqual(s.events.filter((e) => e !== late))
     const after = fs.calls.length
     expect(host.sessionEvents.listenerCount('session/event')).toBe(0)
-    await sleep(300)
+    expect(vi.getTimerCount()).toBe(0) // no flush delay or retry left to fire
+    await vi.advanceTimersByTimeAsync(60_000)
     expect(fs.calls.slice(after).filter((c) => MUTATING_OPS.has(c.op))).toEqual([])
     expect(await plugin.dispose()).toBeUndefined() // idempotent
     expect((await plugin.flush().catch((e) => e)).code).toBe('E_DISPOSED')

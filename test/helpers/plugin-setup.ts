@@ -61,7 +61,8 @@ export interface BackendCall {
  *   rejects `E_LOCKED` until the session is closed and loaded again;
  * - `holdLock(id)` / `releaseLock(id)`: another instance holds the lock (load and append reject `E_LOCKED`);
  * - `failAppends(id)` / `healAppends(id)`: appends reject `E_IO` (a full disk) meanwhile;
- * - `failClose(id)`: the next close rejects (after really closing).
+ * - `failClose(id)`: the next close rejects (after really closing);
+ * - `pauseAppends(id)`: appends wait (in flight) until the returned function is called.
  */
 export function scriptedBackend<P extends SessionPersistence>(inner: P) {
   const calls: BackendCall[] = []
@@ -69,6 +70,8 @@ export function scriptedBackend<P extends SessionPersistence>(inner: P) {
   const held = new Set<string>()
   const closeFaults = new Set<string>()
   const failingAppends = new Set<string>()
+  const paused = new Map<string, Promise<void>>()
+  const starters: { match: (c: Omit<BackendCall, 'outcome'>) => boolean; resolve: () => void }[] = []
   const waiters: { match: (c: BackendCall) => boolean; resolve: (c: BackendCall) => void }[] = []
   const locked = (id: string) => new SessionPersistenceError('E_LOCKED', `session '${id}': lock lost or held elsewhere`, { sessionId: id })
 
@@ -77,6 +80,7 @@ export function scriptedBackend<P extends SessionPersistence>(inner: P) {
     for (const w of waiters.splice(0)) (w.match(call) ? w.resolve(call) : waiters.push(w))
   }
   async function settle<T>(call: Omit<BackendCall, 'outcome'>, run: () => Promise<T>): Promise<T> {
+    for (const w of starters.splice(0)) (w.match(call) ? w.resolve() : starters.push(w))
     try {
       const result = await run()
       record({ ...call, outcome: 'ok' })
@@ -96,6 +100,7 @@ export function scriptedBackend<P extends SessionPersistence>(inner: P) {
           return (id: string, events: readonly SessionEvent[]) =>
             settle({ op: 'append', id, seqs: events.map((e) => e.seq) }, async () => {
               if (lost.has(id) || held.has(id)) throw locked(id)
+              await paused.get(id)
               if (failingAppends.has(id)) throw new SessionPersistenceError('E_IO', `session '${id}': disk full (injected)`, { sessionId: id })
               return target.append(id, events)
             })
@@ -130,6 +135,18 @@ export function scriptedBackend<P extends SessionPersistence>(inner: P) {
     holdLock: (id: string) => void held.add(id),
     releaseLock: (id: string) => void held.delete(id),
     failClose: (id: string) => void closeFaults.add(id),
+    /** Resolves when a matching call starts (it is then in flight). */
+    nextStart(match: (c: Omit<BackendCall, 'outcome'>) => boolean): Promise<void> {
+      return new Promise((resolve) => starters.push({ match, resolve }))
+    },
+    pauseAppends(id: string): () => void {
+      let release = () => {}
+      paused.set(id, new Promise<void>((resolve) => (release = resolve)))
+      return () => {
+        paused.delete(id)
+        release()
+      }
+    },
     failAppends: (id: string) => void failingAppends.add(id),
     healAppends: (id: string) => void failingAppends.delete(id),
   }

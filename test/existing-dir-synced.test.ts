@@ -16,8 +16,8 @@ async function expectSurvives(disk: CrashFileSystem, id: string, events: number)
   expect(images.length).toBeGreaterThan(1)
   for (const image of images) {
     const after = createJsonlPersistence({ root: ROOT, fs: createCrashFileSystem(image) })
-    const loaded = await after.inspect(id).catch((err: { code?: string }) => err.code)
-    expect(typeof loaded === 'string' ? loaded : loaded.events.length).toBe(events)
+    expect(await codeOf(after.inspect(id))).toBe('resolved')
+    expect((await after.inspect(id)).events).toHaveLength(events)
   }
 }
 

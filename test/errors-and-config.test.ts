@@ -3,6 +3,7 @@ import {
   createJsonlPersistence,
   ERROR_CODES,
   isSessionPersistenceError,
+  JsonlConfigSchema,
   SessionFormatUnsupportedError,
   SessionPersistenceCorruptionError,
   SessionPersistenceError,
@@ -54,12 +55,20 @@ describe('configuration (E_CONFIG)', () => {
     [{ root: '' }, 'root'],
     [{ root: '/x', sync: 'sometimes' }, 'sync'],
     [{ root: '/x', staleLockMs: -5 }, 'staleLockMs'],
+    [{ root: '/x', staleLockMs: 999 }, 'staleLockMs'],
+    [{ root: '/x', staleLockMs: 1500.5 }, 'staleLockMs'],
     [{ root: '/x', logger: { info() {} } }, 'logger'],
     [{ root: '/x', rooot: '/y' }, 'rooot'],
   ])('%o → E_CONFIG naming %s', (config, field) => {
     const result = configCode(config)
     expect(result.startsWith('E_CONFIG')).toBe(true)
     expect(result).toContain(field)
+  })
+
+  test('staleLockMs is at least 1000 (the holder refreshes every third of it); the default is 10000', () => {
+    expect(configCode({ root: '/x', staleLockMs: 1000 })).toBe('ok')
+    expect(configCode({ root: '/x', staleLockMs: 60_000 })).toBe('ok')
+    expect(JsonlConfigSchema.parse({ root: '/x' }).staleLockMs).toBe(10_000)
   })
 
   test('the root is resolved to an absolute path once, without I/O', () => {

@@ -206,15 +206,15 @@ describe('session-jsonl copy', () => {
     await writer.closeAll()
   })
 
-  test('usage: --to is required; ids or --all, not both, not neither; unknown ids fail', async () => {
+  test('usage: --to is required; ids or --all, not both, not neither; an unknown id fails before anything is copied', async () => {
     const { root } = await rootWith(['x'])
     const target = await tmpRoot()
     expect((await run(['--root', root, 'copy', 'x'])).code).toBe(2)
     expect((await run(['--root', root, 'copy', '--to', target])).code).toBe(2)
     expect((await run(['--root', root, 'copy', 'x', '--all', '--to', target])).code).toBe(2)
-    const unknown = await run(['--root', root, 'copy', 'nope', '--to', target])
+    const unknown = await run(['--root', root, 'copy', 'x', 'nope', '--to', target])
     expect(unknown.code).toBe(1)
-    expect(unknown.stderr).toContain('E_NOT_FOUND')
+    expect(unknown.stderr).toMatch(/^session-jsonl: E_NOT_FOUND: .*'nope'/)
     expect((await logs(target)).size).toBe(0)
   })
 

@@ -18,7 +18,22 @@ export interface Io {
 
 /** A session id from an exact id or a unique prefix of one; an ambiguous prefix lists the matches. */
 export async function resolveId(p: SessionStore, given: string): Promise<string> {
+  return matchId((await p.list({ onProblem: () => {} })).map((l) => l.meta.id), given)
+}
+
+/**
+ * Several ids (or prefixes), each resolved once, against one listing; an id that matches no
+ * listed session is refused before anything is done (`E_NOT_FOUND`, naming every such id).
+ */
+export async function resolveListedIds(p: SessionStore, given: readonly string[]): Promise<string[]> {
   const ids = (await p.list({ onProblem: () => {} })).map((l) => l.meta.id)
+  const resolved = [...new Set(given.map((g) => matchId(ids, g)))]
+  const unknown = resolved.filter((id) => !ids.includes(id))
+  if (unknown.length > 0) throw new SessionPersistenceError('E_NOT_FOUND', `no listed session matches ${unknown.map((id) => `'${id}'`).join(', ')}`)
+  return resolved
+}
+
+function matchId(ids: readonly string[], given: string): string {
   if (ids.includes(given)) return given
   const matches = ids.filter((id) => id.startsWith(given))
   if (matches.length === 1) return matches[0]!

@@ -4,7 +4,7 @@ import { realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { isSessionPersistenceError } from '../errors.js'
-import { exportSession, fork, type Io, ls, repair, resolveId, show, tree, verify } from './commands.js'
+import { exportSession, fork, type Io, ls, repair, resolveId, resolveListedIds, show, tree, verify } from './commands.js'
 import { copy, parseDuration, prune, rm } from './maintenance.js'
 import { isPostgresUrl, openRoot, type OpenedRoot } from './open-root.js'
 import { makeStyle } from './render.js'
@@ -152,13 +152,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         let ids: string[]
         if (values.all) {
           ids = (await p.list({ onProblem: (pr) => io.err(`warning: not copied ${pr.path}: ${pr.code}\n`) })).map((l) => l.meta.id)
-        } else {
-          ids = []
-          for (const given of [arg!, ...extra]) {
-            const id = await resolveId(p, given)
-            if (!ids.includes(id)) ids.push(id)
-          }
-        }
+        } else ids = await resolveListedIds(p, [arg!, ...extra])
         target = await openRoot(values.to!, logger)
         return await copy(root, target, io, ids, { json: values.json, skipExisting: values['skip-existing'] })
       }

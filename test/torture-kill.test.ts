@@ -5,17 +5,25 @@ import { expect, test } from 'vitest'
 // The agent runs as a separate process from the built package (npm test builds first).
 import { runKillTorture } from '../dist/torture/kill-runner.js'
 
-test('SIGKILL at random moments (turns, appends, repairs, forks): every acknowledged event survives, 200 kills', async () => {
+test('SIGKILL at random moments and at chosen steps of the start-up load (lock takeover, repair): every acknowledged event survives, 200 kills', async () => {
   const lanes = 2
   const roots = await Promise.all(Array.from({ length: lanes }, () => mkdtemp(join(tmpdir(), 'spj-kill-'))))
   try {
     const reports = await Promise.all(roots.map((root, i) => runKillTorture({ root, kills: 100, seed: 101 + i })))
-    const kills = reports.reduce((a, r) => a + r.kills, 0)
-    const acked = reports.reduce((a, r) => a + r.ackedEvents, 0)
-    console.log(`SIGKILL torture: ${kills} kills, ${acked} acknowledged events checked, 0 lost`)
+    const sum = (f: (r: (typeof reports)[number]) => number) => reports.reduce((a, r) => a + f(r), 0)
+    const kills = sum((r) => r.kills)
+    const acked = sum((r) => r.ackedEvents)
+    console.log(
+      `SIGKILL torture: ${kills} kills (${sum((r) => r.killsDuringLoad)} during a load, ${sum((r) => r.killsDuringRepair)} of them during a repair; ` +
+        `${sum((r) => r.stops)} stopped at a chosen step of the load), ${acked} acknowledged events checked, ${sum((r) => r.lost)} lost`,
+    )
     expect(reports.flatMap((r) => r.failures)).toEqual([])
     expect(kills).toBe(200)
     expect(acked).toBeGreaterThan(10_000)
+    // Verification never repairs: the agents' own loads do, and kills land inside them.
+    expect(sum((r) => r.stops)).toBeGreaterThan(30)
+    expect(sum((r) => r.killsDuringLoad)).toBeGreaterThanOrEqual(sum((r) => r.stops))
+    expect(sum((r) => r.killsDuringRepair)).toBeGreaterThan(10)
   } finally {
     await Promise.all(roots.map((r) => rm(r, { recursive: true, force: true })))
   }

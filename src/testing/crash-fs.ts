@@ -18,11 +18,52 @@ import type { DirEntry, FileHandle, FileStat, FileSystem } from '../fs/file-syst
 export interface CrashFileSystem extends FileSystem {
   /** Called after every operation that changes state (a crash point). */
   onMutation: ((op: string, path: string) => void) | undefined
-  /** Every distinct state a crash right now could leave (deduplicated). */
+  /** Every distinct state a crash right now could leave (deduplicated), up to the bounds. */
   crashImages(options?: { maxImages?: number }): CrashImage[]
+  /** The same states, with a count of the states the bounds left unexplored. */
+  crashStates(options?: { maxImages?: number }): CrashStates
   /** The state with everything written kept (what a clean shutdown leaves). */
   currentImage(): CrashImage
+  /**
+   * Another seam onto this same disk: what a second process sees. Its calls can be paused at an
+   * exact step (`beforeCall`) and the process can die (`kill`); crash points and images cover
+   * every seam's changes.
+   */
+  seam(): CrashSeam
+  /** Moves every modification time `ms` into the past: time passes for every lock and marker. */
+  age(ms: number): void
 }
+
+/** One process's view of a crash-modelled disk. */
+export interface CrashSeam extends FileSystem {
+  /** Awaited before every call of this seam (file-handle calls included), with its operation and path. */
+  beforeCall: ((op: string, path: string) => void | Promise<void>) | undefined
+  /** The process dies: no later call of this seam, or of a file it opened, ever settles. */
+  kill(): void
+  readonly killed: boolean
+}
+
+/**
+ * How much of a crash point's state space `crashStates` did not explore. Every count is of
+ * states (or candidate states) that exist in the model but were not checked.
+ */
+export interface UnexploredStates {
+  /** Combinations of surviving directory entries beyond the enumerated ones (at most 256, over at most 16 entries). */
+  dirCombos: number
+  /** Combinations of the contents of several files with unsynced data, beyond each file alone and all kept. */
+  fileCombos: number
+  /** Distinct states found beyond `maxImages`. */
+  overCap: number
+}
+
+export interface CrashStates {
+  images: CrashImage[]
+  unexplored: UnexploredStates
+}
+
+/** Bounds of one crash point's enumeration (stated, and counted when reached). */
+export const MAX_DIR_ENTRY_CHOICES = 16
+export const MAX_DIR_COMBOS = 256
 
 /** A post-crash state: directories (path → name → inode) and file contents (inode → bytes). */
 export interface CrashImage {
@@ -55,8 +96,12 @@ const BLOCK = 4096
 /** mtimes in a recovered image are this far in the past: a lock left by the crash has no heartbeat. */
 const RECOVERY_AGE_MS = 3_600_000
 
-/** A fresh, empty crash-modelling file system, or one restored from a post-crash image. */
-export function createCrashFileSystem(image?: CrashImage): CrashFileSystem {
+/**
+ * A fresh, empty crash-modelling file system, or one restored from a post-crash image. The
+ * restored files' modification times lie `ageMs` in the past (default one hour): a lock or
+ * marker the crash left has had no heartbeat since.
+ */
+export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: number } = {}): CrashFileSystem {
   const nodes = new Map<number, Node>()
   let nextIno = 1
   const rootIno = nextIno++
@@ -68,7 +113,7 @@ export function createCrashFileSystem(image?: CrashImage): CrashFileSystem {
     for (const p of paths) if (!dirInos.has(p)) dirInos.set(p, nextIno++)
     const fileIno = new Map<number, number>()
     for (const old of image.files.keys()) fileIno.set(old, nextIno++)
-    const age = Date.now() - RECOVERY_AGE_MS
+    const age = Date.now() - (options.ageMs ?? RECOVERY_AGE_MS)
     for (const ino of dirInos.values()) {
       if (ino !== rootIno) nodes.set(ino, { kind: 'dir', ino, entries: new Map(), durable: new Map(), mtimeMs: age })
     }
@@ -90,7 +135,12 @@ export function createCrashFileSystem(image?: CrashImage): CrashFileSystem {
 
   const fs: CrashFileSystem = {
     onMutation: undefined,
-    crashImages: (options) => crashImages(options?.maxImages ?? 4096),
+    crashImages: (opts) => crashStates(opts?.maxImages ?? 4096).images,
+    crashStates: (opts) => crashStates(opts?.maxImages ?? 4096),
+    seam: () => makeSeam(fs),
+    age(ms) {
+      for (const node of nodes.values()) node.mtimeMs -= ms
+    },
     currentImage: () => snapshot((d) => d.entries, (f) => f.current),
     async mkdir(path, _mode) {
       const { parent, name } = parentOf(path, 'mkdir')
@@ -283,7 +333,8 @@ export function createCrashFileSystem(image?: CrashImage): CrashFileSystem {
     return { dirs, files, key: imageKey(dirs, files) }
   }
 
-  function crashImages(maxImages: number): CrashImage[] {
+  function crashStates(maxImages: number): CrashStates {
+    const unexplored: UnexploredStates = { dirCombos: 0, fileCombos: 0, overCap: 0 }
     // 1. Directory entry choices: each entry that differs from the durable map survives or not.
     const dirNodes = [...nodes.values()].filter((n): n is DirNode => n.kind === 'dir')
     const choices: { dir: DirNode; name: string; durable: number | undefined; current: number | undefined }[] = []
@@ -296,8 +347,8 @@ export function createCrashFileSystem(image?: CrashImage): CrashFileSystem {
       }
     }
     const combos: Map<DirNode, Map<string, number>>[] = []
-    const total = 2 ** Math.min(choices.length, 16)
-    for (let mask = 0; mask < total && combos.length < 256; mask++) {
+    const total = 2 ** Math.min(choices.length, MAX_DIR_ENTRY_CHOICES)
+    for (let mask = 0; mask < total && combos.length < MAX_DIR_COMBOS; mask++) {
       const perDir = new Map<DirNode, Map<string, number>>()
       choices.forEach((c, i) => {
         let m = perDir.get(c.dir)
@@ -308,9 +359,11 @@ export function createCrashFileSystem(image?: CrashImage): CrashFileSystem {
       })
       combos.push(perDir)
     }
+    unexplored.dirCombos = 2 ** choices.length - combos.length
     // 2. File content choices for files with unsynced data.
     const variantsOf = (f: FileNode): Buffer[] => contentVariants(f.durable, f.current)
     const seen = new Map<string, CrashImage>()
+    const beyondCap = new Set<string>()
     for (const perDir of combos) {
       const entriesOf = (d: DirNode) => perDir.get(d) ?? d.durable
       const base = snapshot(entriesOf, (f) => f.durable)
@@ -319,17 +372,70 @@ export function createCrashFileSystem(image?: CrashImage): CrashFileSystem {
         .filter((f) => !f.current.equals(f.durable))
       // Every file alone through all its variants (others durable), then all kept / all lost.
       const add = (img: CrashImage) => {
-        if (seen.size < maxImages && !seen.has(img.key)) seen.set(img.key, img)
+        if (seen.has(img.key)) return
+        if (seen.size < maxImages) seen.set(img.key, img)
+        else beyondCap.add(img.key)
       }
       add(base)
+      let product = 1
+      let alone = 0
       for (const f of dirty) {
-        for (const v of variantsOf(f)) {
+        const variants = variantsOf(f)
+        product *= variants.length
+        alone += variants.length - 1
+        for (const v of variants) {
           add(snapshot(entriesOf, (g) => (g === f ? v : g.durable)))
         }
       }
       if (dirty.length > 1) add(snapshot(entriesOf, (g) => g.current))
+      // Every file's content varies independently in the model; only these were visited.
+      unexplored.fileCombos += Math.max(0, product - (1 + alone + (dirty.length > 1 ? 1 : 0)))
     }
-    return [...seen.values()]
+    unexplored.overCap = beyondCap.size
+    return { images: [...seen.values()], unexplored }
+  }
+
+  function makeSeam(base: FileSystem): CrashSeam {
+    const never = new Promise<never>(() => {})
+    const state = { killed: false }
+    const seam: CrashSeam = {
+      beforeCall: undefined,
+      kill() {
+        state.killed = true
+      },
+      get killed() {
+        return state.killed
+      },
+    } as CrashSeam
+    const gate = async (op: string, path: string) => {
+      if (state.killed) await never
+      await seam.beforeCall?.(op, path)
+      if (state.killed) await never
+    }
+    const wrapHandle = (h: FileHandle, path: string): FileHandle => {
+      const out = {} as Record<string, unknown>
+      for (const key of Object.keys(h) as (keyof FileHandle)[]) {
+        const call = h[key] as (...args: unknown[]) => Promise<unknown>
+        out[key] = async (...args: unknown[]) => {
+          await gate(key === 'stat' ? 'fstat' : key, path)
+          return call(...args)
+        }
+      }
+      return out as unknown as FileHandle
+    }
+    const ops = ['mkdir', 'link', 'unlink', 'readdir', 'stat', 'chmod', 'rename', 'utimes', 'readlink', 'syncDir'] as const
+    for (const op of ops) {
+      const call = base[op] as (...args: unknown[]) => Promise<unknown>
+      ;(seam as unknown as Record<string, unknown>)[op] = async (...args: unknown[]) => {
+        await gate(op, String(op === 'link' || op === 'rename' ? args[1] : args[0]))
+        return call(...args)
+      }
+    }
+    seam.open = async (path, flags, mode) => {
+      await gate('open', path)
+      return wrapHandle(await base.open(path, flags, mode), path)
+    }
+    return seam
   }
 
   return fs

@@ -47,7 +47,8 @@ export interface FsCall {
 }
 
 export interface FaultRule {
-  op: FsOp
+  /** The operation (or operations) the rule applies to. */
+  op: FsOp | readonly FsOp[]
   /** Only calls on this path (exact string, RegExp, or predicate). Any path when omitted. */
   path?: string | RegExp | ((path: string) => boolean)
   /** The system error code to fail with, e.g. `EIO`, `ENOSPC`, `EDQUOT`. Omit to only delay. */
@@ -58,6 +59,11 @@ export interface FaultRule {
   times?: number
   /** Wait this long before the call (a slow disk). */
   delayMs?: number
+  /**
+   * Called before each matching call the rule fires for (after `skip`, within `times`), with the
+   * call; the call waits for what it returns. Lets a test stop, pause or signal at an exact step.
+   */
+  before?: (call: FsCall) => void | Promise<void>
 }
 
 export interface FaultInjectingFileSystem extends FileSystem {
@@ -84,7 +90,7 @@ function systemError(code: string, op: FsOp, path: string): NodeJS.ErrnoExceptio
 }
 
 function matches(rule: FaultRule, op: FsOp, path: string): boolean {
-  if (rule.op !== op) return false
+  if (typeof rule.op === 'string' ? rule.op !== op : !rule.op.includes(op)) return false
   const p = rule.path
   if (p === undefined) return true
   if (typeof p === 'string') return p === path
@@ -106,13 +112,15 @@ export function createFaultInjectingFileSystem(base: FileSystem = createNodeFile
   async function gate(op: FsOp, names: string | string[], detail?: string | number): Promise<void> {
     const all = typeof names === 'string' ? [names] : names
     const path = all[all.length - 1] ?? ''
-    calls.push(detail === undefined ? { op, path } : { op, path, detail })
+    const call: FsCall = detail === undefined ? { op, path } : { op, path, detail }
+    calls.push(call)
     for (const rule of rules) {
       if (!all.some((name) => matches(rule, op, name))) continue
       rule.seen++
       if (rule.seen <= (rule.skip ?? 0)) continue
       if (rule.times !== undefined && rule.fired >= rule.times) continue
       rule.fired++
+      if (rule.before) await rule.before(call)
       if (rule.delayMs) await new Promise((r) => setTimeout(r, rule.delayMs))
       if (rule.code) throw systemError(rule.code, op, path)
     }

@@ -16,4 +16,12 @@ export {
   type ToolCallScript,
   type TurnScript,
 } from './reference-host.js'
-export { type CrashFileSystem, type CrashImage, contentVariants, createCrashFileSystem } from './crash-fs.js'
+export {
+  type CrashFileSystem,
+  type CrashImage,
+  type CrashSeam,
+  type CrashStates,
+  type UnexploredStates,
+  contentVariants,
+  createCrashFileSystem,
+} from './crash-fs.js'

@@ -1,8 +1,8 @@
 // The torture's agent process: resumes (or starts) its sessions through the plugin, then runs
 // turns with streamed chunks and tool calls, forks now and then, and after every acknowledged
 // flush prints {"id","count","digest"} — until it is killed.
-import { isSessionPersistenceError, sessionPersistencePlugin } from '../index.js'
-import { createReferenceHost, type ReferenceSession } from '../testing/index.js'
+import { createJsonlPersistence, isSessionPersistenceError, sessionPersistencePlugin } from '../index.js'
+import { createFaultInjectingFileSystem, createReferenceHost, type FsOp, type ReferenceSession } from '../testing/index.js'
 import { HashChain } from './hash-chain.js'
 
 const [root, seedArg, mainId = 'main'] = process.argv.slice(2)
@@ -17,7 +17,25 @@ const rand = () => {
 
 // TORTURE_SYNC=none shows that the checks have teeth: power cuts then lose acknowledged events.
 const sync = process.env.TORTURE_SYNC === 'none' ? 'none' : 'data'
-const plugin = sessionPersistencePlugin({ root, flushDelayMs: 5, sync })
+// TORTURE_STOP_IN_LOAD=n: the agent stops itself (SIGSTOP) just before the n-th file-system
+// call of its start-up load and says so; the runner then kills it there. Kills land at exact
+// steps of the lock takeover and the repair, not only where the timing happens to put them.
+const stopAt = Number(process.env.TORTURE_STOP_IN_LOAD ?? 0)
+const fs = createFaultInjectingFileSystem()
+let loading = false
+let loadCalls = 0
+const ALL_OPS: FsOp[] = ['mkdir', 'open', 'link', 'unlink', 'readdir', 'stat', 'chmod', 'rename', 'utimes', 'readlink', 'syncDir', 'read', 'write', 'sync', 'datasync', 'truncate', 'fstat', 'fchmod', 'close']
+if (stopAt > 0) {
+  fs.inject({
+    op: ALL_OPS,
+    before: (call) => {
+      if (!loading || ++loadCalls !== stopAt) return
+      process.stdout.write(`${JSON.stringify({ phase: 'stopped', id: mainId, op: call.op })}\n`)
+      process.kill(process.pid, 'SIGSTOP')
+    },
+  })
+}
+const plugin = sessionPersistencePlugin({ persistence: createJsonlPersistence({ root, sync, fs }), flushDelayMs: 5 })
 plugin.on('error', (e) => process.stderr.write(`agent error ${e.code}: ${e.message}\n`))
 const host = createReferenceHost({ cwd: '/torture' })
 await plugin.apply(host)
@@ -36,11 +54,23 @@ const acknowledge = async (s: ReferenceSession) => {
   process.stdout.write(`${JSON.stringify({ id: s.meta.id, count: chain.count, digest: chain.digest })}\n`)
 }
 
+// The runner is told when a load (which repairs what the last kill left) starts and ends, so
+// it can tell kills that landed inside one. Writes to a pipe are synchronous on Linux: the
+// announcement is out before the load's first file-system call.
+const phase = (p: 'load' | 'loaded', id: string) => process.stdout.write(`${JSON.stringify({ phase: p, id })}\n`)
+
 async function resume(id: string): Promise<ReferenceSession> {
   try {
-    return track(host.resume(await plugin.persistence.load(id)))
+    phase('load', id)
+    loading = true
+    const loaded = await plugin.persistence.load(id)
+    loading = false
+    phase('loaded', id)
+    return track(host.resume(loaded))
   } catch (err) {
+    loading = false
     if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
+    phase('loaded', id)
     return track(host.startSession({ id }))
   }
 }

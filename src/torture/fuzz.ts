@@ -1,10 +1,11 @@
 import { isDeepStrictEqual } from 'node:util'
-import { computeClosers } from '../core/closers.js'
 import { headerLine } from '../core/meta.js'
 import type { SessionEvent } from '../core/schema.js'
-import { isSessionPersistenceError } from '../errors.js'
+import { isSessionPersistenceError, SessionPersistenceCorruptionError } from '../errors.js'
 import { createJsonlPersistence } from '../jsonl-persistence.js'
+import type { LoadedSession } from '../persistence.js'
 import { createCrashFileSystem } from '../testing/crash-fs.js'
+import { expectLoad, expectedFileAfterLoad, type OracleVerdict } from './log-oracle.js'
 
 export interface FuzzReport {
   cases: number
@@ -57,9 +58,15 @@ function mutate(bytes: Buffer, rand: Rand, forced?: string): { name: string; mut
   const int = (n: number) => Math.floor(rand() * n)
   const starts = lineStarts(bytes)
   const lines = starts.map((s, i) => bytes.subarray(s, starts[i + 1] ?? bytes.length))
-  const kinds = ['truncate-tail', 'flip-byte', 'nul-range', 'invalid-utf8', 'duplicate-line', 'swap-lines', 'delete-line', 'blank-line', 'garbage-tail', 'damage-header']
+  const kinds = ['truncate-tail', 'flip-byte', 'nul-range', 'invalid-utf8', 'duplicate-line', 'swap-lines', 'delete-line', 'blank-line', 'garbage-tail', 'damage-header', 'two-mutations']
   const name = forced ?? kinds[int(kinds.length)]!
   switch (name) {
+    case 'two-mutations': {
+      // Two defects in one log: the rules for the first defect and the commit boundary meet.
+      const once = mutate(bytes, rand, kinds[int(kinds.length - 1)]!)
+      if (lineStarts(once.mutant).length < 3) return { name, mutant: once.mutant }
+      return { name, mutant: mutate(once.mutant, rand, kinds[int(kinds.length - 1)]!).mutant }
+    }
     case 'truncate-tail': {
       const from = starts[Math.max(1, starts.length - 3)] ?? 0
       return { name, mutant: bytes.subarray(0, from + int(bytes.length - from)) }
@@ -140,36 +147,83 @@ async function readAll(fs: Awaited<ReturnType<typeof fsWith>>): Promise<Buffer> 
   return buf
 }
 
-/** Checks one mutant; returns its outcome or a failure. */
+const sameEvents = (a: readonly SessionEvent[], b: readonly SessionEvent[]) => isDeepStrictEqual(a, b)
+
+/** What a repair report must say for a verdict that loads (undefined: no report at all). */
+function expectedReport(v: Exclude<OracleVerdict, { refuse: string }>, persisted: boolean) {
+  if (v.cutAt === undefined && v.closers.length === 0) return undefined
+  return {
+    persisted,
+    ...(v.cutAt === undefined ? {} : { truncatedAtByte: v.cutAt }),
+    droppedBytes: v.droppedBytes,
+    droppedLines: v.droppedLines,
+    droppedTurnEnds: v.droppedTurnEnds,
+    closers: v.closers,
+  }
+}
+
+function reportProblem(got: LoadedSession['repair'], want: ReturnType<typeof expectedReport>): string | undefined {
+  if (want === undefined) return got === undefined ? undefined : `a repair was reported where the bytes need none: ${JSON.stringify(got)}`
+  if (got === undefined) return `no repair reported, expected ${JSON.stringify({ ...want, closers: want.closers.length })}`
+  const { reason: _reason, ...rest } = got
+  return isDeepStrictEqual(rest, want) ? undefined : `repair report ${JSON.stringify({ ...rest, closers: rest.closers.length })}, expected ${JSON.stringify({ ...want, closers: want.closers.length })}`
+}
+
+/**
+ * Checks one mutant against what its own bytes say (log-oracle.ts): `inspect` and `load` must
+ * keep exactly the valid prefix the oracle reads, with exactly the closers the oracle computes,
+ * cut exactly where it says and leave exactly the bytes it expects — or refuse with the code,
+ * line and byte it names, the file untouched. Returns the outcome or a failure.
+ */
 async function checkMutant(original: SessionEvent[], mutant: Buffer): Promise<'ok' | 'refused' | 'undetectable' | string> {
+  const verdict = expectLoad(mutant, 'f')
   const fs = await fsWith(mutant)
   const p = createJsonlPersistence({ root: ROOT, fs })
-  let inspected: Awaited<ReturnType<typeof p.inspect>> | undefined
-  let inspectCode: string | undefined
-  try {
-    inspected = await p.inspect('f')
-  } catch (err) {
-    if (!isSessionPersistenceError(err)) return `inspect threw a foreign error: ${String(err)}`
-    inspectCode = err.code
+  const refusal = (err: unknown, what: string): string | undefined => {
+    if (!isSessionPersistenceError(err)) return `${what} threw a foreign error: ${String(err)}`
+    if (!verdict.refuse) return `${what} refused (${err.code}: ${err.message}) a log whose bytes hold a loadable prefix`
+    if (err.code !== verdict.refuse) return `${what} refused with ${err.code}, the bytes say ${verdict.refuse}`
+    if (err instanceof SessionPersistenceCorruptionError && (err.line !== verdict.line || err.byteOffset !== verdict.byteOffset)) {
+      return `${what} refused at line ${err.line} byte ${err.byteOffset}, the bytes say line ${verdict.line} byte ${verdict.byteOffset}`
+    }
+    return undefined
   }
   try {
-    const loaded = await p.load('f')
-    if (inspectCode) return `inspect refused (${inspectCode}) but load accepted`
-    if (!isDeepStrictEqual(loaded.events, inspected?.events)) return 'inspect and load disagree'
-    const closers = loaded.repair?.closers ?? []
-    const kept = loaded.events.slice(0, loaded.events.length - closers.length)
-    if (kept.length > original.length) return `loaded ${kept.length} events from a log of ${original.length}`
-    if (!isDeepStrictEqual(closers, computeClosers(kept, loaded.meta.createdAt))) return 'wrong closers'
+    let inspected: LoadedSession | undefined
+    try {
+      inspected = await p.inspect('f')
+    } catch (err) {
+      const problem = refusal(err, 'inspect')
+      if (problem) return problem
+    }
+    if (inspected && verdict.refuse) return `inspect accepted a log the bytes say is ${verdict.refuse} at line ${verdict.line}`
+    let loaded: LoadedSession
+    try {
+      loaded = await p.load('f')
+    } catch (err) {
+      const problem = refusal(err, 'load')
+      if (problem) return problem
+      if (!(await readAll(fs)).equals(mutant)) return 'a refused log was modified'
+      return 'refused'
+    }
+    if (verdict.refuse) return `load accepted a log the bytes say is ${verdict.refuse} at line ${verdict.line}`
+    const want = [...verdict.kept, ...verdict.closers]
+    if (!inspected || !sameEvents(inspected.events, want)) return 'inspect returned other events than the bytes hold'
+    const inspectProblem = reportProblem(inspected.repair, expectedReport(verdict, false))
+    if (inspectProblem) return `inspect: ${inspectProblem}`
+    if (!sameEvents(loaded.events, want)) {
+      const at = loaded.events.findIndex((e, i) => !isDeepStrictEqual(e, want[i]))
+      return `load returned ${loaded.events.length} events, the bytes hold ${verdict.kept.length} plus ${verdict.closers.length} closers (first difference at ${at})`
+    }
+    const loadProblem = reportProblem(loaded.repair, expectedReport(verdict, true))
+    if (loadProblem) return `load: ${loadProblem}`
+    if (!(await readAll(fs)).equals(expectedFileAfterLoad(mutant, verdict))) return 'the repaired file holds other bytes than the kept prefix plus the closers'
     await p.close('f')
     const again = await p.load('f')
-    if (again.repair !== undefined || !isDeepStrictEqual(again.events, loaded.events)) return 'a second load changed something'
-    return isDeepStrictEqual(kept, original.slice(0, kept.length)) ? 'ok' : 'undetectable'
-  } catch (err) {
-    if (!isSessionPersistenceError(err)) return `load threw a foreign error: ${String(err)}`
-    if (err.code !== 'E_CORRUPT' && err.code !== 'E_FORMAT_UNSUPPORTED') return `load rejected with ${err.code}: ${err.message}`
-    if (inspectCode !== err.code) return `load refused with ${err.code}, inspect with ${inspectCode ?? 'nothing'}`
-    if (!(await readAll(fs)).equals(mutant)) return 'a refused log was modified'
-    return 'refused'
+    if (again.repair !== undefined || !sameEvents(again.events, loaded.events)) return 'a second load changed something'
+    // Counted, not failed: a mutation that leaves valid lines with other content is invisible
+    // to format v0, which has no checksums.
+    return sameEvents(verdict.kept, original.slice(0, verdict.kept.length)) && verdict.kept.length <= original.length ? 'ok' : 'undetectable'
   } finally {
     await p.closeAll()
   }

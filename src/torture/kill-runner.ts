@@ -6,6 +6,14 @@ import { HashChain } from './hash-chain.js'
 
 export interface KillReport {
   kills: number
+  /** Kills that landed while the agent was loading a session (after it announced the load, before it resolved). */
+  killsDuringLoad: number
+  /** Of those, kills whose load had a repair to do (a torn tail to cut or closers to append). */
+  killsDuringRepair: number
+  /** Agents that stopped themselves at a chosen step of their start-up load and were killed there. */
+  stops: number
+  /** Agents that started on a session whose log needed a repair (a torn tail or an open turn). */
+  repairsAttempted: number
   sessions: number
   /** Acknowledged events checked after the last kill (the whole acknowledged history). */
   ackedEvents: number
@@ -21,53 +29,88 @@ export interface RunningAgent {
   child: ChildProcess
   /** Resolves at the agent's first acknowledgement (it has resumed its session). */
   ready: Promise<void>
+  /** Resolves when the agent announces that it starts loading a session. */
+  loading: Promise<void>
+  /** Resolves when the agent has stopped itself inside its load (`stopInLoad`). */
+  stopped: Promise<void>
+  /** Resolves once the process has exited and its output has been read to the end. */
   exited: Promise<number | null>
   /** Sessions the agent acknowledged something of. */
   touched: Set<string>
+  /** The session being loaded right now (announced, not yet resolved), if any. */
+  inLoad: () => string | undefined
   stderr: () => string
 }
 
 /** Starts the torture agent; every acknowledgement it prints is recorded in `acked`. */
-export function startAgent(root: string, seed: number, mainId: string, acked: Acked): RunningAgent {
-  const child = spawn(process.execPath, [AGENT, root, String(seed), mainId], { stdio: ['ignore', 'pipe', 'pipe'] })
+export function startAgent(root: string, seed: number, mainId: string, acked: Acked, options: { stopInLoad?: number } = {}): RunningAgent {
+  const env = options.stopInLoad ? { ...process.env, TORTURE_STOP_IN_LOAD: String(options.stopInLoad) } : process.env
+  const child = spawn(process.execPath, [AGENT, root, String(seed), mainId], { stdio: ['ignore', 'pipe', 'pipe'], env })
   let err = ''
   child.stderr!.on('data', (d: Buffer) => {
     err += d.toString()
   })
   const touched = new Set<string>([mainId])
+  let loadingNow: string | undefined
   let ready!: () => void
+  let loading!: () => void
+  let stopped!: () => void
   const readyP = new Promise<void>((r) => (ready = r))
+  const loadingP = new Promise<void>((r) => (loading = r))
+  const stoppedP = new Promise<void>((r) => (stopped = r))
   createInterface({ input: child.stdout! }).on('line', (line) => {
-    ready()
-    let msg: { id: string; count: number; digest: string }
+    let msg: { id: string; count?: number; digest?: string; phase?: 'load' | 'loaded' | 'stopped' }
     try {
       msg = JSON.parse(line)
     } catch {
       return // a line torn by the kill
     }
+    if (msg.phase === 'load') {
+      loadingNow = msg.id
+      loading()
+      return
+    }
+    if (msg.phase === 'stopped') {
+      stopped()
+      return
+    }
+    if (msg.phase === 'loaded') {
+      loadingNow = undefined
+      return
+    }
+    if (typeof msg.count !== 'number' || typeof msg.digest !== 'string') return
+    ready()
     touched.add(msg.id)
     const prev = acked.get(msg.id)
     if (!prev || msg.count >= prev.count) acked.set(msg.id, { count: msg.count, digest: msg.digest })
   })
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  return { child, ready: readyP, exited, touched, stderr: () => err }
+  // 'close' comes after the output has been read to the end: the last phase seen is the last written.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
+  return { child, ready: readyP, loading: loadingP, stopped: stoppedP, exited, touched, inLoad: () => loadingNow, stderr: () => err }
 }
 
-/** Loads every acknowledged session (or only `only`) and checks its acknowledged events. */
-export async function verifyAcked(root: string, acked: Acked, only?: Set<string>): Promise<string | undefined> {
+/**
+ * Checks every acknowledged session (or only `only`) with `inspect`, which never writes: a
+ * torn tail or an open turn is left for the next agent's own load to repair. Returns a problem,
+ * or the ids whose logs a load would repair.
+ */
+export async function verifyAcked(root: string, acked: Acked, only?: Set<string>, mode: 'inspect' | 'load' = 'inspect'): Promise<{ problem?: string; needsRepair: Set<string> }> {
   const p = createJsonlPersistence({ root })
+  const needsRepair = new Set<string>()
   try {
     for (const [id, a] of acked) {
       if (only && !only.has(id)) continue
       if (a.count === 0) continue // nothing acknowledged yet: nothing was ever materialized
-      const loaded = await p.load(id)
-      if (loaded.events.length < a.count) return `${id}: ${a.count - loaded.events.length} acknowledged events lost`
-      if (HashChain.of(loaded.events, a.count).digest !== a.digest) return `${id}: acknowledged events lost or changed`
-      await p.close(id)
+      const loaded = mode === 'inspect' ? await p.inspect(id) : await p.load(id)
+      if (loaded.repair) needsRepair.add(id)
+      const kept = loaded.events.length - (loaded.repair?.closers.length ?? 0)
+      if (kept < a.count) return { problem: `${id}: ${a.count - kept} acknowledged events lost`, needsRepair }
+      if (HashChain.of(loaded.events, a.count).digest !== a.digest) return { problem: `${id}: acknowledged events lost or changed`, needsRepair }
+      if (mode === 'load') await p.close(id)
     }
-    return undefined
+    return { needsRepair }
   } catch (err) {
-    return `load failed: ${String(err)}`
+    return { problem: `${mode} failed: ${String(err)}`, needsRepair }
   } finally {
     await p.closeAll()
   }
@@ -88,36 +131,66 @@ export function countAcked(acked: Acked): number {
 }
 
 /**
- * Runs the torture agent in a child process and kills it with SIGKILL at a random moment, `kills`
- * times; after every kill, loads the sessions it touched in this process and checks that each
- * event the agent saw acknowledged is present and unchanged (hash chain). The next agent resumes
- * from there. Everything is checked once more at the end.
+ * Runs the torture agent in a child process and kills it with SIGKILL, `kills` times; after
+ * every kill, inspects (never repairs) the sessions it touched and checks that each event the
+ * agent saw acknowledged is present and unchanged (hash chain). The next agent resumes from
+ * there with its own load, which repairs what the kill left: one kill in three is aimed at that
+ * load (sent as soon as the agent announces it), so kills land inside repairs. At the end every
+ * session is loaded (repaired) and checked once more.
  */
 export async function runKillTorture(options: { root: string; kills: number; seed?: number; maxDelayMs?: number }): Promise<KillReport> {
   const acked: Acked = new Map()
   const failures: string[] = []
   const rand = lcg(options.seed ?? 1)
   let kills = 0
+  let killsDuringLoad = 0
+  let killsDuringRepair = 0
+  let repairsAttempted = 0
+  let needsRepair = new Set<string>()
+  let stops = 0
   for (let k = 0; k < options.kills; k++) {
-    const agent = startAgent(options.root, Math.floor(rand() * 2 ** 31), `main-${Math.floor(k / 25)}`, acked)
-    // Most kills land while turns, appends and forks run; one in six lands during start-up,
-    // where the agent loads (and repairs) what the previous kill left.
-    const duringStartup = rand() < 1 / 6
-    if (!duringStartup) await Promise.race([agent.ready, agent.exited])
-    const delay = Math.floor(rand() * (duringStartup ? 400 : (options.maxDelayMs ?? 150)))
-    const early = await Promise.race([agent.exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), delay))])
-    if (early) {
+    const mainId = `main-${Math.floor(k / 25)}`
+    // A third of the agents stop themselves before the n-th file-system call of their start-up
+    // load (its lock takeover, its repair) and are killed right there; the rest are killed at a
+    // random moment while turns, appends and forks run.
+    const stopInLoad = rand() < 1 / 3 ? 1 + Math.floor(rand() * 24) : undefined
+    const agent = startAgent(options.root, Math.floor(rand() * 2 ** 31), mainId, acked, { stopInLoad })
+    const first = await Promise.race([agent.stopped.then(() => 'stopped' as const), agent.ready.then(() => 'ready' as const), agent.exited.then(() => 'exited' as const)])
+    if (first === 'stopped') stops++
+    if (first === 'ready') {
+      // The delay only picks the moment of the kill; nothing waits on it for correctness.
+      const delay = Math.floor(rand() * (options.maxDelayMs ?? 150))
+      await Promise.race([agent.exited, new Promise((r) => setTimeout(r, delay))])
+    }
+    if (agent.child.exitCode !== null || first === 'exited') {
       failures.push(`agent exited by itself before the kill: ${agent.stderr().trim().split('\n').slice(-3).join(' | ')}`)
       break
     }
     agent.child.kill('SIGKILL')
     await agent.exited
     kills++
-    const problem = await verifyAcked(options.root, acked, agent.touched)
-    if (problem) failures.push(`after kill ${kills}: ${problem}`)
+    if (needsRepair.has(mainId)) repairsAttempted++
+    const interrupted = agent.inLoad()
+    if (interrupted !== undefined) {
+      killsDuringLoad++
+      if (needsRepair.has(interrupted)) killsDuringRepair++
+    }
+    const checked = await verifyAcked(options.root, acked, agent.touched)
+    needsRepair = checked.needsRepair
+    if (checked.problem) failures.push(`after kill ${kills}: ${checked.problem}`)
     if (failures.length >= 5) break
   }
-  const final = await verifyAcked(options.root, acked)
-  if (final) failures.push(`final check: ${final}`)
-  return { kills, sessions: acked.size, ackedEvents: countAcked(acked), lost: failures.filter((f) => f.includes('lost')).length, failures }
+  const final = await verifyAcked(options.root, acked, undefined, 'load')
+  if (final.problem) failures.push(`final check: ${final.problem}`)
+  return {
+    kills,
+    killsDuringLoad,
+    killsDuringRepair,
+    stops,
+    repairsAttempted,
+    sessions: acked.size,
+    ackedEvents: countAcked(acked),
+    lost: failures.filter((f) => f.includes('lost')).length,
+    failures,
+  }
 }

@@ -85,7 +85,8 @@ export async function runPowerCuts(config: PowerCutConfig, cuts: number, seed = 
       await agent.exited
       umount()
       mount() // journal replay
-      const problem = await verifyAcked(root, acked)
+      // Checked read-only: the next agent's own load repairs what the cut left.
+      const { problem } = await verifyAcked(root, acked)
       umount()
       done++
       if (problem) failures.push(`cut ${c + 1}: ${problem}`)

@@ -234,6 +234,23 @@ describe('the recorder around failures and misuse', () => {
     expect(session.messages.at(-1)).toMatchObject({ role: 'tool', content: [{ toolCallId: 'w1', output: { type: 'error-text' } }] })
   })
 
+  it('records a client-side tool result given as the next turn input, answering the open call', async () => {
+    const session = await openAiSdkSession({ persistence: createMemoryPersistence(), sessionId: 'client' })
+    const ask = tool({ inputSchema: jsonSchema<{ q: string }>({ type: 'object' }) }) // no execute: the app answers
+    const first = scriptedModel([{ calls: [{ id: 'q1', name: 'ask', input: { q: 'color?' } }] }])
+    const t1 = session.turn('Pick a color')
+    await generateText({ model: first.model, tools: { ask }, ...t1.settings })
+    await t1.done
+    expect(session.messages.at(-1)).toMatchObject({ role: 'tool', content: [{ toolCallId: 'q1', output: { type: 'error-text' } }] })
+    const second = scriptedModel([{ text: 'Blue it is.' }])
+    const t2 = session.turn({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'q1', toolName: 'ask', output: { type: 'text', value: 'blue' } }] })
+    await generateText({ model: second.model, tools: { ask }, ...t2.settings })
+    await t2.done
+    const results = second.prompts[0]!.filter((m) => m.role === 'tool').flatMap((m) => m.content)
+    expect(results).toEqual([expect.objectContaining({ toolCallId: 'q1', output: { type: 'text', value: 'blue' } })])
+    expect(types(session.events).filter((t) => t === 'tool/result')).toHaveLength(1)
+  })
+
   it('gives a second instance over the same root E_LOCKED while the first writes', async () => {
     const root = await tmpRoot()
     const a = createJsonlPersistence({ root, sync: 'none' })

@@ -1,24 +1,25 @@
-import { resolve } from 'node:path'
+import { dirname, resolve } from 'node:path'
+import { syncDir } from './core/durable.js'
 import { findLogs, findOneLog } from './core/find-logs.js'
+import { assertSeedLength, forkMeta } from './core/fork-point.js'
 import { encodeSessionId } from './core/id-encoding.js'
 import { listSessions } from './core/list-sessions.js'
 import { LogWriter } from './core/log-writer.js'
 import { defaultLogger } from './core/logger.js'
 import { materialize } from './core/materialize.js'
-import { syncDir } from './core/durable.js'
 import { headerLine, metaFromHeader, validateMeta } from './core/meta.js'
 import { logPath } from './core/paths.js'
-import { dirname } from 'node:path'
 import { type PreparedBatch, prepareBatch } from './core/prepare-batch.js'
 import { rawLogFromBytes, rawLogToBytes } from './core/raw-log.js'
+import { readRange } from './core/read-range.js'
 import { planRepair } from './core/repair-plan.js'
 import { scanLog } from './core/scan-log.js'
-import { SerialOps } from './core/serial.js'
 import { describeZodError, type JsonlConfig, JsonlConfigSchema, type SessionEvent, type SessionMeta } from './core/schema.js'
 import type { StoreContext } from './core/store-context.js'
+import { alreadyTracked, newTracked, notWritable, type Tracked } from './core/tracked.js'
 import { ioError, isSessionPersistenceError, SessionPersistenceError } from './errors.js'
 import { createNodeFileSystem } from './fs/node-file-system.js'
-import { type HeldLock, SessionLocks } from './lock/session-lock.js'
+import { SessionLocks } from './lock/session-lock.js'
 import type {
   ForkChild,
   JsonlLocation,
@@ -35,23 +36,6 @@ interface ReadOptions {
   closeOpenTurn: boolean
   /** Keep each valid event's end offset (fork copies the seed by offset). */
   keepEventEnds: boolean
-}
-
-/** One session this instance writes (or is about to): created, loaded or forked here. */
-interface Tracked {
-  readonly id: string
-  /** Serializes every operation of the session (load, fork, appends, close). */
-  readonly ops: SerialOps
-  meta: SessionMeta | undefined
-  path: string | undefined
-  /** Seq the next append must start with. */
-  nextSeq: number
-  /** Undefined until the first append materializes the log (or a load/fork opens it). */
-  writer: LogWriter | undefined
-  lock: HeldLock | undefined
-  /** Set when a failed materialization could not be undone. */
-  broken: SessionPersistenceError | undefined
-  closing: Promise<void> | undefined
 }
 
 /**
@@ -239,62 +223,24 @@ class JsonlPersistence implements JsonlSessionPersistence {
 
   async fork(parentId: string, child: ForkChild): Promise<SessionMeta> {
     encodeSessionId(parentId)
-    const { seedLength } = child
-    if (!Number.isSafeInteger(seedLength) || seedLength < 0) {
-      throw new SessionPersistenceError('E_INVALID_META', `seedLength must be a non-negative integer`, {
-        sessionId: child.id,
-      })
-    }
+    assertSeedLength(child)
     encodeSessionId(child.id)
     const s = this.#track(child.id, 'E_EXISTS')
     return this.#run(s, async () => {
+      // The parent is only read; an absent parent takes no lock.
       const parentPath = await findOneLog(this.#ctx, parentId)
       const { scan } = await this.#read(parentId, parentPath, { closeOpenTurn: false, keepEventEnds: true })
-      const stored = scan.events.length
-      if (seedLength > stored || (seedLength > 0 && scan.events[seedLength - 1]?.type !== 'turn/end')) {
-        throw new SessionPersistenceError(
-          'E_BAD_FORK_POINT',
-          seedLength > stored
-            ? `session '${parentId}' has ${stored} valid events; cannot fork at ${seedLength}`
-            : `event ${seedLength - 1} of session '${parentId}' is not a turn/end; fork at 0 or just after a turn/end`,
-          { sessionId: parentId, path: parentPath },
-        )
-      }
-      const parent = scan.header
-      const cwd = child.cwd ?? parent.cwd
-      const meta = validateMeta({
-        id: child.id,
-        createdAt: child.createdAt ?? Date.now(),
-        ...(cwd === undefined ? {} : { cwd }),
-        parentSession: parentId,
-        seedLength,
-        delegationDepth: parent.delegationDepth,
-      })
+      const meta = forkMeta({ id: parentId, path: parentPath, scan }, child)
       const path = logPath(this.#ctx.root, meta.id, meta.cwd)
       await this.#assertNoLog(meta.id, path)
-      Object.assign(s, { meta, path, nextSeq: seedLength })
-      if (seedLength === 0) return meta // nothing to write: the lock is taken at the first append
+      Object.assign(s, { meta, path, nextSeq: child.seedLength })
+      if (child.seedLength === 0) return meta // nothing to write: the lock is taken at the first append
       s.lock = await this.#locks.acquire(meta.id)
-      const seed = await this.#readRange(parentPath, scan.headerBytes, scan.eventEnds?.[seedLength - 1] ?? 0)
-      s.writer = await this.#materialize(s, path, Buffer.concat([Buffer.from(headerLine(meta)), seed]), () => this.#assertNoLog(meta.id, path))
+      const seed = await readRange(this.#ctx, parentPath, scan.headerBytes, scan.eventEnds?.[child.seedLength - 1] ?? 0)
+      const bytes = Buffer.concat([Buffer.from(headerLine(meta)), seed])
+      s.writer = await this.#materialize(s, path, bytes, () => this.#assertNoLog(meta.id, path))
       return meta
     })
-  }
-
-  async #readRange(path: string, from: number, to: number): Promise<Buffer> {
-    const handle = await this.#ctx.fs.open(path, 'r')
-    try {
-      const buf = Buffer.alloc(to - from)
-      let done = 0
-      while (done < buf.length) {
-        const n = await handle.read(buf, done, buf.length - done, from + done)
-        if (n === 0) throw Object.assign(new Error(`${path} shrank while it was being read`), { code: 'EIO' })
-        done += n
-      }
-      return buf
-    } finally {
-      await handle.close()
-    }
   }
 
   close(id: string): Promise<void> {
@@ -332,7 +278,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
       const path = await findOneLog(this.#ctx, id)
       // Read as inspect reads: committed damage is refused, a torn tail is left out, no closers.
       const { scan } = await this.#read(id, path, { closeOpenTurn: false, keepEventEnds: false })
-      return rawLogFromBytes(id, await this.#readRange(path, 0, scan.validEnd))
+      return rawLogFromBytes(id, await readRange(this.#ctx, path, 0, scan.validEnd))
     } catch (err) {
       throw this.#wrap(err, `read the raw log of session '${id}'`)
     }
@@ -359,26 +305,8 @@ class JsonlPersistence implements JsonlSessionPersistence {
 
   /** Registers `id` synchronously, so a concurrent create/load/fork of it is refused with `code`. */
   #track(id: string, code: 'E_EXISTS' | 'E_SESSION_LIVE'): Tracked {
-    if (this.#sessions.has(id)) {
-      throw new SessionPersistenceError(
-        code,
-        code === 'E_EXISTS'
-          ? `session '${id}' is already open in this instance`
-          : `session '${id}' is being written by this instance; close it before loading it again`,
-        { sessionId: id },
-      )
-    }
-    const s: Tracked = {
-      id,
-      ops: new SerialOps(),
-      meta: undefined,
-      path: undefined,
-      nextSeq: 0,
-      writer: undefined,
-      lock: undefined,
-      broken: undefined,
-      closing: undefined,
-    }
+    if (this.#sessions.has(id)) throw alreadyTracked(id, code)
+    const s = newTracked(id)
     this.#sessions.set(id, s)
     return s
   }
@@ -409,12 +337,4 @@ class JsonlPersistence implements JsonlSessionPersistence {
     if (isSessionPersistenceError(err)) return err
     return ioError(err, what, { sessionId: s?.id, path: s?.path })
   }
-}
-
-function notWritable(id: string): SessionPersistenceError {
-  return new SessionPersistenceError(
-    'E_NOT_FOUND',
-    `session '${id}' is not open for appends in this instance (create, load or fork it first)`,
-    { sessionId: id },
-  )
 }

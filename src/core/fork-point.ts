@@ -1,0 +1,43 @@
+import { SessionPersistenceError } from '../errors.js'
+import type { ForkChild } from '../persistence.js'
+import { validateMeta } from './meta.js'
+import type { LogScan } from './scan-log.js'
+import type { SessionMeta } from './schema.js'
+
+/** `E_INVALID_META` unless `seedLength` is a non-negative integer. */
+export function assertSeedLength(child: ForkChild): void {
+  const { seedLength } = child
+  if (!Number.isSafeInteger(seedLength) || seedLength < 0) {
+    throw new SessionPersistenceError('E_INVALID_META', `seedLength must be a non-negative integer`, {
+      sessionId: child.id,
+    })
+  }
+}
+
+/**
+ * The child's meta, once the fork point is checked against the parent's valid events:
+ * `E_BAD_FORK_POINT` past the end, or not `0` and not just after a `turn/end`.
+ */
+export function forkMeta(parent: { id: string; path: string; scan: LogScan }, child: ForkChild): SessionMeta {
+  const { seedLength } = child
+  const { events, header } = parent.scan
+  const stored = events.length
+  if (seedLength > stored || (seedLength > 0 && events[seedLength - 1]?.type !== 'turn/end')) {
+    throw new SessionPersistenceError(
+      'E_BAD_FORK_POINT',
+      seedLength > stored
+        ? `session '${parent.id}' has ${stored} valid events; cannot fork at ${seedLength}`
+        : `event ${seedLength - 1} of session '${parent.id}' is not a turn/end; fork at 0 or just after a turn/end`,
+      { sessionId: parent.id, path: parent.path },
+    )
+  }
+  const cwd = child.cwd ?? header.cwd
+  return validateMeta({
+    id: child.id,
+    createdAt: child.createdAt ?? Date.now(),
+    ...(cwd === undefined ? {} : { cwd }),
+    parentSession: parent.id,
+    seedLength,
+    delegationDepth: header.delegationDepth,
+  })
+}

@@ -1,0 +1,56 @@
+import { SessionPersistenceError } from '../errors.js'
+import type { HeldLock } from '../lock/lease.js'
+import type { LogWriter } from './log-writer.js'
+import type { SessionMeta } from './schema.js'
+import { SerialOps } from './serial.js'
+
+/** One session an instance writes (or is about to): created, loaded, forked or being deleted there. */
+export interface Tracked {
+  readonly id: string
+  /** Serializes every operation of the session (load, fork, appends, close). */
+  readonly ops: SerialOps
+  meta: SessionMeta | undefined
+  path: string | undefined
+  /** Seq the next append must start with. */
+  nextSeq: number
+  /** Undefined until the first append materializes the log (or a load/fork opens it). */
+  writer: LogWriter | undefined
+  lock: HeldLock | undefined
+  /** Set when a failed materialization could not be undone. */
+  broken: SessionPersistenceError | undefined
+  closing: Promise<void> | undefined
+}
+
+export function newTracked(id: string): Tracked {
+  return {
+    id,
+    ops: new SerialOps(),
+    meta: undefined,
+    path: undefined,
+    nextSeq: 0,
+    writer: undefined,
+    lock: undefined,
+    broken: undefined,
+    closing: undefined,
+  }
+}
+
+/** `E_NOT_FOUND` for an append to a session this instance has not opened. */
+export function notWritable(id: string): SessionPersistenceError {
+  return new SessionPersistenceError(
+    'E_NOT_FOUND',
+    `session '${id}' is not open for appends in this instance (create, load or fork it first)`,
+    { sessionId: id },
+  )
+}
+
+/** `code` when `id` is already tracked by this instance. */
+export function alreadyTracked(id: string, code: 'E_EXISTS' | 'E_SESSION_LIVE'): SessionPersistenceError {
+  return new SessionPersistenceError(
+    code,
+    code === 'E_EXISTS'
+      ? `session '${id}' is already open in this instance`
+      : `session '${id}' is being written by this instance; close it before loading it again`,
+    { sessionId: id },
+  )
+}

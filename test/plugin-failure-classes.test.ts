@@ -1,5 +1,8 @@
+import { unlink, access } from 'node:fs/promises'
+import { join } from 'node:path'
 import { afterEach, describe, expect, test, vi } from 'vitest'
 import {
+  encodeSessionId,
   EventRefusedError,
   isSessionPersistenceError,
   type JsonValue,
@@ -118,6 +121,31 @@ describe('passing failures are retried, reported once, and their recovery report
     expect(after.filter((c) => c.op === 'load').every((c) => (c.options as { closeOpenTurn?: boolean }).closeOpenTurn === false)).toBe(true)
     expect(errors.map((e) => e.code)).toEqual(['E_LOCKED']) // once, not once per retry
     expect(recovered).toEqual([['unlocked', 'E_LOCKED']])
+    await plugin.dispose()
+  })
+
+  test('regression: a lock file removed by hand under the JSONL backend is noticed, and the session re-adopted and written again', async () => {
+    // The lease's clock is faked too: past staleLockMs / 2 without a refresh, the next append confirms the lock first.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+    const { plugin, host, root, stored, errors, scripted } = await pluginSetup({ flushDelayMs: 100 })
+    const recovered: string[] = []
+    plugin.on('recovered', (_id, after) => recovered.push(after.code))
+    const s = host.startSession({ id: 'hand-removed' })
+    s.runTurn(oneTurn(1))
+    await plugin.flush()
+    const lockFile = join(root, '.locks', `${encodeSessionId('hand-removed')}.lock`)
+    await unlink(lockFile)
+    vi.advanceTimersByTime(1_000) // staleLockMs of the setup
+    s.runTurn(oneTurn(2))
+    expect(await plugin.flush('hand-removed').catch((e: unknown) => (e as SessionPersistenceError).code)).toBe('E_LOCKED')
+    const written = scripted.next((c) => c.op === 'append' && c.outcome === 'ok')
+    await vi.advanceTimersByTimeAsync(5_000)
+    await written
+    await plugin.flush()
+    expect(await stored('hand-removed')).toEqual(s.events)
+    expect(errors.map((e) => e.code)).toEqual(['E_LOCKED'])
+    expect(recovered).toEqual(['E_LOCKED'])
+    await access(lockFile) // the re-adoption took the lock again
     await plugin.dispose()
   })
 

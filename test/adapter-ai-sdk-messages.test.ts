@@ -5,6 +5,7 @@ import { messagesToDrafts, toAiSdkMessages, WRAPPED_PART } from '../src/adapters
 import { computeClosers, INTERRUPTED_TOOL_TEXT } from '../src/core/closers.js'
 import type { JsonValue, SessionEvent } from '../src/core/schema.js'
 import { UNANSWERED_TOOL_TEXT } from '../src/history.js'
+import { createMemoryPersistence } from '../src/testing/memory-persistence.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
 
 let clock = 0
@@ -179,6 +180,21 @@ describe('round trips (property-based)', () => {
         expect(toAiSdkMessages(asEvents(messages))).toEqual(messages)
       }),
       { numRuns: 300 },
+    )
+  })
+
+  it('messages → events → a backend → messages gives the messages back (what is written is plain JSON)', async () => {
+    let n = 0
+    await fc.assert(
+      fc.asyncProperty(conversation.filter((m) => m.length > 0), async (messages) => {
+        const persistence = createMemoryPersistence()
+        const id = `rt-${n++}`
+        await persistence.create({ id, createdAt: 0, delegationDepth: 0 })
+        await persistence.append(id, asEvents(messages))
+        await persistence.close(id)
+        expect(toAiSdkMessages((await persistence.load(id)).events)).toEqual(messages)
+      }),
+      { numRuns: 150 },
     )
   })
 

@@ -256,10 +256,22 @@ describe('the recorder around failures and misuse', () => {
     const a = createJsonlPersistence({ root, sync: 'none' })
     const b = createJsonlPersistence({ root, sync: 'none' })
     const first = await openAiSdkSession({ persistence: a, sessionId: 'shared' })
+    const seen: string[] = []
+    const tools = {
+      add: tool({
+        inputSchema: jsonSchema<{ a: number; b: number }>({ type: 'object' }),
+        execute: async ({ a: x, b: y }) => {
+          const other = createJsonlPersistence({ root, sync: 'none' }) // another instance, mid-run, inside a tool
+          seen.push(await codeOf(openAiSdkSession({ persistence: other, sessionId: 'shared' })))
+          return x + y
+        },
+      }),
+    }
     const { model } = scriptedModel(script)
     const turn = first.turn('Add')
-    await generateText({ model, tools: { add: addTool() }, stopWhen: stepCountIs(10), ...turn.settings })
+    await generateText({ model, tools, stopWhen: stepCountIs(10), ...turn.settings })
     await turn.done
+    expect(seen).toEqual(['E_LOCKED', 'E_LOCKED', 'E_LOCKED'])
     expect(await codeOf(openAiSdkSession({ persistence: b, sessionId: 'shared' }))).toBe('E_LOCKED')
     await first.close()
     const second = await openAiSdkSession({ persistence: b, sessionId: 'shared' })

@@ -60,7 +60,15 @@ export interface StoredOutput {
   error?: { name: string; code: string }
 }
 
-const stringify = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? 'null'))
+// Total: a value JSON cannot express (a BigInt, a cycle) must not make the step's record throw.
+const stringify = (v: unknown): string => {
+  if (typeof v === 'string') return v
+  try {
+    return JSON.stringify(v) ?? 'null'
+  } catch {
+    return String(v)
+  }
+}
 
 /**
  * An AI SDK tool output as `tool/result` content: text as text, JSON as its JSON text, error

@@ -1,4 +1,5 @@
 import type pg from 'pg'
+import { SerialOps } from '../core/serial.js'
 
 // Session-level advisory locks: held until unlocked or until the connection ends, however it
 // ends (a killed process, a terminated backend). That makes them the liveness signal of a
@@ -26,6 +27,8 @@ export class LockConnection {
   /** Keys that were held on a connection that died: to take again when possible. */
   readonly #orphans = new Set<string>()
   #ended = false
+  /** One query at a time on the connection (pg 9 refuses overlapping queries on one client). */
+  readonly #serial = new SerialOps()
 
   constructor(open: () => Promise<OpenedLockClient>) {
     this.#open = open
@@ -68,7 +71,7 @@ export class LockConnection {
   async tryLock(key: string): Promise<boolean> {
     this.#orphans.delete(key)
     const opened = await this.#get()
-    const { rows } = await opened.client.query<{ locked: boolean }>(TRY_LOCK, [key])
+    const { rows } = await this.#serial.run(() => opened.client.query<{ locked: boolean }>(TRY_LOCK, [key]))
     const locked = rows[0]?.locked === true
     if (locked) {
       if (this.#current === opened) this.#held.add(key)
@@ -87,7 +90,8 @@ export class LockConnection {
     if (!this.#held.delete(key)) return
     const opened = this.#current
     if (!opened) return
-    await opened.client.query(UNLOCK, [key]).catch(() => {}) // a dead connection released it anyway
+    // A dead connection released it anyway.
+    await this.#serial.run(() => opened.client.query(UNLOCK, [key])).catch(() => {})
   }
 
   /**

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path'
 import PQueue from 'p-queue'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { ListProblem, LoadedSession, SessionListing, SessionStore } from '../persistence.js'
-import { formatBytes, oneLine, renderMarkdown, renderTranscript, type Style } from './render.js'
+import { formatBytes, formatTime, oneLine, renderMarkdown, renderTranscript, type Style } from './render.js'
 import { describeLocation } from '../core/location.js'
 import type { OpenedRoot } from './open-root.js'
 
@@ -56,7 +56,7 @@ export async function ls({ store: p }: OpenedRoot, io: Io, opts: { json: boolean
   }
   const rows = listing.map((l) => [
     l.meta.id,
-    new Date(l.meta.createdAt).toISOString().replace('T', ' ').slice(0, 19),
+    formatTime(l.meta.createdAt),
     l.meta.cwd ?? '-',
     formatBytes(l.sizeBytes),
     l.meta.parentSession ? (l.meta.seedLength !== undefined ? `fork of ${l.meta.parentSession}@${l.meta.seedLength}` : `sub of ${l.meta.parentSession}`) : '-',

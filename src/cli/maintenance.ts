@@ -3,7 +3,7 @@ import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js
 import type { ListProblem, SessionListing } from '../persistence.js'
 import type { Io } from './commands.js'
 import type { OpenedRoot } from './open-root.js'
-import { formatBytes, oneLine } from './render.js'
+import { formatBytes, formatTime, oneLine } from './render.js'
 
 // The commands that remove or copy whole sessions: `rm`, `prune` and `copy` (docs/contract.md §11).
 
@@ -16,8 +16,6 @@ export function parseDuration(text: string): number | undefined {
   for (const [, n, unit] of text.matchAll(/(\d+)([smhdw])/g)) ms += Number(n) * UNITS[unit!]!
   return Number.isSafeInteger(ms) && ms > 0 ? ms : undefined
 }
-
-const isoTime = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19)
 
 export async function rm(root: OpenedRoot, io: Io, id: string, opts: { json: boolean }): Promise<number> {
   const listed = (await root.store.list({ onProblem: () => {} })).find((l) => l.meta.id === id)
@@ -48,7 +46,7 @@ export async function prune(
   stale.sort((a, b) => a.mtimeMs - b.mtimeMs || (a.meta.id < b.meta.id ? -1 : 1))
   const removed: SessionListing[] = []
   const skipped: Skipped[] = []
-  const describe = (l: SessionListing) => `${l.meta.id} (last write ${isoTime(l.mtimeMs)} UTC, ${formatBytes(l.sizeBytes)})`
+  const describe = (l: SessionListing) => `${l.meta.id} (last write ${formatTime(l.mtimeMs)} UTC, ${formatBytes(l.sizeBytes)})`
   for (const [i, l] of stale.entries()) {
     if (opts.dryRun) {
       removed.push(l)
@@ -74,7 +72,7 @@ export async function prune(
   } else {
     const verb = opts.dryRun ? 'would remove' : 'removed'
     const bytes = removed.reduce((n, l) => n + l.sizeBytes, 0)
-    io.out(`${verb} ${removed.length} session(s), ${formatBytes(bytes)}, last written before ${isoTime(cutoff)} UTC${skipped.length ? `; ${skipped.length} skipped` : ''}\n`)
+    io.out(`${verb} ${removed.length} session(s), ${formatBytes(bytes)}, last written before ${formatTime(cutoff)} UTC${skipped.length ? `; ${skipped.length} skipped` : ''}\n`)
   }
   return failed ? 1 : 0
 }

@@ -73,6 +73,11 @@ function rewindView(events: readonly SessionEvent[]): { rewound: (seq: number) =
   }
 }
 
+/** A UTC time to the second, as tables and reports show it: `2026-11-30 09:00:00`. */
+export function formatTime(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').slice(0, 19)
+}
+
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`
   if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KiB`

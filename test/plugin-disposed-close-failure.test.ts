@@ -17,6 +17,7 @@ test('regression: a close that fails at session/disposed is reported, rejects no
     const plugin = sessionPersistencePlugin({ persistence: scripted.backend, flushDelayMs: 100, maxBufferedBytes: 6_000 })
     const errors: SessionPersistenceError[] = []
     plugin.on('error', (e) => errors.push(e))
+    plugin.on('recovered', () => {})
     const host = createReferenceHost()
     await plugin.apply(host)
 

@@ -3,7 +3,7 @@ import { expect, test } from 'vitest'
 import { z } from 'zod'
 import { PluginJsonConfigSchema } from '../src/index.js'
 
-test('plugin.manifest.json has exactly the keys of SPEC 8 and its configSchema is generated from the zod schema', async () => {
+test('plugin.manifest.json has exactly the keys of docs/contract.md §8 and its configSchema is generated from the zod schema', async () => {
   const manifest = JSON.parse(await readFile(new URL('../plugin.manifest.json', import.meta.url), 'utf8'))
   const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
   expect(Object.keys(manifest)).toEqual(['name', 'version', 'description', 'entry', 'provides', 'subscribes', 'configSchema'])

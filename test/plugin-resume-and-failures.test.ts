@@ -10,7 +10,7 @@ afterEach(() => {
   vi.useRealTimers()
 })
 
-describe('resume and reload (SPEC 8)', () => {
+describe('resume and reload', () => {
   test('a resume after a restart continues the seqs without re-appending stored events', async () => {
     const first = await pluginSetup()
     const s = first.host.startSession({ id: 'resumed' })
@@ -103,7 +103,7 @@ describe('resume and reload (SPEC 8)', () => {
   })
 })
 
-describe('failures (SPEC 8)', () => {
+describe('failures', () => {
   test('a failing drain keeps events buffered, reports, retries, and loses or duplicates nothing', async () => {
     fakeTimeouts()
     const { plugin, host, fs, stored, errors, scripted } = await pluginSetup({ flushDelayMs: 20 })

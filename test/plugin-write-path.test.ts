@@ -10,7 +10,7 @@ afterEach(() => {
   vi.useRealTimers()
 })
 
-describe('plugin write path (SPEC 8)', () => {
+describe('plugin write path', () => {
   test('a new session is created lazily and every event is durable after flush, in seq order, exactly once', async () => {
     const { plugin, host, stored } = await pluginSetup()
     const s = host.startSession()
@@ -213,7 +213,7 @@ describe('plugin write path (SPEC 8)', () => {
   })
 })
 
-describe('dispose (SPEC 8)', () => {
+describe('dispose', () => {
   test('waits for a drain in flight; afterwards no file-system write happens; later events are E_DISPOSED', async () => {
     fakeTimeouts()
     const { plugin, host, fs, stored, errors, scripted } = await pluginSetup({ flushDelayMs: 5 })

@@ -9,6 +9,7 @@ if (!root || !sessionId) throw new Error('usage: agent <root> <session-id> [cwd]
 const send = (message: object) => process.stdout.write(`${JSON.stringify(message)}\n`)
 const plugin = sessionPersistencePlugin({ root, flushDelayMs: 50 })
 plugin.on('error', (e) => send({ error: e.code, message: e.message }))
+plugin.on('recovered', (id, after) => send({ recovered: id, after: after.code }))
 const host = createReferenceHost(cwd ? { cwd } : {})
 await plugin.apply(host)
 

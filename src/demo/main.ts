@@ -34,9 +34,10 @@ let acknowledged = 0
 let killedWhile: string | undefined
 const lines = createInterface({ input: child.stdout })
 lines.on('line', (text) => {
-  const msg = JSON.parse(text) as { ack?: number; inflight?: string; error?: string; message?: string }
+  const msg = JSON.parse(text) as { ack?: number; inflight?: string; error?: string; message?: string; recovered?: string; after?: string }
   if (msg.ack !== undefined) acknowledged = msg.ack
   if (msg.error) say(`   agent reported ${msg.error}: ${msg.message}`)
+  if (msg.recovered) say(`   agent recovered: session ${msg.recovered} is written again after ${msg.after}`)
   if (msg.inflight && !killedWhile) {
     killedWhile = msg.inflight
     // Let the tool stream output for a moment, then pull the plug mid-write.
@@ -48,7 +49,7 @@ say(`   turn 3 dispatched tool call ${killedWhile}; while its output streamed in
 say(`   The agent had ${acknowledged} events acknowledged as durable (flush resolved) when it died.`)
 say()
 
-say('2. A fresh process resumes the session through the plugin.')
+say('2. A fresh process resumes the session: plugin.persistence.load, then host.resume(loaded).')
 const plugin = sessionPersistencePlugin({ root })
 const host = createReferenceHost({ cwd: process.cwd() })
 await plugin.apply(host)

@@ -77,7 +77,7 @@ function deepFreeze<T>(value: T): T {
 }
 
 /**
- * An in-memory agent host that scripts realistic sessions (SPEC 10): request headers,
+ * An in-memory agent host that scripts realistic sessions (docs/contract.md §10): request headers,
  * streamed chunks, assistant messages with tool calls, tool calls and results, multi-step
  * turns, forks, delegated sub-sessions and resumes. Works without vitest.
  */

@@ -248,10 +248,14 @@ const randomLog: fc.Arbitrary<SessionEvent[]> = fc
   .array(
     fc.oneof(
       text.map((t): [string, JsonValue] => ['user/message', { content: t }]),
+      fc.subarray([{ type: 'text', text: 'hi' }, { type: 'weird', x: 1 }, { type: 'image', image: 'AAAA' }, { type: 'tool-call', callId: 'a', name: 'x', arguments: {} }, { type: 'text', text: 3 }]).map(
+        (content): [string, JsonValue] => ['user/message', { content }],
+      ),
       text.map((t): [string, JsonValue] => ['system/message', { content: t }]),
+      fc.constant<[string, JsonValue]>(['system/message', { content: [{ type: 'text', text: 'a' }, { type: 'image' }] }]),
       fc.tuple(text, fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 2 })).map(([t, ids]): [string, JsonValue] => [
         'assistant/message',
-        { turn: 1, step: 0, content: [{ type: 'text', text: t }, ...ids.map((id) => ({ type: 'tool-call', callId: id, name: 'x', arguments: { id } }))] },
+        { turn: 1, step: 0, content: [{ type: 'text', text: t }, { type: 'reasoning', text: 0 }, { type: 'mystery' }, ...ids.map((id) => ({ type: 'tool-call', callId: id, name: 'x', arguments: { id } }))] },
       ]),
       fc.constantFrom('a', 'b', 'c', 'd').map((id): [string, JsonValue] => ['tool/call', { turn: 1, step: 0, callId: id, name: 'y', arguments: '{"v":1}' }]),
       fc.tuple(fc.constantFrom('a', 'b', 'c', 'd'), fc.boolean()).map(([id, isError]): [string, JsonValue] => [

@@ -60,7 +60,6 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
 
   const out: ModelMessage[] = []
   const pending = new Map<string, string>() // open calls, in the order opened: callId -> tool name
-  const answered = new Set<string>()
   const shownCalls = new Set<string>() // a call id goes to the model once, in the first message that makes it
   let orphanMessage: AssistantModelMessage | undefined // the assistant message built from `tool/call` events
   const closePending = () => {
@@ -132,7 +131,6 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
         if (typeof callId !== 'string' || !pending.has(callId)) break
         const toolName = pending.get(callId)!
         pending.delete(callId)
-        answered.add(callId)
         const output = storedOutput(data)
         out.push(toolMessage([{ type: 'tool-result', toolCallId: callId, toolName, output, ...options(data) }]))
         break

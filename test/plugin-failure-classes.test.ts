@@ -190,3 +190,48 @@ describe('passing failures are retried, reported once, and their recovery report
     expect(scripted.calls.filter((c) => c.op === 'create')).toEqual([])
   })
 })
+
+describe('re-adoption and malformed host input', () => {
+  test('a lost lock whose log another writer continued meanwhile: re-adoption finds the divergence, writes nothing of its own over it, and halts', async () => {
+    fakeTimeouts()
+    const memory = createMemoryPersistence()
+    const scripted = scriptedBackend(memory)
+    const plugin = sessionPersistencePlugin({ persistence: scripted.backend, flushDelayMs: 100 })
+    const errors: SessionPersistenceError[] = []
+    plugin.on('error', (e) => errors.push(e))
+    plugin.on('recovered', () => {})
+    const host = createReferenceHost()
+    await plugin.apply(host)
+    const s = host.startSession({ id: 'stolen' })
+    s.runTurn(oneTurn(1))
+    await plugin.flush('stolen')
+    const mine = s.events.length
+    scripted.loseLock('stolen')
+    // Another writer appends its own events behind the plugin's back.
+    const theirs = [{ seq: mine, type: 'other/writer', time: 1 }]
+    await memory.append('stolen', theirs)
+    s.runTurn(oneTurn(2))
+    expect(await plugin.flush('stolen').catch((e: unknown) => (e as SessionPersistenceError).code)).toBe('E_LOCKED')
+    const adopted = scripted.next((c) => c.op === 'load')
+    await vi.advanceTimersByTimeAsync(5_000)
+    await adopted
+    expect(await plugin.flush('stolen').catch((e: unknown) => (e as SessionPersistenceError).code)).toBe('E_SEQ_NOT_CONTIGUOUS')
+    expect(errors.map((e) => e.code)).toEqual(['E_LOCKED', 'E_SEQ_NOT_CONTIGUOUS'])
+    expect((await memory.inspect('stolen')).events).toEqual([...s.events.slice(0, mine), ...theirs])
+    await expect(plugin.dispose()).rejects.toBeInstanceOf(AggregateError)
+  })
+
+  test('a host that sends no event or no meta gets a report, not an exception on its call path', async () => {
+    const { plugin, host, errors, stored } = await pluginSetup()
+    const s = host.startSession({ id: 'sloppy' })
+    s.runTurn(oneTurn(1))
+    const before = s.events.length
+    expect(() => host.sessionEvents.emit('session/event', 'sloppy', undefined as never)).not.toThrow()
+    expect(() => host.sessionEvents.emit('session/created', undefined as never, [])).not.toThrow()
+    expect(errors.map((e) => e.code)).toEqual(['E_INVALID_EVENT', 'E_INVALID_META'])
+    s.runTurn(oneTurn(2)) // after the malformed event the session is halted: the events before it are written
+    await expect(plugin.flush('sloppy')).rejects.toMatchObject({ code: 'E_INVALID_EVENT' })
+    expect(await stored('sloppy')).toEqual(s.events.slice(0, before))
+    await plugin.dispose().catch(() => {})
+  })
+})

@@ -1,8 +1,8 @@
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
-import { SessionPersistenceError } from '../errors.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { BufferBudget } from './buffer-budget.js'
 import type { AgentHost, HostSessionEvents, SessionEventSource } from './host.js'
-import { asPersistenceError, disposedError, divergedError, EventDroppedError } from './plugin-errors.js'
+import { disposedError, divergedError, EventDroppedError } from './plugin-errors.js'
 import type { DrainContext, SessionDrainer } from './session-drain.js'
 import { SessionChannel } from './session-channel.js'
 
@@ -80,6 +80,10 @@ export class HostIntake {
       if (ch.halted instanceof EventDroppedError) this.#ctx.report(this.#dropped(ch, event))
       return
     }
+    if (typeof event !== 'object' || event === null) {
+      const error = new SessionPersistenceError('E_INVALID_EVENT', `session '${sessionId}': the host sent ${String(event)} as an event; its seq is unknown, so nothing more is written for this session`, { sessionId })
+      return this.#drainer.halt(ch, error, { dropBuffered: false })
+    }
     if (event.seq < ch.expected) return // below the cursor: already stored or buffered
     if (event.seq !== ch.expected) {
       return this.#drainer.halt(ch, divergedError(sessionId, `event ${event.seq} arrived where ${ch.expected} was expected`), { dropBuffered: false })
@@ -114,7 +118,10 @@ export class HostIntake {
     try {
       this.#ctx.backend.locate(meta) // validates id and meta without I/O
     } catch (err) {
-      this.#ctx.report(asPersistenceError(err, String(meta?.id)))
+      const id = String(meta?.id)
+      this.#ctx.report(
+        isSessionPersistenceError(err) ? err : new SessionPersistenceError('E_INVALID_META', `session/created with meta the backend cannot use: ${String(err)}`, { sessionId: id, cause: err }),
+      )
       return undefined
     }
     const ch = new SessionChannel(meta, seed, this.#budget)

@@ -142,8 +142,9 @@ export class SessionDrainer {
     ch.failure = error
     ch.lastFailure = error
     if (!ch.share.sizing) ch.share.recount(ch.buffer, { keepSizing: true })
-    if (this.#ctx.isDisposed() || ch.retryTimer || ch.closing) return
+    if (this.#ctx.isDisposed() || ch.retryTimer) return
     ch.retryDelayMs = Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, ch.retryDelayMs * 2 || this.#ctx.flushDelayMs))
+    if (ch.closing) return // the drain-then-close waits out the same backoff itself
     ch.retryTimer = setTimeout(() => {
       ch.retryTimer = undefined
       if (!this.#ctx.isDisposed() && !ch.closing) this.drainSoon(ch)

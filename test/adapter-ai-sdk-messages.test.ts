@@ -248,7 +248,7 @@ const randomLog: fc.Arbitrary<SessionEvent[]> = fc
   .array(
     fc.oneof(
       text.map((t): [string, JsonValue] => ['user/message', { content: t }]),
-      fc.subarray([{ type: 'text', text: 'hi' }, { type: 'weird', x: 1 }, { type: 'image', image: 'AAAA' }, { type: 'tool-call', callId: 'a', name: 'x', arguments: {} }, { type: 'text', text: 3 }]).map(
+      fc.subarray<JsonValue>([{ type: 'text', text: 'hi' }, { type: 'weird', x: 1 }, { type: 'image', image: 'AAAA' }, { type: 'tool-call', callId: 'a', name: 'x', arguments: {} }, { type: 'text', text: 3 }]).map(
         (content): [string, JsonValue] => ['user/message', { content }],
       ),
       text.map((t): [string, JsonValue] => ['system/message', { content: t }]),

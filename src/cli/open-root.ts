@@ -16,10 +16,8 @@ export interface OpenedRoot {
 
 export const DEFAULT_PG_SCHEMA = 'session_persistence'
 
-/** What the PostgreSQL entry point provides (it is loaded only for a `postgres://` root). */
-interface PostgresModule {
-  createPostgresPersistence(config: { connectionString: string; schema: string; logger?: Logger }): SessionStore & { end(): Promise<void> }
-}
+/** The PostgreSQL entry point, typed (erased at run time; loaded only for a `postgres://` root). */
+type PostgresModule = typeof import('../postgres/index.js')
 
 // A computed specifier: the CLI builds and runs without the PostgreSQL backend, or without its
 // optional peer `pg`, until someone names a PostgreSQL root.

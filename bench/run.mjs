@@ -113,6 +113,8 @@ for (const [label, runs] of [['16 sessions', conc], ['16 sessions, UV_THREADPOOL
   record(`${label}: package events/s`, col(runs, (r) => r.pkg), 'ev/s')
   record(`${label}: raw non-blocking writers events/s`, col(runs, (r) => r.asyncRaw), 'ev/s')
   record(`${label}: package / 16 raw non-blocking writers`, col(runs, (r) => r.pkg / r.asyncRaw), '×', target)
+  record(`${label}: 16 protocol floors / 16 raw non-blocking`, col(runs, (r) => r.floor / r.asyncRaw), '×')
+  record(`${label}: package / 16 protocol floors`, col(runs, (r) => r.pkg / r.floor), '×')
   record(`${label}: 16 raw O_DSYNC writers / 16 raw non-blocking`, col(runs, (r) => r.dsyncRaw / r.asyncRaw), '×')
   if (dsyncConfig) record(`${label}: package with O_DSYNC / 16 raw non-blocking`, col(runs, (r) => r.pkgDsync / r.asyncRaw), '×')
   // For scale only (the old target of 2× one synchronous writer is retired: on libuv's 4

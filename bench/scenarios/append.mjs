@@ -47,7 +47,7 @@ export function floorLease(lockPath, staleLockMs = 10_000) {
  * check the lease, then write + fdatasync (or, with `dsync`, one write on an O_DSYNC
  * descriptor), all through Node's cheapest non-blocking calls (the callback API).
  */
-async function protocolFloor(state, batch) {
+export async function protocolFloor(state, batch) {
   const bytes = serialize(batch)
   await state.lease.check()
   await writeAt(state.fd, bytes, state.pos)

@@ -1,17 +1,18 @@
 // Sixteen sessions appending at once: the package against sixteen raw non-blocking writers of
 // the same bytes, on the same thread pool (libuv's, whatever UV_THREADPOOL_SIZE the process has).
-import { closeSync, fdatasyncSync, openSync, writeSync } from 'node:fs'
+import { closeSync, fdatasyncSync, openSync, writeFileSync, writeSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createJsonlPersistence } from '../../dist/index.js'
 import { cleanup, events, interleave, scratch, serialize } from '../lib.mjs'
-import { DSYNC_FLAGS, meta, writeAt } from './append.mjs'
+import { DSYNC_FLAGS, floorLease, meta, protocolFloor, writeAt } from './append.mjs'
 
 /**
  * One run: `sessions` sessions each append `count` batches of 10, concurrently, through the
  * package; sixteen raw writers (FileHandle write + datasync) each write the same bytes to a
- * file of their own; sixteen raw O_DSYNC writers the same; one synchronous raw writer writes all
- * of them one after another, to one file (for scale). The contenders take turns every `chunk` batches, in a rotating
+ * file of their own; sixteen raw O_DSYNC writers the same; sixteen protocol floors (append.mjs)
+ * append the same events; one synchronous raw writer writes all of them one after another, to
+ * one file (for scale). The contenders take turns every `chunk` batches, in a rotating
  * order, so that all of them see the same disk conditions. Returns events/s of each.
  * `dsyncConfig`: the package's configuration for O_DSYNC writes, when it has one.
  */
@@ -43,6 +44,17 @@ export async function concurrentRun(sessions, count, { chunk = 5, dsyncConfig } 
     const syncFd = openSync(join(dir, 'raw-sync'), 'a')
     closers.push(() => closeSync(syncFd))
     const pos = { async: ids.map(() => 0), dsync: ids.map(() => 0) }
+    const floors = ids.map((id) => {
+      const lock = join(dir, `floor-${id}.lock`)
+      writeFileSync(lock, '{}\n')
+      const lease = floorLease(lock)
+      const fd = openSync(join(dir, `floor-${id}`), 'a', 0o600)
+      closers.push(() => {
+        lease.stop()
+        closeSync(fd)
+      })
+      return { fd, pos: 0, lease, dsync: false }
+    })
     const contenders = [
       ['pkg', await packageWith({}, 'package')],
       ['asyncRaw', (r) => Promise.all(handles.map(async (h, s) => {
@@ -57,6 +69,9 @@ export async function concurrentRun(sessions, count, { chunk = 5, dsyncConfig } 
           await writeAt(fd, buffers[b], pos.dsync[s])
           pos.dsync[s] += buffers[b].length
         }
+      }))],
+      ['floor', (r) => Promise.all(floors.map(async (floor) => {
+        for (const b of range(r)) await protocolFloor(floor, batches[b])
       }))],
       ['syncRaw', (r) => {
         for (const b of range(r)) {

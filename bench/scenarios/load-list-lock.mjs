@@ -134,10 +134,13 @@ export async function verifyRun(count) {
   try {
     for (let i = 0; i < count; i++) writeLog(root, `v${i}`, 100, false) // read-only work: no sync needed
     const { verify } = await import('../../dist/cli/commands.js')
+    const { openRoot } = await import('../../dist/cli/open-root.js')
     const { makeStyle } = await import('../../dist/cli/render.js')
     const io = { out: () => {}, err: () => {}, style: makeStyle(false), progress: undefined }
     let t = now()
-    const code = await verify(createJsonlPersistence({ root }), io, { json: true })
+    const opened = await openRoot(root, { warn: () => {} })
+    const code = await verify(opened, io, { json: true })
+    await opened.close()
     const verifyMs = now() - t
     if (code !== 0) throw new Error('verify found problems in healthy logs')
     const p = createJsonlPersistence({ root })

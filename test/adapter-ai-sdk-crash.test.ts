@@ -1,7 +1,7 @@
 // A real AI SDK loop (MockLanguageModelV3) in a child process, SIGKILLed inside a tool's execute,
 // then resumed here: the model is told the interrupted call was cut by a crash, the next run
 // completes, and nothing is stored twice. Needs the built package (`npx tsc -p tsconfig.json`).
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
@@ -15,6 +15,8 @@ import { createJsonlPersistence } from '../src/jsonl-persistence.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
+const cliMain = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+const cli = (args: string[]) => spawnSync(process.execPath, [cliMain, ...args], { encoding: 'utf8' })
 const agent = fileURLToPath(new URL('./fixtures/ai-sdk-agent.mjs', import.meta.url))
 const built = fileURLToPath(new URL('../dist/adapters/ai-sdk/index.js', import.meta.url))
 
@@ -110,6 +112,13 @@ for (const api of ['generate', 'stream'] as const) {
       expect(after.filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason: { kind: string } }).reason.kind)).toEqual(['interrupted', 'completed'])
       expect(toModelHistory(after).messages.filter((m) => m.synthetic)).toEqual([])
       await persistence.closeAll()
+
+      // The CLI reads what the adapter wrote: verify finds nothing wrong, show renders both turns.
+      expect(cli(['--root', root, 'verify']).status).toBe(0)
+      const shown = cli(['--root', root, 'show', id])
+      expect(shown.status).toBe(0)
+      expect(shown.stdout).toContain('call-read-1')
+      expect(shown.stdout).toContain('The indexing job was interrupted; I will retry it later.')
     })
   })
 }

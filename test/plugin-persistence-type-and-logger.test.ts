@@ -6,7 +6,7 @@ import {
   sessionPersistencePlugin,
 } from '../src/index.js'
 import { createMemoryPersistence, createReferenceHost } from '../src/testing/index.js'
-import { oneTurn } from './helpers/plugin-setup.js'
+import { oneTurn, scriptedBackend } from './helpers/plugin-setup.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 test('over a root, plugin.persistence is the JSONL backend: fork, closeAll and delete are visible and work', async () => {
@@ -50,4 +50,25 @@ test('the logger is settable with a custom backend: unheard reports go to it, no
   expect(warnings).toHaveLength(1)
   expect(warnings[0]?.startsWith('E_NOT_FOUND')).toBe(true)
   await plugin.dispose()
+})
+
+test('without listeners, a failure and its recovery both reach the logger; an error listener keeps recoveries off it', async () => {
+  for (const withErrorListener of [false, true]) {
+    const scripted = scriptedBackend(createMemoryPersistence())
+    const warnings: string[] = []
+    const plugin = sessionPersistencePlugin({ persistence: scripted.backend, logger: { warn: (m) => warnings.push(m) } })
+    if (withErrorListener) plugin.on('error', () => {})
+    const host = createReferenceHost()
+    await plugin.apply(host)
+    const s = host.startSession({ id: 'logged' })
+    s.runTurn(oneTurn(1))
+    await plugin.flush()
+    scripted.failAppends('logged')
+    s.runTurn(oneTurn(2))
+    await expect(plugin.flush('logged')).rejects.toMatchObject({ code: 'E_IO' })
+    scripted.healAppends('logged')
+    await plugin.flush('logged')
+    expect(warnings.map((w) => w.slice(0, 4))).toEqual(withErrorListener ? [] : ['E_IO', 'sess'])
+    await plugin.dispose()
+  }
 })

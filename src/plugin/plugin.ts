@@ -157,9 +157,10 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
     else this.#logger.warn(`${error.code}: ${error.message}`)
   }
 
+  /** To 'recovered' listeners; else to the logger where the failure itself went (no 'error' listener either). */
   #recovered(sessionId: string, after: SessionPersistenceError): void {
     if (this.listenerCount('recovered') > 0) this.emit('recovered', sessionId, after)
-    else this.#logger.warn(`session '${sessionId}': drains succeed again after ${after.code}`)
+    else if (this.listenerCount('error') === 0) this.#logger.warn(`session '${sessionId}': drains succeed again after ${after.code}`)
   }
 }
 

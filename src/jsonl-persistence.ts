@@ -1,5 +1,5 @@
 import { dirname, resolve } from 'node:path'
-import { syncDir } from './core/durable.js'
+import { syncDir, writeFlags } from './core/durable.js'
 import { findLogs, findOneLog } from './core/find-logs.js'
 import { assertSeedLength, forkMeta } from './core/fork-point.js'
 import { encodeSessionId } from './core/id-encoding.js'
@@ -49,11 +49,14 @@ export function createJsonlPersistence(config: JsonlConfig): JsonlSessionPersist
       cause: parsed.error,
     })
   }
-  const { root, sync, staleLockMs, logger, fs } = parsed.data
+  const { root, sync, staleLockMs, logger, fs: given, dsyncWrites } = parsed.data
+  const fs = given ?? createNodeFileSystem()
   const ctx: StoreContext = {
-    fs: fs ?? createNodeFileSystem(),
+    fs,
     root: resolve(root),
     sync,
+    // Only 'data' may trade write + fdatasync for an O_DSYNC write; a seam without it keeps the pair.
+    dsyncWrites: dsyncWrites && sync === 'data' && fs.supportsDsync === true,
     logger: logger ?? defaultLogger(),
     knownDirs: new Set(),
   }
@@ -163,7 +166,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
       await findOneLog(this.#ctx, id)
       s.lock = await this.#locks.acquire(id)
       const path = await findOneLog(this.#ctx, id)
-      const handle = await this.#ctx.fs.open(path, 'r+')
+      const handle = await this.#ctx.fs.open(path, writeFlags(this.#ctx, 'r+'))
       const writer = new LogWriter(this.#ctx, id, path, handle, 0)
       try {
         const scan = await scanLog(handle, { path, sessionId: id })

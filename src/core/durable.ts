@@ -1,6 +1,6 @@
 import { dirname, sep } from 'node:path'
 import { errno } from './errno.js'
-import type { FileHandle } from '../fs/file-system.js'
+import type { FileHandle, OpenFlags } from '../fs/file-system.js'
 import { DIR_MODE, type StoreContext } from './store-context.js'
 
 /** Writes the whole buffer at `position`, looping on short writes (write(2) may stop early). */
@@ -13,10 +13,21 @@ export async function writeAll(handle: FileHandle, buf: Buffer, position: number
   }
 }
 
-/** Makes a file's written bytes durable under the configured mode. */
+/** Makes a file's contents durable under the configured mode (after a truncate, or a plain write). */
 export async function syncFile(ctx: StoreContext, handle: FileHandle): Promise<void> {
   if (ctx.sync === 'data') await handle.datasync()
   else if (ctx.sync === 'full') await handle.sync()
+}
+
+/** Makes bytes just written durable: nothing left to do when the log is open with O_DSYNC. */
+export async function syncWritten(ctx: StoreContext, handle: FileHandle): Promise<void> {
+  if (!ctx.dsyncWrites) await syncFile(ctx, handle)
+}
+
+/** How a log file is opened for writing: with O_DSYNC when the configuration asks for it. */
+export function writeFlags(ctx: StoreContext, flags: 'r+' | 'wx'): OpenFlags {
+  if (!ctx.dsyncWrites) return flags
+  return flags === 'r+' ? 'r+dsync' : 'wxdsync'
 }
 
 /** Makes a directory's entries durable (no-op with `sync: 'none'`). */

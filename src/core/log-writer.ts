@@ -1,6 +1,6 @@
 import { SessionPersistenceError, ioError } from '../errors.js'
 import type { FileHandle } from '../fs/file-system.js'
-import { syncFile, writeAll } from './durable.js'
+import { syncFile, syncWritten, writeAll } from './durable.js'
 import type { StoreContext } from './store-context.js'
 
 /**
@@ -37,8 +37,9 @@ export class LogWriter {
     if (this.#broken) throw this.#broken
     const before = this.size
     try {
+      // With O_DSYNC the write is its own data sync, and a failed write counts as a failed sync.
       await writeAll(this.#handle, bytes, before)
-      await syncFile(this.#ctx, this.#handle)
+      await syncWritten(this.#ctx, this.#handle)
     } catch (err) {
       await this.#rollback(before, err)
       throw ioError(err, `append to ${this.path}`, { sessionId: this.sessionId, path: this.path })

@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path'
 import { SessionPersistenceError } from '../errors.js'
 import type { FileHandle } from '../fs/file-system.js'
-import { inEnsuredDir, syncDir, syncFile, writeAll } from './durable.js'
+import { inEnsuredDir, syncDir, syncWritten, writeAll, writeFlags } from './durable.js'
 import { errno } from './errno.js'
 import { tmpName } from './paths.js'
 import { FILE_MODE, type StoreContext } from './store-context.js'
@@ -23,11 +23,11 @@ export async function materialize(
 ): Promise<FileHandle> {
   const bucket = dirname(finalPath)
   const tmp = join(bucket, tmpName())
-  const handle = await inEnsuredDir(ctx, bucket, { durable: true }, () => ctx.fs.open(tmp, 'wx', FILE_MODE))
+  const handle = await inEnsuredDir(ctx, bucket, { durable: true }, () => ctx.fs.open(tmp, writeFlags(ctx, 'wx'), FILE_MODE))
   let linked = false
   try {
     await Promise.all([handle.chmod(FILE_MODE), writeAll(handle, bytes, 0)]) // independent: overlap them
-    await syncFile(ctx, handle)
+    await syncWritten(ctx, handle)
     await details.beforeLink?.()
     try {
       await ctx.fs.link(tmp, finalPath)

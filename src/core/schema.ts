@@ -82,6 +82,12 @@ export const JsonlJsonConfigSchema = z
       .min(1000)
       .default(10_000)
       .describe('A writer lock whose holder cannot be checked is taken over when not refreshed for this long (at least 1000; the holder refreshes every third of it).'),
+    dsyncWrites: z
+      .boolean()
+      .default(false)
+      .describe(
+        "With sync 'data': write each batch with one write on a descriptor opened with O_DSYNC instead of write + fdatasync (one thread-pool trip instead of two). Ignored where O_DSYNC is unavailable.",
+      ),
   })
   .strict()
 

@@ -6,11 +6,13 @@
 export interface FileSystem {
   /** Creates one directory (not recursive); rejects `EEXIST` if it exists, `ENOENT` if its parent does not. */
   mkdir(path: string, mode: number): Promise<void>
+  /** Opens a file (see `OpenFlags`); a created file gets `mode`. */
+  open(path: string, flags: OpenFlags, mode?: number): Promise<FileHandle>
   /**
-   * Opens a file. `'r'` reads; `'r+'` reads and writes an existing file; `'wx'` creates a new
-   * file exclusively (`EEXIST` if the name exists) with `mode`.
+   * Whether `'r+dsync'` and `'wxdsync'` are supported: `'r+'` and `'wx'` with O_DSYNC, so that
+   * every write is durable (as if followed by fdatasync) when it resolves. Absent means no.
    */
-  open(path: string, flags: 'r' | 'r+' | 'wx', mode?: number): Promise<FileHandle>
+  readonly supportsDsync?: boolean
   /** Hard link; never overwrites (`EEXIST`). */
   link(existingPath: string, newPath: string): Promise<void>
   unlink(path: string): Promise<void>
@@ -25,6 +27,12 @@ export interface FileSystem {
   /** Makes the directory's entries durable (open the directory, fsync it). */
   syncDir(path: string): Promise<void>
 }
+
+/**
+ * `'r'` reads; `'r+'` reads and writes an existing file; `'wx'` creates a new file exclusively
+ * (`EEXIST` if the name exists). The `dsync` variants add O_DSYNC (see `supportsDsync`).
+ */
+export type OpenFlags = 'r' | 'r+' | 'wx' | 'r+dsync' | 'wxdsync'
 
 export interface DirEntry {
   name: string

@@ -1,5 +1,6 @@
 import {
   close as closeCallback,
+  constants,
   fchmod,
   fdatasync,
   fstat,
@@ -12,7 +13,7 @@ import {
   write as writeCallback,
 } from 'node:fs'
 import { errno } from '../core/errno.js'
-import type { DirEntry, FileHandle, FileStat, FileSystem } from './file-system.js'
+import type { DirEntry, FileHandle, FileStat, FileSystem, OpenFlags } from './file-system.js'
 
 function toStat(s: import('node:fs').Stats): FileStat {
   return { size: s.size, ino: s.ino, mtimeMs: s.mtimeMs, isDirectory: s.isDirectory(), isFile: s.isFile() }
@@ -95,6 +96,22 @@ class NodeFileHandle implements FileHandle {
   }
 }
 
+// O_DSYNC is undefined where the platform has none (Windows): the dsync flags are then refused.
+const O_DSYNC: number | undefined = constants.O_DSYNC
+
+/** The flags Node is given: strings for the plain modes, numbers with O_DSYNC. */
+function nodeFlags(flags: OpenFlags): string | number {
+  if (flags === 'r+dsync' || flags === 'wxdsync') {
+    if (O_DSYNC === undefined) {
+      throw Object.assign(new Error(`ENOTSUP: O_DSYNC is not available on ${process.platform}`), { code: 'ENOTSUP' })
+    }
+    return flags === 'r+dsync'
+      ? constants.O_RDWR | O_DSYNC
+      : constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | O_DSYNC
+  }
+  return flags
+}
+
 /** The default seam: Node's asynchronous `fs` (callbacks and promises), never a `*Sync` call. Stateless, so shared. */
 export function createNodeFileSystem(): FileSystem {
   return NODE_FS
@@ -104,9 +121,10 @@ const NODE_FS: FileSystem = {
   async mkdir(path, mode) {
     await fsp.mkdir(path, { mode })
   },
+  supportsDsync: O_DSYNC !== undefined,
   open(path, flags, mode) {
     return new Promise((resolve, reject) =>
-      openCallback(path, flags, mode, (err, fd) => (err ? reject(err) : resolve(new NodeFileHandle(fd)))),
+      openCallback(path, nodeFlags(flags), mode, (err, fd) => (err ? reject(err) : resolve(new NodeFileHandle(fd)))),
     )
   },
   link: (existingPath, newPath) => fsp.link(existingPath, newPath),

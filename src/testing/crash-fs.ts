@@ -142,6 +142,8 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
       for (const node of nodes.values()) node.mtimeMs -= ms
     },
     currentImage: () => snapshot((d) => d.entries, (f) => f.current),
+    // O_DSYNC writes are modelled as a write followed by a data sync (two crash points).
+    supportsDsync: true,
     async mkdir(path, _mode) {
       const { parent, name } = parentOf(path, 'mkdir')
       if (parent.entries.has(name)) throw sysError('EEXIST', 'mkdir', path)
@@ -150,7 +152,9 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
       parent.entries.set(name, ino)
       mutated('mkdir', path)
     },
-    async open(path, flags, _mode) {
+    async open(path, openFlags, _mode) {
+      const dsync = openFlags.endsWith('dsync')
+      const flags = dsync ? openFlags.slice(0, -'dsync'.length) : openFlags
       const { parent, name } = parentOf(path, 'open')
       let ino = parent.entries.get(name)
       if (flags === 'wx') {
@@ -163,7 +167,7 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
       if (ino === undefined) throw sysError('ENOENT', 'open', path)
       const node = nodes.get(ino)!
       if (node.kind !== 'file') throw sysError('EISDIR', 'open', path)
-      return handle(node, path, flags !== 'r')
+      return handle(node, path, flags !== 'r', dsync)
     },
     async link(existingPath, newPath) {
       const from = lookup(existingPath, 'link')
@@ -254,7 +258,7 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
     }
   }
 
-  function handle(node: FileNode, path: string, writable: boolean): FileHandle {
+  function handle(node: FileNode, path: string, writable: boolean, dsync = false): FileHandle {
     let closed = false
     const live = (op: string) => {
       if (closed) throw sysError('EBADF', op, path)
@@ -280,6 +284,10 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
         buffer.copy(node.current, position, offset, offset + length)
         node.mtimeMs = Date.now()
         mutated('write', path)
+        if (dsync) {
+          node.durable = Buffer.from(node.current)
+          mutated('fdatasync', path)
+        }
         return length
       },
       async sync() {

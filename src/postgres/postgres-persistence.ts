@@ -69,12 +69,10 @@ export function createPostgresPersistence(config: PostgresConfig): PostgresSessi
   const applicationName = `session-persistence-jsonl ${c.host}`.slice(0, 63)
   const db = c.pool ? new Db(c.pool, false, logger) : Db.open(c.connectionString!, c.poolSize, logger, applicationName)
   const lock = new LockConnection(async () => {
-    if (c.pool) {
-      const client = await c.pool.connect()
-      // Destroyed rather than returned: its locks must go with it, never to the next borrower.
-      return { client, close: async () => client.release(true) }
-    }
-    const client = new pg.Client({ connectionString: c.connectionString, application_name: applicationName })
+    // Its own connection, never a pool slot: with a caller's pool it uses the pool's settings,
+    // so a small pool cannot be starved by the locks it holds.
+    const settings = c.pool ? { ...(c.pool.options as pg.ClientConfig) } : { connectionString: c.connectionString }
+    const client = new pg.Client({ ...settings, application_name: applicationName })
     client.on('error', () => {})
     await client.connect()
     return { client, close: () => client.end() }

@@ -20,21 +20,48 @@ export interface PlacedItem {
  * - `history/rewind` drops every item placed at or after its `to`.
  */
 export function decodePlacedItems(events: readonly SessionEvent[]): PlacedItem[] {
-  let placed: (PlacedItem & { provisional: boolean })[] = []
+  const { items, seqs } = decode(events)
+  return items.map((item, i) => ({ seq: seqs[i] as number, item }))
+}
+
+export function decodeItems(events: readonly SessionEvent[]): AgentInputItem[] {
+  return decode(events).items
+}
+
+// Parallel arrays rather than an object per item: a long session decodes without garbage.
+function decode(events: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: number[] } {
+  let items: AgentInputItem[] = []
+  let seqs: number[] = []
+  let provisional: boolean[] = []
+  const keep = (pick: (i: number) => boolean) => {
+    const next: [AgentInputItem[], number[], boolean[]] = [[], [], []]
+    for (let i = 0; i < items.length; i++) {
+      if (!pick(i)) continue
+      next[0].push(items[i] as AgentInputItem)
+      next[1].push(seqs[i] as number)
+      next[2].push(provisional[i] as boolean)
+    }
+    ;[items, seqs, provisional] = next
+  }
   let turnStart: number | undefined
   let turnHasProvisional = false
-  const callNames = new Map<string, string>()
+  const place = (seq: number, item: AgentInputItem, isProvisional: boolean) => {
+    items.push(item)
+    seqs.push(seq)
+    provisional.push(isProvisional)
+    if (isProvisional) turnHasProvisional = true
+  }
   for (const e of events) {
     switch (e.type) {
       case 'turn/start':
-        turnStart = placed.length
+        turnStart = items.length
         turnHasProvisional = false
         continue
       case 'turn/end': {
         const kind = asObject(asObject(e.data)?.reason)?.kind
         if (kind === 'completed' && turnStart !== undefined && turnHasProvisional) {
           const from = turnStart
-          placed = placed.filter((p, i) => i < from || !p.provisional)
+          keep((i) => i < from || !provisional[i])
         }
         turnStart = undefined
         continue
@@ -42,41 +69,43 @@ export function decodePlacedItems(events: readonly SessionEvent[]): PlacedItem[]
       case 'history/rewind': {
         const to = asObject(e.data)?.to
         if (typeof to === 'number') {
-          placed = placed.filter((p) => p.seq < to)
-          if (turnStart !== undefined) turnStart = Math.min(turnStart, placed.length)
+          keep((i) => (seqs[i] as number) < to)
+          if (turnStart !== undefined) turnStart = Math.min(turnStart, items.length)
         }
         continue
       }
     }
     const item = asObject(e[ITEM_FIELD])
     if (item) {
-      if (item.type === 'function_call' && typeof item.callId === 'string' && typeof item.name === 'string') {
-        callNames.set(item.callId, item.name)
-      }
-      const provisional = e[PROVISIONAL_FIELD] === true
-      if (provisional) turnHasProvisional = true
-      placed.push({ seq: e.seq, item: item as AgentInputItem, provisional })
+      place(e.seq, item as AgentInputItem, e[PROVISIONAL_FIELD] === true)
       continue
     }
     if (e.type === 'tool/result') {
       const data = asObject(e.data)
       const callId = data?.callId
-      const name = typeof callId === 'string' ? callNames.get(callId) : undefined
+      const name = typeof callId === 'string' ? callName(items, callId) : undefined
       if (typeof callId !== 'string' || name === undefined) continue
-      const result: AgentInputItem = {
-        type: 'function_call_result',
-        name,
-        callId,
-        status: data?.isError === true ? 'incomplete' : 'completed',
-        output: { type: 'text', text: blocksText(data?.content) },
-      }
-      turnHasProvisional = true
-      placed.push({ seq: e.seq, item: result, provisional: true })
+      place(
+        e.seq,
+        {
+          type: 'function_call_result',
+          name,
+          callId,
+          status: data?.isError === true ? 'incomplete' : 'completed',
+          output: { type: 'text', text: blocksText(data?.content) },
+        },
+        true,
+      )
     }
   }
-  return placed.map(({ seq, item }) => ({ seq, item }))
+  return { items, seqs }
 }
 
-export function decodeItems(events: readonly SessionEvent[]): AgentInputItem[] {
-  return decodePlacedItems(events).map((p) => p.item)
+/** The name of the recorded call `callId` (looked up only for a result repair wrote). */
+function callName(items: readonly AgentInputItem[], callId: string): string | undefined {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i] as { type?: unknown; callId?: unknown; name?: unknown }
+    if (item.type === 'function_call' && item.callId === callId && typeof item.name === 'string') return item.name
+  }
+  return undefined
 }

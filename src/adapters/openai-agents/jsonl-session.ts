@@ -31,8 +31,8 @@ export interface JsonlSessionOptions {
 
 const OptionsSchema = z.object({
   persistence: z.custom<SessionPersistence>(
-    (v) => ['create', 'append', 'load', 'close'].every((m) => typeof asObject(v)?.[m] === 'function'),
-    'must implement SessionPersistence (create, append, load, close)',
+    (v) => ['create', 'append', 'load', 'inspect', 'close'].every((m) => typeof asObject(v)?.[m] === 'function'),
+    'must implement SessionPersistence (create, append, load, inspect, close)',
   ),
   sessionId: z.string().min(1),
   cwd: z.string().optional(),
@@ -48,7 +48,6 @@ export interface ToolCallRecorder {
 }
 export const RECORDER = Symbol('session-persistence-jsonl/openai-agents recorder')
 
-const clone = <T>(v: T): T => structuredClone(v)
 
 /**
  * The Agents SDK's `Session` over a `SessionPersistence`: created on first use, or resumed (a
@@ -62,8 +61,16 @@ export class JsonlSession implements Session {
   readonly #cwd: string | undefined
   readonly #now: () => number
   readonly #queue = new PQueue({ concurrency: 1 })
-  #events: SessionEvent[] = []
+  /** How many events the log holds: the seq of the next one. */
+  #count = 0
+  /**
+   * The events `load` returned when the session was opened, until an item read uses them. The
+   * session keeps no history in memory: later reads ask the backend again (`inspect`), so the
+   * items handed out are always fresh objects the caller owns, without a copy.
+   */
+  #loaded: readonly SessionEvent[] | undefined
   #open = false
+  #learnt = false
   #lastTurn = 0
   /** The turn `trackToolCalls` opened for a run that has not handed its items over yet. */
   #turn: TurnState | undefined
@@ -97,8 +104,8 @@ export class JsonlSession implements Session {
     return (await this.#queue.add(async () => {
       await this.#ensureOpen()
       if (limit !== undefined && limit <= 0) return []
-      const items = decodeItems(this.#events)
-      return clone(limit === undefined ? items : items.slice(-limit))
+      const items = decodeItems(await this.#read())
+      return limit === undefined ? items : items.slice(-limit)
     })) as AgentInputItem[]
   }
 
@@ -108,9 +115,10 @@ export class JsonlSession implements Session {
       throw new SessionPersistenceError('E_INVALID_EVENT', 'addItems: expects an array of item objects', { sessionId: this.#id })
     }
     if (items.length === 0) return
-    const batch = clone(items)
+    // Captured now: changing the items after the call must not change what is written.
+    const batch = structuredClone(items)
     await this.#queue.add(async () => {
-      await this.#ensureOpen()
+      await this.#ensureWritable()
       const drafts: EventDraft[] = []
       let state = this.#turn ? restartReplay(this.#turn) : undefined
       if (!state) {
@@ -134,10 +142,10 @@ export class JsonlSession implements Session {
   async popItem(): Promise<AgentInputItem | undefined> {
     return (await this.#queue.add(async () => {
       await this.#ensureOpen()
-      const last = decodePlacedItems(this.#events).at(-1)
+      const last = decodePlacedItems(await this.#read()).at(-1)
       if (!last) return undefined
       await this.#write([{ type: 'history/rewind', data: { to: last.seq } }])
-      return clone(last.item)
+      return last.item
     })) as AgentInputItem | undefined
   }
 
@@ -145,7 +153,7 @@ export class JsonlSession implements Session {
   async clearSession(): Promise<void> {
     await this.#queue.add(async () => {
       await this.#ensureOpen()
-      if (decodePlacedItems(this.#events).length === 0) return
+      if (decodePlacedItems(await this.#read()).length === 0) return
       await this.#write([{ type: 'history/rewind', data: { to: 0 } }])
     })
   }
@@ -187,7 +195,7 @@ export class JsonlSession implements Session {
   }
 
   async #recordCall(call: FunctionCallItem): Promise<void> {
-    await this.#ensureOpen()
+    await this.#ensureWritable()
     const drafts: EventDraft[] = []
     const items: AgentInputItem[] = []
     let state = this.#turn
@@ -196,7 +204,7 @@ export class JsonlSession implements Session {
       const opened = openTurn(this.#lastTurn + 1)
       drafts.push(opened.draft)
       state = opened.state
-      input = this.#newInput()
+      input = await this.#newInput()
       items.push(...input)
     }
     // The SDK stores calls without their transient `id`; so does the record made ahead of it.
@@ -230,16 +238,16 @@ export class JsonlSession implements Session {
   }
 
   /** The run's new input: what its first turn input holds beyond the session's items. */
-  #newInput(): AgentInputItem[] {
+  async #newInput(): Promise<AgentInputItem[]> {
     const staged = this.#staged
     this.#staged = undefined
     if (!staged) return []
-    const current = decodeItems(this.#events)
+    const current = decodeItems(await this.#read())
     if (staged.length < current.length) return []
     for (let i = 0; i < current.length; i++) {
       if (itemKey(current[i]) !== itemKey(staged[i])) return []
     }
-    return clone(staged.slice(current.length))
+    return staged.slice(current.length)
   }
 
   async #endTurn(kind: TurnEndKind): Promise<void> {
@@ -247,6 +255,17 @@ export class JsonlSession implements Session {
     await this.#write(closeTurn(this.#turn, kind))
     this.#turn = undefined
     this.#recorded.clearInputs()
+  }
+
+  /** Opens the session and learns what writes need: the calls and results recorded, the last turn. */
+  async #ensureWritable(): Promise<void> {
+    await this.#ensureOpen()
+    if (this.#learnt) return
+    const events = this.#loaded ?? (await this.#read())
+    this.#recorded = new RecordedItems()
+    this.#recorded.scan(events)
+    this.#lastTurn = lastTurn(events)
+    this.#learnt = true
   }
 
   async #ensureOpen(): Promise<void> {
@@ -260,10 +279,11 @@ export class JsonlSession implements Session {
       await this.#persistence.create(meta)
       events = []
     }
-    this.#events = [...events]
-    this.#recorded = new RecordedItems()
-    this.#recorded.scan(this.#events)
-    this.#lastTurn = lastTurn(this.#events)
+    this.#loaded = events
+    this.#count = events.length
+    // What writes need from the log is learnt when the first write comes: a session opened to
+    // be read costs its load and nothing more.
+    this.#learnt = false
     this.#turn = undefined
     this.#open = true
   }
@@ -271,13 +291,23 @@ export class JsonlSession implements Session {
   async #write(drafts: readonly EventDraft[]): Promise<void> {
     if (drafts.length === 0) return
     const time = this.#now()
-    const base = this.#events.length
+    const base = this.#count
     const events = drafts.map((d, i) => ({ seq: base + i, type: d.type, time, ...d }) as SessionEvent)
     await this.#persistence.append(this.#id, events)
-    for (const e of events) {
-      this.#events.push(e)
-      this.#recorded.note(e)
-    }
+    this.#count += events.length
+    this.#loaded = undefined
+    for (const e of events) this.#recorded.note(e)
+  }
+
+  /** The log's events, for reading items; what is handed out of them is the caller's. */
+  async #read(): Promise<readonly SessionEvent[]> {
+    const loaded = this.#loaded
+    this.#loaded = undefined
+    if (loaded) return loaded
+    // A created session holds nothing until its first append (the backend does not know it yet).
+    if (this.#count === 0) return []
+    // `inspect` closes an open turn in memory (a run in progress): only what is written counts.
+    return (await this.#persistence.inspect(this.#id)).events.slice(0, this.#count)
   }
 }
 

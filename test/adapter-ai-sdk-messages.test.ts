@@ -98,6 +98,27 @@ describe('toAiSdkMessages', () => {
     ])
   })
 
+  it('leaves a call open when its approval response closes the history, keeping that response last', () => {
+    const events = log(
+      ['user/message', { content: 'deploy' }],
+      ['assistant/message', { turn: 1, step: 0, content: [
+        { type: 'tool-call', callId: 'x', name: 'deploy', arguments: {} },
+        { type: 'tool-approval-request', approvalId: 'ap1', toolCallId: 'x' },
+        { type: 'tool-call', callId: 'y', name: 'other', arguments: {} },
+      ] }],
+      ['turn/end', { turn: 1, reason: { kind: 'completed' } }],
+      ['ai-sdk/tool-part', { turn: 2, step: -1, part: { type: 'tool-approval-response', approvalId: 'ap1', approved: true } }],
+    )
+    const out = toAiSdkMessages(events)
+    expect(out.slice(2)).toEqual([
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'y', toolName: 'other', output: { type: 'error-text', value: UNANSWERED_TOOL_TEXT } }] },
+      { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: 'ap1', approved: true }] },
+    ])
+    // Without the response, or with a user message after it, the call is answered like any other.
+    expect(toAiSdkMessages(events.slice(0, 3)).filter((m) => m.role === 'tool')).toHaveLength(2)
+    expect(toAiSdkMessages([...events, ev(4, 'user/message', { content: 'never mind' })]).filter((m) => m.role === 'tool')).toHaveLength(3)
+  })
+
   it('keeps a provider-executed call out of the calls to answer, and passes non-text results as content', () => {
     const providerCall = { type: 'tool-call', toolCallId: 'p', toolName: 'web_search', input: { q: 'x' }, providerExecuted: true } as const
     const messages: ModelMessage[] = [

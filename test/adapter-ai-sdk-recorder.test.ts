@@ -251,6 +251,39 @@ describe('the recorder around failures and misuse', () => {
     expect(types(session.events).filter((t) => t === 'tool/result')).toHaveLength(1)
   })
 
+  it('carries a tool approval across turns: the approved call runs in the next turn and is recorded once', async () => {
+    const persistence = createMemoryPersistence()
+    const session = await openAiSdkSession({ persistence, sessionId: 'approval' })
+    let runs = 0
+    const tools = {
+      deploy: tool({ inputSchema: jsonSchema<{ env: string }>({ type: 'object' }), needsApproval: true, execute: async () => `deployed #${++runs}` }),
+    }
+    const first = scriptedModel([{ calls: [{ id: 'd1', name: 'deploy', input: { env: 'prod' } }] }])
+    const t1 = session.turn('Deploy')
+    const r1 = await generateText({ model: first.model, tools, stopWhen: stepCountIs(5), ...t1.settings })
+    await t1.done
+    const request = r1.content.find((p) => p.type === 'tool-approval-request')
+    expect(request).toBeDefined()
+    expect(runs).toBe(0)
+
+    // The session ends with the call waiting: as history on its own it is answered (balanced)…
+    expect(session.messages.at(-1)).toMatchObject({ role: 'tool', content: [{ toolCallId: 'd1', output: { type: 'error-text' } }] })
+    // …but an approval given as the next input lets the AI SDK run it.
+    const second = scriptedModel([{ text: 'Deployed.' }])
+    const t2 = session.turn({ role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request!.approvalId, approved: true }] })
+    const r2 = await generateText({ model: second.model, tools, stopWhen: stepCountIs(5), ...t2.settings })
+    await t2.done
+    expect(runs).toBe(1)
+    expect(r2.text).toBe('Deployed.')
+    const seen = second.prompts[0]!.filter((m) => m.role === 'tool').flatMap((m) => m.content)
+    expect(seen).toContainEqual(expect.objectContaining({ type: 'tool-result', toolCallId: 'd1', output: { type: 'text', value: 'deployed #1' } }))
+    const resultsOf = (id: string) => session.events.filter((e) => e.type === 'tool/result' && (e.data as { callId: string }).callId === id)
+    expect(resultsOf('d1')).toHaveLength(1)
+    expect(session.events.filter((e) => e.type === 'tool/call')).toHaveLength(1)
+    expect(computeClosers(session.events, 0)).toEqual([])
+    expect(session.messages.filter((m) => m.role === 'tool' && m.content.some((p) => p.type === 'tool-result' && p.output.type === 'error-text'))).toEqual([])
+  })
+
   it('gives a second instance over the same root E_LOCKED while the first writes', async () => {
     const root = await tmpRoot()
     const a = createJsonlPersistence({ root, sync: 'none' })

@@ -62,11 +62,20 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
   const pending = new Map<string, string>() // open calls, in the order opened: callId -> tool name
   const shownCalls = new Set<string>() // a call id goes to the model once, in the first message that makes it
   let orphanMessage: AssistantModelMessage | undefined // the assistant message built from `tool/call` events
-  const closePending = () => {
+  const approvalFor = new Map<string, string>() // approvalId -> callId, from tool-approval-request parts
+  const approved = new Set<string>() // calls whose approval response is in the history
+  const closePending = (atEnd = false) => {
+    const results: ModelMessage[] = []
     for (const [toolCallId, toolName] of pending) {
-      out.push(toolMessage([{ type: 'tool-result', toolCallId, toolName, output: { type: 'error-text', value: UNANSWERED_TOOL_TEXT } }]))
+      // A call whose approval was answered stays open at the end: the AI SDK runs it (or records
+      // its denial) when it finds the approval response as the last message.
+      if (atEnd && approved.has(toolCallId)) continue
+      results.push(toolMessage([{ type: 'tool-result', toolCallId, toolName, output: { type: 'error-text', value: UNANSWERED_TOOL_TEXT } }]))
     }
     pending.clear()
+    let at = out.length
+    if (atEnd) while (at > 0 && isApprovalResponse(out[at - 1]!)) at-- // that response must stay last
+    out.splice(at, 0, ...results)
   }
   const openCall = (callId: string, name: string) => pending.set(callId, name)
   const push = (message: ModelMessage) => {
@@ -100,6 +109,7 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
             if (shownCalls.has(p.toolCallId)) continue
             shownCalls.add(p.toolCallId)
           }
+          if (p.type === 'tool-approval-request') approvalFor.set(p.approvalId, p.toolCallId)
           parts.push(p)
         }
         push({ role: 'assistant', content: parts, ...options(data) })
@@ -137,14 +147,23 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
       }
       case TOOL_PART_EVENT: {
         const part = asObject(data?.part)
-        if (typeof part?.type === 'string') out.push(toolMessage([part as unknown as ToolContent[number]]))
+        if (typeof part?.type !== 'string') break
+        if (part.type === 'tool-approval-response' && typeof part.approvalId === 'string') {
+          const callId = approvalFor.get(part.approvalId)
+          if (callId === undefined) break // a response to a request not in the history: the AI SDK would refuse it
+          approved.add(callId)
+        }
+        out.push(toolMessage([part as unknown as ToolContent[number]]))
         break
       }
     }
   }
-  closePending()
+  closePending(true)
   return out
 }
+
+const isApprovalResponse = (m: ModelMessage) =>
+  m.role === 'tool' && m.content.length > 0 && m.content.every((p) => p.type === 'tool-approval-response')
 
 function toolMessage(content: ToolContent): ToolModelMessage {
   return { role: 'tool', content }

@@ -167,7 +167,11 @@ describe('the recorder around failures and misuse', () => {
     expect(await codeOf(openAiSdkSession({ persistence, sessionId: 'x', meta: { bad: 1n as never } }))).toBe('E_CONFIG')
     expect(await codeOf(openAiSdkSession({ persistence, sessionId: 'x', meta: { type: 'no' } }))).toBe('E_INVALID_META')
     const session = await openAiSdkSession({ persistence, sessionId: 'y' })
-    expect(await codeOf(Promise.resolve().then(() => session.turn({ role: 'robot', content: 'x' } as never)))).toBe('E_INVALID_EVENT')
+    for (const bad of [{ role: 'robot', content: 'x' }, { role: 'user', content: 42 }, { role: 'tool', content: 'x' }, [{ role: 'user', content: [{ text: 'no type' }] }], null, 7]) {
+      expect(await codeOf(Promise.resolve().then(() => session.turn(bad as never)))).toBe('E_INVALID_EVENT')
+    }
+    expect(session.currentTurn).toBeUndefined()
+    expect(await codeOf(openAiSdkSession({ persistence, sessionId: 'z', cwd: 'relative/dir' }).then((s) => s.turn('x').end()))).toBe('E_INVALID_META')
   })
 
   it('reports a failed append on done, and refuses further turns with that error', async () => {

@@ -152,15 +152,27 @@ export class AiSdkSession {
   }
 }
 
+const Part = z.looseObject({ type: z.string() })
+// The shape the mapping relies on; the AI SDK validates the parts themselves when the run starts.
+const InputMessageSchema = z.discriminatedUnion('role', [
+  z.looseObject({ role: z.literal('system'), content: z.string() }),
+  z.looseObject({ role: z.literal('user'), content: z.union([z.string(), z.array(Part)]) }),
+  z.looseObject({ role: z.literal('assistant'), content: z.union([z.string(), z.array(Part)]) }),
+  z.looseObject({ role: z.literal('tool'), content: z.array(Part) }),
+])
+
 function inputMessages(input: AiSdkTurnInput | undefined): ModelMessage[] {
   if (input === undefined) return []
   if (typeof input === 'string') return [{ role: 'user', content: input }]
-  const list = Array.isArray(input) ? input : [input as ModelMessage]
-  for (const m of list) {
-    const role = asObject(m)?.role
-    if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'tool') {
-      throw new SessionPersistenceError('E_INVALID_EVENT', `turn input is not an AI SDK ModelMessage (role ${JSON.stringify(role)})`)
+  const list: readonly unknown[] = Array.isArray(input) ? input : [input]
+  list.forEach((m, i) => {
+    const parsed = InputMessageSchema.safeParse(m)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      throw new SessionPersistenceError('E_INVALID_EVENT', `turn input [${i}] is not an AI SDK ModelMessage: ${issue?.path.join('.') || 'message'}: ${issue?.message}`, {
+        cause: parsed.error,
+      })
     }
-  }
-  return [...list]
+  })
+  return [...(list as ModelMessage[])]
 }

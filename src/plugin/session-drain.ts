@@ -85,7 +85,7 @@ export class SessionDrainer {
       if (refused) this.halt(ch, refused, { dropBuffered: true })
     }
     if (ch.opened && ch.buffer.length > 0) await this.#writeBuffered(ch)
-    if (ch.failure) {
+    if (ch.failure && ch.opened) {
       this.#ctx.recovered(ch.id, ch.failure)
       ch.failure = undefined
     }

@@ -73,7 +73,13 @@ describe('session-jsonl rm', () => {
     await writer.closeAll()
     expect((await run(['--root', root, 'rm', 'nothing-like-it'])).stderr).toMatch(/^session-jsonl: E_NOT_FOUND: /)
     expect((await run(['--root', root, 'rm'])).code).toBe(2)
+    // an option the command does not take is refused, never ignored: this must not delete
+    const dry = await run(['--root', root, 'rm', 'held', '--dry-run'])
+    expect([dry.code, dry.stderr]).toEqual([2, 'session-jsonl: rm does not take --dry-run (see session-jsonl --help)\n'])
+    expect((await run(['--root', root, 'rm', 'held', '--skip-existing'])).code).toBe(2)
+    expect(await exists(paths.held!)).toBe(true)
     expect((await run(['--root', root, 'rm', 'held'])).code).toBe(0)
+    expect(await exists(paths.held!)).toBe(false)
   })
 })
 

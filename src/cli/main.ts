@@ -61,6 +61,20 @@ const HINTS: Record<string, string> = {
 
 class UsageError extends Error {}
 
+const GLOBAL_OPTIONS = ['root', 'json', 'help']
+const OPTIONS: Record<string, string[]> = {
+  ls: ['cwd'],
+  show: ['raw'],
+  tree: [],
+  verify: [],
+  repair: ['dry-run'],
+  fork: ['at', 'id'],
+  export: ['format', 'out'],
+  rm: [],
+  prune: ['older-than', 'dry-run'],
+  copy: ['to', 'all', 'skip-existing'],
+}
+
 /** One line rewritten in place on a terminal: `what [####......] done/total`, ended at the last. */
 function progressLine(stream: NodeJS.WriteStream): (what: string, done: number, total: number) => void {
   return (what, done, total) => {
@@ -77,6 +91,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
+      tokens: true,
       options: {
         root: { type: 'string' },
         json: { type: 'boolean', default: false },
@@ -109,6 +124,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
     return 0
   }
   if (extra.length > 0 && command !== 'copy') throw new UsageError(`unexpected argument '${extra[0]}'`)
+  // An option a command does not take is an error, never silently ignored: `rm x --dry-run`
+  // must not delete anything.
+  for (const token of parsed.tokens ?? []) {
+    if (token.kind === 'option' && !GLOBAL_OPTIONS.includes(token.name) && !OPTIONS[command]!.includes(token.name)) {
+      throw new UsageError(`${command} does not take --${token.name}`)
+    }
+  }
   const rootArg = values.root ?? env.SESSION_JSONL_ROOT
   if (!rootArg) throw new UsageError('no session root: pass --root DIR (or a postgres:// URL) or set SESSION_JSONL_ROOT')
   const olderThanMs = command === 'prune' ? checkPrune(values['older-than']) : 0

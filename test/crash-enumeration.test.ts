@@ -1,9 +1,16 @@
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
-import { enumerateCrashStates, randomWorkload, type WorkloadStep } from '../src/torture/crash-enumeration.js'
+import { type EnumerationResult, enumerateCrashStates, randomWorkload, type WorkloadStep } from '../src/torture/crash-enumeration.js'
+import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { contentVariants } from '../src/testing/index.js'
 
-const report = { workloads: 0, states: 0, points: 0 }
+const report = { workloads: 0, states: 0, points: 0, unexplored: { dirCombos: 0, fileCombos: 0, overCap: 0 } }
+const tally = (r: EnumerationResult) => {
+  report.workloads++
+  report.states += r.states
+  report.points += r.crashPoints
+  for (const k of ['dirCombos', 'fileCombos', 'overCap'] as const) report.unexplored[k] += r.unexplored[k]
+}
 
 describe('crash-state enumeration (every crash point of every operation)', () => {
   test('first append (materialization), later appends, load repair and fork', async () => {
@@ -18,12 +25,19 @@ describe('crash-state enumeration (every crash point of every operation)', () =>
       { op: 'append', id: 'child', shape: 'chunks', size: 3 },
     ]
     const r = await enumerateCrashStates(workload)
-    report.workloads++
-    report.states += r.states
-    report.points += r.crashPoints
+    tally(r)
     expect(r.failures).toEqual([])
     expect(r.crashPoints).toBeGreaterThan(30)
     expect(r.states).toBeGreaterThan(500)
+  })
+
+  test('the same workloads with O_DSYNC appends (one write on an O_DSYNC descriptor instead of write + fdatasync)', async () => {
+    for (let seed = 1; seed <= 3; seed++) {
+      const r = await enumerateCrashStates(randomWorkload(seed, 10), { maxImagesPerPoint: 64, dsyncWrites: true })
+      tally(r)
+      expect(r.failures).toEqual([])
+      expect(r.states).toBeGreaterThan(100)
+    }
   })
 
   test('property: generated workloads survive every crash state', async () => {
@@ -37,9 +51,7 @@ describe('crash-state enumeration (every crash point of every operation)', () =>
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 6 }), async (steps) => {
         const r = await enumerateCrashStates([{ op: 'create', id: 'a', cwd: '/p' }, ...(steps as WorkloadStep[])], { maxImagesPerPoint: 64 })
-        report.workloads++
-        report.states += r.states
-        report.points += r.crashPoints
+        tally(r)
         expect(r.failures).toEqual([])
       }),
       { numRuns: Number(process.env.CRASH_RUNS ?? 25) },
@@ -49,11 +61,15 @@ describe('crash-state enumeration (every crash point of every operation)', () =>
   test('seeded random workloads (as the long form runs them)', { timeout: 240_000 }, async () => {
     for (let seed = 1; seed <= Number(process.env.CRASH_SEEDS ?? 8); seed++) {
       const r = await enumerateCrashStates(randomWorkload(seed, 10), { maxImagesPerPoint: 128 })
-      report.workloads++
-      report.states += r.states
+      tally(r)
       expect(r.failures).toEqual([])
     }
-    console.log(`crash enumeration: ${report.workloads} workloads, ${report.points}+ crash points, ${report.states} crash states checked, 0 failures`)
+    const u = report.unexplored
+    console.log(
+      `crash enumeration: ${report.workloads} workloads, ${report.points} crash points, ${report.states} crash states checked, 0 failures; ` +
+        `not explored (bounds): ${u.dirCombos} directory-entry combinations, ${u.fileCombos} multi-file content combinations, ${u.overCap} states over the per-point cap`,
+    )
+    for (const n of Object.values(u)) expect(Number.isFinite(n) && n >= 0).toBe(true)
   })
 
   test('the crash model offers lost, kept, torn and zeroed variants of unsynced data', () => {
@@ -66,5 +82,32 @@ describe('crash-state enumeration (every crash point of every operation)', () =>
     expect(variants).toContain('{"a":1}\n{"b":2}')
     expect(variants).toContain('{"a":1}\n{')
     expect(variants.some((v) => v.startsWith('{"a":1}\n\0\0\0') && v.length === current.length)).toBe(true)
+  })
+
+  test('the bounds are counted: states beyond the per-point cap, directory combinations and multi-file contents left out', async () => {
+    const fs = createCrashFileSystem()
+    await fs.mkdir('/d', 0o700)
+    await fs.syncDir('/')
+    // 18 unsynced directory entries: 2^18 combinations, of which 256 are enumerated.
+    for (let i = 0; i < 18; i++) await (await fs.open(`/d/f${i}`, 'wx')).close()
+    const dirs = fs.crashStates({ maxImages: 10 })
+    expect(dirs.images).toHaveLength(10)
+    expect(dirs.unexplored.dirCombos).toBe(2 ** 18 - 256)
+    expect(dirs.unexplored.overCap).toBeGreaterThan(0)
+    await fs.syncDir('/d')
+    // Two files with unsynced lines: each alone through its variants, and both kept; not every pair.
+    for (const name of ['f0', 'f1']) {
+      const h = await fs.open(`/d/${name}`, 'r+')
+      const b = Buffer.from('{"a":1}\n{"b":2}\n')
+      await h.write(b, 0, b.length, 0)
+      await h.close()
+    }
+    const files = fs.crashStates()
+    const n = contentVariants(Buffer.alloc(0), Buffer.from('{"a":1}\n{"b":2}\n')).length
+    expect(files.unexplored.dirCombos).toBe(0)
+    expect(files.unexplored.overCap).toBe(0)
+    // n variants each: n * n pairs, of which all-synced, each file alone (n - 1 each) and all kept are visited.
+    expect(files.unexplored.fileCombos).toBe(n * n - (1 + 2 * (n - 1) + 1))
+    expect(files.images.length).toBeLessThanOrEqual(1 + 2 * (n - 1) + 1)
   })
 })

@@ -407,6 +407,7 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
     const never = new Promise<never>(() => {})
     const state = { killed: false }
     const seam: CrashSeam = {
+      supportsDsync: base.supportsDsync,
       beforeCall: undefined,
       kill() {
         state.killed = true

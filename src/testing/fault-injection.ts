@@ -169,6 +169,8 @@ export function createFaultInjectingFileSystem(base: FileSystem = createNodeFile
 
   return {
     calls,
+    // O_DSYNC descriptors are the base's to offer; a wrapped handle still gates every write.
+    supportsDsync: base.supportsDsync,
     get shortWrites() {
       return state.shortWrites
     },

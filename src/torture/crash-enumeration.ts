@@ -92,10 +92,10 @@ function turnState(events: readonly SessionEvent[]): { open: boolean; turns: num
  */
 export async function enumerateCrashStates(
   workload: readonly WorkloadStep[],
-  options: { maxImagesPerPoint?: number; sync?: 'data' | 'full' } = {},
+  options: { maxImagesPerPoint?: number; sync?: 'data' | 'full'; dsyncWrites?: boolean } = {},
 ): Promise<EnumerationResult> {
   const fs = createCrashFileSystem()
-  const p = createJsonlPersistence({ root: ROOT, fs, sync: options.sync ?? 'data' })
+  const p = createJsonlPersistence({ root: ROOT, fs, sync: options.sync ?? 'data', ...(options.dsyncWrites ? { dsyncWrites: true } : {}) })
   const models = new Map<string, Model>()
   const points: { images: CrashImage[]; expect: Expectation }[] = []
   const failures: string[] = []

@@ -3,7 +3,7 @@ import { headerLine } from '../core/meta.js'
 import type { SessionEvent } from '../core/schema.js'
 import { isSessionPersistenceError, SessionPersistenceCorruptionError } from '../errors.js'
 import { createJsonlPersistence } from '../jsonl-persistence.js'
-import type { LoadedSession } from '../persistence.js'
+import type { JsonlSessionPersistence, LoadedSession } from '../persistence.js'
 import { createCrashFileSystem } from '../testing/crash-fs.js'
 import { expectLoad, expectedFileAfterLoad, type OracleVerdict } from './log-oracle.js'
 
@@ -147,6 +147,9 @@ async function readAll(fs: Awaited<ReturnType<typeof fsWith>>): Promise<Buffer> 
   return buf
 }
 
+/** Stands in for the backend under test (the proofs of the fuzzer itself wrap it in a liar). */
+export type Wrap = (p: JsonlSessionPersistence) => JsonlSessionPersistence
+
 const sameEvents = (a: readonly SessionEvent[], b: readonly SessionEvent[]) => isDeepStrictEqual(a, b)
 
 /** What a repair report must say for a verdict that loads (undefined: no report at all). */
@@ -175,10 +178,10 @@ function reportProblem(got: LoadedSession['repair'], want: ReturnType<typeof exp
  * cut exactly where it says and leave exactly the bytes it expects — or refuse with the code,
  * line and byte it names, the file untouched. Returns the outcome or a failure.
  */
-async function checkMutant(original: SessionEvent[], mutant: Buffer): Promise<'ok' | 'refused' | 'undetectable' | string> {
+async function checkMutant(original: SessionEvent[], mutant: Buffer, wrap: Wrap): Promise<'ok' | 'refused' | 'undetectable' | string> {
   const verdict = expectLoad(mutant, 'f')
   const fs = await fsWith(mutant)
-  const p = createJsonlPersistence({ root: ROOT, fs })
+  const p = wrap(createJsonlPersistence({ root: ROOT, fs }))
   const refusal = (err: unknown, what: string): string | undefined => {
     if (!isSessionPersistenceError(err)) return `${what} threw a foreign error: ${String(err)}`
     if (!verdict.refuse) return `${what} refused (${err.code}: ${err.message}) a log whose bytes hold a loadable prefix`
@@ -234,7 +237,8 @@ async function checkMutant(original: SessionEvent[], mutant: Buffer): Promise<'o
  * random flips, NULs, invalid UTF-8, duplicated, swapped, deleted and blank lines, garbage tails,
  * damaged headers, and — when `hugeLine` — one 100 MB line) and checks every mutant.
  */
-export async function runFuzz(options: { cases: number; seed?: number; hugeLine?: boolean }): Promise<FuzzReport> {
+export async function runFuzz(options: { cases: number; seed?: number; hugeLine?: boolean; wrap?: Wrap }): Promise<FuzzReport> {
+  const wrap = options.wrap ?? ((p) => p)
   let seed = options.seed ?? 7
   const rand: Rand = () => {
     seed = (seed + 0x6d2b79f5) >>> 0
@@ -245,7 +249,7 @@ export async function runFuzz(options: { cases: number; seed?: number; hugeLine?
   const bases = baseLogs()
   const report: FuzzReport = { cases: 0, repairedOrIntact: 0, refused: 0, undetectable: 0, failures: [], byMutation: {} }
   const record = async (name: string, original: SessionEvent[], mutant: Buffer) => {
-    const outcome = await checkMutant(original, mutant)
+    const outcome = await checkMutant(original, mutant, wrap)
     report.cases++
     report.byMutation[name] = (report.byMutation[name] ?? 0) + 1
     if (outcome === 'ok') report.repairedOrIntact++

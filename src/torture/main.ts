@@ -1,15 +1,17 @@
-// `npm run torture [-- --kills N --crash-workloads N --fuzz N --power-cuts N --disk-full N --quick]`
+// `npm run torture [-- --kills N --crash-workloads N --fuzz N --power-cuts N --disk-full N --two-process-images N --quick --only NAME]`
 // The long forms of the crash proofs (docs/reliability.md). Prints one line per proof and exits
 // non-zero if anything acknowledged was lost or anything unexpected was thrown.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { enumerateCrashStates, randomWorkload } from './crash-enumeration.js'
+import { addUnexplored, enumerateCrashStates, noneUnexplored, randomWorkload } from './crash-enumeration.js'
 import { diskFullBytes, mountTmpfs, runDiskFull } from './disk-full.js'
 import { runFuzz } from './fuzz.js'
 import { runKillTorture } from './kill-runner.js'
 import { POWER_CUT_CONFIGS, powerCutUnavailable, runPowerCuts } from './power-cut.js'
+import { enumerateTwoProcessCrashes } from './two-process.js'
+import type { UnexploredStates } from '../testing/crash-fs.js'
 
 const { values } = parseArgs({
   options: {
@@ -19,6 +21,7 @@ const { values } = parseArgs({
     fuzz: { type: 'string' },
     'power-cuts': { type: 'string' },
     'disk-full': { type: 'string' },
+    'two-process-images': { type: 'string' },
     only: { type: 'string', multiple: true },
   },
 })
@@ -27,20 +30,24 @@ const n = (v: string | undefined, long: number, short: number) => Number(v ?? (q
 const want = (name: string) => !values.only || values.only.includes(name)
 let failed = false
 const line = (s: string) => console.log(s)
+const bounds = (u: UnexploredStates) =>
+  `not explored (bounds): ${u.dirCombos} directory-entry combinations, ${u.fileCombos} multi-file content combinations, ${u.overCap} states over the per-point cap`
 
 if (want('crash')) {
   const workloads = n(values['crash-workloads'], 200, 20)
   let states = 0
   let points = 0
   const failures: string[] = []
+  const unexplored = noneUnexplored()
   const t = Date.now()
   for (let seed = 1; seed <= workloads; seed++) {
     const r = await enumerateCrashStates(randomWorkload(seed, 10), { maxImagesPerPoint: 128 })
     states += r.states
     points += r.crashPoints
+    addUnexplored(unexplored, r.unexplored)
     failures.push(...r.failures.map((f) => `seed ${seed}: ${f}`))
   }
-  line(`crash states: ${workloads} workloads, ${points} crash points, ${states} states checked, ${failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s)`)
+  line(`crash states: ${workloads} workloads, ${points} crash points, ${states} states checked, ${failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s); ${bounds(unexplored)}`)
   for (const f of failures.slice(0, 10)) line(`  ${f}`)
   failed ||= failures.length > 0
 }
@@ -52,18 +59,28 @@ if (want('kills')) {
   const t = Date.now()
   const reports = await Promise.all(roots.map((root, i) => runKillTorture({ root, kills: Math.ceil(kills / lanes), seed: 17 + i })))
   for (const r of roots) rmSync(r, { recursive: true, force: true })
-  const total = reports.reduce((a, r) => a + r.kills, 0)
-  const acked = reports.reduce((a, r) => a + r.ackedEvents, 0)
+  const sum = (f: (r: (typeof reports)[number]) => number) => reports.reduce((a, r) => a + f(r), 0)
   const failures = reports.flatMap((r) => r.failures)
-  line(`SIGKILL: ${total} kills, ${acked} acknowledged events checked, ${failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s)`)
+  line(
+    `SIGKILL: ${sum((r) => r.kills)} kills (${sum((r) => r.killsDuringLoad)} during a load, ${sum((r) => r.killsDuringRepair)} of them during a repair; ` +
+      `${sum((r) => r.stops)} at a chosen step of the load), ${sum((r) => r.ackedEvents)} acknowledged events checked, ${failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s)`,
+  )
   for (const f of failures.slice(0, 10)) line(`  ${f}`)
   failed ||= failures.length > 0
+}
+
+if (want('two-process')) {
+  const t = Date.now()
+  const r = await enumerateTwoProcessCrashes({ maxImagesPerPoint: n(values['two-process-images'], 256, 32) })
+  line(`two-process crash states: ${r.schedules} interleavings, ${r.crashPoints} crash points, ${r.states} states checked, ${r.failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s); ${bounds(r.unexplored)}`)
+  for (const f of r.failures.slice(0, 10)) line(`  ${f}`)
+  failed ||= r.failures.length > 0
 }
 
 if (want('fuzz')) {
   const t = Date.now()
   const r = await runFuzz({ cases: n(values.fuzz, 100_000, 5_000), hugeLine: true })
-  line(`fuzzed logs: ${r.cases} mutants: ${r.repairedOrIntact} loaded as a prefix plus closers, ${r.refused} refused untouched, ${r.undetectable} undetectable by format v0, ${r.failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s)`)
+  line(`fuzzed logs: ${r.cases} mutants, each compared with what its own bytes say: ${r.repairedOrIntact} loaded as the original's prefix plus closers, ${r.refused} refused untouched, ${r.undetectable} loaded as valid lines the mutation changed (undetectable by format v0), ${r.failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s)`)
   for (const f of r.failures.slice(0, 10)) line(`  ${f}`)
   failed ||= r.failures.length > 0
 }

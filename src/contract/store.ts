@@ -58,6 +58,23 @@ export function storeTests({ open, openOther }: ContractContext): void {
     })
   })
 
+  describe('closeAll', () => {
+    test('waits for pending appends and releases every session, idempotently', async (ctx) => {
+      const a = await openStore(ctx)
+      await a.create(meta('one'))
+      await a.create(meta('two'))
+      const pending = [a.append('one', completeTurn(0, 1)), a.append('two', completeTurn(0, 2))]
+      await Promise.all([a.closeAll(), a.closeAll()])
+      await Promise.all(pending)
+      expect(await codeOf(a.append('one', completeTurn(4, 3)))).toBe('E_NOT_FOUND')
+      const b = await openStore(ctx)
+      expect((await b.load('one')).events).toEqual(completeTurn(0, 1))
+      expect((await b.load('two')).events).toEqual(completeTurn(0, 2))
+      await b.closeAll()
+      await b.closeAll()
+    })
+  })
+
   describe('raw transfer', () => {
     test('readRaw gives the exact lines: the header, then each event serialized with its keys in the caller order', async (ctx) => {
       const a = await openStore(ctx)

@@ -1,0 +1,81 @@
+// The CLI over a postgres:// root: every command, and `copy` between a JSONL root and
+// PostgreSQL byte for byte, both ways.
+import { readdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { afterAll, describe, expect, test } from 'vitest'
+import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { ev, meta, turn } from './helpers/events.js'
+import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
+import { runCli } from './helpers/run-cli.js'
+import { tmpRoot } from './helpers/tmp-root.js'
+
+const url = pgUrl()
+const schemas: string[] = []
+afterAll(async () => {
+  if (url) await dropSchemas(url, schemas)
+})
+
+/** Every log file under a JSONL root, by bucket/name, as bytes (base64). */
+async function files(root: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  for (const dir of await readdir(root)) {
+    if (dir.startsWith('.')) continue
+    for (const name of await readdir(join(root, dir))) out[`${dir}/${name}`] = (await readFile(join(root, dir, name))).toString('base64')
+  }
+  return out
+}
+
+describe.skipIf(!url)('session-jsonl over a postgres:// root', () => {
+  test('copy JSONL → PostgreSQL → JSONL is byte-identical; ls, show, verify, fork, rm, prune and repair work on the PostgreSQL root', async () => {
+    const schema = freshSchema('cli')
+    schemas.push(schema)
+    const pgRoot = `${url}?schema=${schema}`
+    const source = await tmpRoot()
+    const p = createJsonlPersistence({ root: source })
+    await p.create(meta('alpha', { cwd: '/proj/a', createdAt: 1_000, note: 'ünï\u2028code' }))
+    await p.append('alpha', [...turn(0, 1), ev(4, 'vendor/x', { s: '"\\\u2029' }, { extra: [1] }), ...turn(5, 2)])
+    await p.create(meta('beta', { createdAt: 2_000 }))
+    await p.append('beta', [ev(0, 'turn/start', { turn: 1 }), ev(1, 'user/message', { content: 'open turn' })])
+    await p.closeAll()
+
+    const copied = await runCli(['--root', source, 'copy', '--all', '--to', pgRoot, '--json'])
+    expect(copied.code).toBe(0)
+    expect(JSON.parse(copied.stdout).copied.map((c: { id: string }) => c.id).sort()).toEqual(['alpha', 'beta'])
+    const again = await runCli(['--root', source, 'copy', 'alpha', '--to', pgRoot])
+    expect(again.code).not.toBe(0) // exists at the target
+    expect(again.stderr.trim().split('\n')).toHaveLength(1)
+
+    const ls = JSON.parse((await runCli(['--root', pgRoot, 'ls', '--json'])).stdout)
+    expect(ls.sessions.map((s: { meta: { id: string } }) => s.meta.id)).toEqual(['beta', 'alpha'])
+    expect(ls.sessions[0].location).toEqual({ kind: 'postgres', schema, id: 'beta' })
+    const show = await runCli(['--root', pgRoot, 'show', 'alp'])
+    expect(show.code).toBe(0)
+    expect(show.stdout).toContain('session alpha')
+    const verify = JSON.parse((await runCli(['--root', pgRoot, 'verify', '--json'])).stdout)
+    expect(verify.summary).toMatchObject({ logs: 2, ok: 1, repairable: 1, corrupt: 0 })
+
+    const back = await tmpRoot()
+    expect((await runCli(['--root', pgRoot, 'copy', '--all', '--to', back])).code).toBe(0)
+    expect(await files(back)).toEqual(await files(source))
+
+    const fork = await runCli(['--root', pgRoot, 'fork', 'alpha', '--at', '4', '--id', 'alpha-child', '--json'])
+    expect(JSON.parse(fork.stdout)).toMatchObject({ id: 'alpha-child', parentSession: 'alpha', seedLength: 4 })
+    const repaired = await runCli(['--root', pgRoot, 'repair', 'beta', '--json'])
+    expect(repaired.code).toBe(0)
+    expect((await sql(url!, `SELECT seq FROM "${schema}".events WHERE session_id = 'beta'`)).length).toBe(3)
+
+    expect((await runCli(['--root', pgRoot, 'rm', 'alpha-child'])).code).toBe(0)
+    expect((await runCli(['--root', pgRoot, 'rm', 'alpha-child'])).code).not.toBe(0)
+    await sql(url!, `UPDATE "${schema}".sessions SET updated_at = now() - interval '40 days' WHERE session_id = 'beta'`)
+    const prune = JSON.parse((await runCli(['--root', pgRoot, 'prune', '--older-than', '30d', '--json'])).stdout)
+    expect(JSON.stringify(prune)).toContain('beta')
+    const left = JSON.parse((await runCli(['--root', pgRoot, 'ls', '--json'])).stdout)
+    expect(left.sessions.map((s: { meta: { id: string } }) => s.meta.id)).toEqual(['alpha'])
+  })
+
+  test('a bad schema name in the URL fails with one clear line', async () => {
+    const r = await runCli(['--root', `${url}?schema=Not-Valid`, 'ls'])
+    expect(r.code).not.toBe(0)
+    expect(r.stderr.trim().split('\n')).toHaveLength(1)
+  })
+})

@@ -119,6 +119,28 @@ describe('toAiSdkMessages', () => {
     expect(toAiSdkMessages([...events, ev(4, 'user/message', { content: 'never mind' })]).filter((m) => m.role === 'tool')).toHaveLength(3)
   })
 
+  it('stores binary data as base64, URLs and dates as strings, and a __proto__ key as a plain key', () => {
+    const input = JSON.parse('{"__proto__": {"polluted": true}, "n": 1}') as Record<string, unknown>
+    const messages: ModelMessage[] = [
+      { role: 'user', content: [
+        { type: 'file', data: Buffer.from('hi'), mediaType: 'text/plain' },
+        { type: 'image', image: new URL('https://example.com/a.png') },
+        { type: 'text', text: 'x', providerOptions: { acme: { at: new Date(0) as never } } },
+      ] },
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 't', toolName: 'f', input }] },
+    ]
+    const events = asEvents(messages)
+    expect(events[0]?.data).toEqual({ content: [
+      { type: 'file', data: 'aGk=', mediaType: 'text/plain' },
+      { type: 'image', image: 'https://example.com/a.png' },
+      { type: 'text', text: 'x', providerOptions: { acme: { at: '1970-01-01T00:00:00.000Z' } } },
+    ] })
+    const args = (events[1]?.data as { content: { arguments: Record<string, unknown> }[] }).content[0]!.arguments
+    expect(Object.keys(args)).toEqual(['__proto__', 'n'])
+    expect(Object.getPrototypeOf(args)).toBe(Object.prototype)
+    expect(JSON.stringify(args)).toBe('{"__proto__":{"polluted":true},"n":1}')
+  })
+
   it('keeps a provider-executed call out of the calls to answer, and passes non-text results as content', () => {
     const providerCall = { type: 'tool-call', toolCallId: 'p', toolName: 'web_search', input: { q: 'x' }, providerExecuted: true } as const
     const messages: ModelMessage[] = [

@@ -6,7 +6,8 @@ export type JsonObject = { [key: string]: JsonValue }
 /**
  * An AI SDK value as plain JSON, the way the log can store it. Binary data (`Uint8Array`,
  * `Buffer`, `ArrayBuffer`), which image and file parts may hold, becomes a base64 string and a
- * `URL` its `href`: the AI SDK accepts both forms back. `undefined` properties are left out.
+ * `URL` its `href`: the AI SDK accepts both forms back. A `Date` becomes its ISO string, as in
+ * `JSON.stringify`; `undefined` properties are left out.
  * Anything else that is not JSON (a function, a BigInt, a class instance) is kept as it is, so
  * the backend refuses it with `E_NOT_JSON` naming where it was, instead of being silently lost.
  */
@@ -14,6 +15,7 @@ export function toJson(value: unknown): JsonValue {
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64')
   if (value instanceof ArrayBuffer) return Buffer.from(value).toString('base64')
   if (value instanceof URL) return value.href
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString() // as JSON.stringify does
   if (Array.isArray(value)) return value.map((v) => toJson(v))
   const obj = asObject(value)
   if (obj && (Object.getPrototypeOf(obj) === Object.prototype || Object.getPrototypeOf(obj) === null)) {

@@ -28,3 +28,26 @@ describe('show: events of types the transcript does not know', () => {
     expect(lines.indexOf('user: hi')).toBeGreaterThan(lines.indexOf('(tool/output ×3, ignorable) {"part":0}'))
   })
 })
+
+describe('show: history/rewind', () => {
+  test('rewound messages (tool results too) are marked; each rewind says what it dropped, or why it is ignored', () => {
+    const events = [
+      ev(0, 'user/message', { content: 'q' }),
+      ev(1, 'assistant/message', { turn: 1, step: 0, content: [{ type: 'tool-call', callId: 'c', name: 'bash', arguments: {} }] }),
+      ev(2, 'tool/result', { turn: 1, step: 0, callId: 'c', content: [{ type: 'text', text: 'out' }] }),
+      ev(3, 'history/rewind', { to: 1 }),
+      ev(4, 'history/rewind', { to: 'x' }),
+      ev(5, 'history/rewind', { to: 9 }),
+      ev(6, 'user/message', { content: 'again' }),
+    ]
+    const session = { meta: { id: 's', createdAt: 0, delegationDepth: 0 }, events } as unknown as LoadedSession
+    const lines = renderTranscript(session, makeStyle(false)).split('\n')
+    expect(lines).toContain('user: q')
+    expect(lines).toContain('assistant [rewound]')
+    expect(lines).toContain('  ← [c] out [rewound]')
+    expect(lines).toContain("↶ history rewound to seq 1: 2 message(s) from seq 1 to 2 are out of the model's history")
+    expect(lines).toContain('↶ history rewind with an invalid \'to\' ("x"): ignored')
+    expect(lines).toContain('↶ history rewind to seq 9: nothing before it to drop')
+    expect(lines).toContain('user: again')
+  })
+})

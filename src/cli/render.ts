@@ -65,7 +65,7 @@ function rewindView(events: readonly SessionEvent[]): { rewound: (seq: number) =
     rewound,
     describe: (e) => {
       const to = asObject(e.data)?.to
-      if (typeof to !== 'number' || !Number.isSafeInteger(to) || to < 0) return `history rewind with an invalid 'to' (${oneLine(to ?? null, 40)}): ignored`
+      if (typeof to !== 'number' || !Number.isSafeInteger(to) || to < 0) return `history rewind with an invalid 'to' (${oneLine(JSON.stringify(to ?? null), 40)}): ignored`
       if (to >= e.seq) return `history rewind to seq ${to}: nothing before it to drop`
       const dropped = before[Math.min(e.seq, events.length)]! - before[Math.min(to, events.length)]!
       return `history rewound to seq ${to}: ${dropped} message(s) from seq ${to} to ${e.seq - 1} are out of the model's history`

@@ -4,7 +4,7 @@ import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createJsonlPersistence } from '../src/jsonl-persistence.js'
-import { parseStartTime } from '../src/lock/process-identity.js'
+import { hasExited, parseStartTime } from '../src/lock/process-identity.js'
 import { meta, turn } from './helpers/events.js'
 import { rejection } from './helpers/storage-codes.js'
 import { tmpRoot } from './helpers/tmp-root.js'
@@ -69,6 +69,14 @@ describe('the start time in /proc/<pid>/stat', () => {
     expect(parseStartTime(`42 ( ) ) ${rest}`)).toBe('987654')
     expect(parseStartTime('42 (node) S 1 2')).toBeUndefined()
     expect(parseStartTime('garbage')).toBeUndefined()
+  })
+
+  test('a zombie (exited, not yet reaped) counts as exited; running and sleeping ones do not', () => {
+    const rest = '1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 20 21'
+    expect(hasExited(`42 (a) Z) Z ${rest}`)).toBe(true)
+    expect(hasExited(`42 (x) X ${rest}`)).toBe(true)
+    expect(hasExited(`42 (Z) S ${rest}`)).toBe(false)
+    expect(hasExited(`42 (node) R ${rest}`)).toBe(false)
   })
 
   test.skipIf(!linux)('of this process matches what the lock it takes records', async () => {

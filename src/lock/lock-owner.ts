@@ -79,7 +79,8 @@ export async function writerState(
   if (!sameMachine) return 'unknown'
   if (owner.startTime !== undefined) {
     const current = await readStartTime(fs, owner.pid)
-    if (current === null) return 'dead'
+    // No /proc entry, yet the pid answers: /proc hides it (mounted with hidepid): cannot tell.
+    if (current === null) return isPidAlive(owner.pid) ? 'unknown' : 'dead'
     if (current !== undefined) return current === owner.startTime ? 'alive' : 'dead'
   }
   // No start time to compare: a missing pid still proves death; a present one proves nothing.

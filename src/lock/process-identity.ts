@@ -43,13 +43,21 @@ export function parseStartTime(stat: string): string | undefined {
   return value !== undefined && /^\d+$/.test(value) ? value : undefined
 }
 
+/** Field 3 of `/proc/<pid>/stat`: `Z` (zombie) or `X` (dead) means the process has exited. */
+export function hasExited(stat: string): boolean {
+  const state = stat.slice(stat.lastIndexOf(')') + 1).trim()[0]
+  return state === 'Z' || state === 'X'
+}
+
 /**
- * The start time of process `pid` (`'self'` for this one). `null` when no such process exists;
- * undefined when it cannot be told (no `/proc`, or it cannot be read).
+ * The start time of process `pid` (`'self'` for this one). `null` when no such process exists
+ * (or it has exited and only waits to be reaped); undefined when it cannot be told (no `/proc`,
+ * or it cannot be read).
  */
 export async function readStartTime(fs: FileSystem, pid: number | 'self'): Promise<string | null | undefined> {
   try {
-    return parseStartTime(await readSmallFile(fs, `/proc/${pid}/stat`, 1024))
+    const stat = await readSmallFile(fs, `/proc/${pid}/stat`, 1024)
+    return hasExited(stat) ? null : parseStartTime(stat)
   } catch (err) {
     // ENOENT or ESRCH: the process is gone. Anything else tells nothing.
     return errno(err) === 'ENOENT' || errno(err) === 'ESRCH' ? null : undefined

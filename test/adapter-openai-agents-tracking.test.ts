@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Agent, type AgentInputItem, run, tool } from '@openai/agents'
-import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-core/testing'
+import { assistantMessage, functionCall, modelError, ScriptedModel } from '@openai/agents-core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { JsonlSession, PROVISIONAL_FIELD, trackToolCalls } from '../src/adapters/openai-agents/index.js'
@@ -144,6 +144,26 @@ describe('trackToolCalls', () => {
       e = o.error ?? o.cause
     }
     expect(chain.some((e) => isSessionPersistenceError(e, 'E_IO'))).toBe(true)
+  })
+
+  it('a run that fails after a tool keeps what it recorded; close ends its turn as aborted', async () => {
+    const persistence = createMemoryPersistence()
+    const echo = tool({ name: 'echo', description: 'echo', parameters: z.object({ s: z.string() }), execute: async ({ s }) => s })
+    const model = new ScriptedModel([[functionCall('echo', { s: 'hi' }, { callId: 'f1' })], modelError(new Error('model down'))])
+    const agent = new Agent({ name: 'A', instructions: 'echo', model, tools: [echo] })
+    const session = new JsonlSession({ persistence, sessionId: 'failed' })
+    trackToolCalls(agent, session)
+    await expect(run(agent, 'say hi', { session })).rejects.toThrow()
+    await session.close()
+    const { events } = await persistence.inspect('failed')
+    expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data)).toEqual([{ turn: 1, reason: { kind: 'aborted' } }])
+    const reopened = new JsonlSession({ persistence, sessionId: 'failed' })
+    expect(await reopened.getItems()).toEqual([
+      { type: 'message', role: 'user', content: 'say hi' },
+      { type: 'function_call', name: 'echo', callId: 'f1', status: 'completed', arguments: '{"s":"hi"}' },
+      { type: 'function_call_result', name: 'echo', callId: 'f1', status: 'completed', output: { type: 'text', text: 'hi' } },
+    ])
+    await reopened.close()
   })
 
   it('undo restores the tools and stops recording ahead of the run', async () => {

@@ -42,10 +42,10 @@ export function floorLease(lockPath, staleLockMs = 10_000) {
 }
 
 /**
- * The least any implementation of SPEC 5.2 + 5.3 can do per batch, written with no package code:
- * serialize the caller's events when append is called (they may be mutated after the call),
- * check the lease, then write + fdatasync (or, with `dsync`, one write on an O_DSYNC
- * descriptor), all through Node's cheapest non-blocking calls (the callback API).
+ * The least any implementation of docs/contract.md §5.2 + §5.3 can do per batch, written with
+ * no package code: serialize the caller's events when append is called (they may be mutated
+ * after the call), check the lease, then write + fdatasync (or, with `dsync`, one write on an
+ * O_DSYNC descriptor), all through Node's cheapest non-blocking calls (the callback API).
  */
 export async function protocolFloor(state, batch) {
   const bytes = serialize(batch)
@@ -58,9 +58,10 @@ export async function protocolFloor(state, batch) {
 /**
  * One run: every contender appends the same batches, interleaved batch by batch in a rotating
  * order so that all of them see the same disk conditions; returns the mean ms per batch of each.
- * `dsyncConfig`: the package's configuration for O_DSYNC writes, when it has one.
+ * `modes` (dsync-config.mjs): the package's configuration for write + fdatasync (`pkg`) and, when
+ * it has one, for O_DSYNC writes (`pkgDsync`).
  */
-export async function appendRun(size, count, { dsyncConfig } = {}) {
+export async function appendRun(size, count, modes = { pair: {}, dsync: undefined }) {
   const dir = scratch(`append-${size}`)
   const closers = []
   try {
@@ -101,7 +102,7 @@ export async function appendRun(size, count, { dsyncConfig } = {}) {
     const asyncRaw = await fileHandle('raw-async')
     const stringified = await fileHandle('stringify')
     const contenders = [
-      ['pkg', await packageWith({}, 'bench')],
+      ['pkg', await packageWith(modes.pair, 'bench')],
       ['asyncRaw', (i) => asyncRaw(buffers[i])],
       ['callbackRaw', async (i) => {
         await writeAt(cbFd, buffers[i], pos.cb)
@@ -120,7 +121,7 @@ export async function appendRun(size, count, { dsyncConfig } = {}) {
       ['floor', (i) => protocolFloor(floor, batches[i])],
       ['floorDsync', (i) => protocolFloor(floorDsync, batches[i])],
     ]
-    if (dsyncConfig) contenders.push(['pkgDsync', await packageWith(dsyncConfig, 'bench-dsync')])
+    if (modes.dsync) contenders.push(['pkgDsync', await packageWith(modes.dsync, 'bench-dsync')])
     const total = await interleave(contenders, count)
     return Object.fromEntries(Object.entries(total).map(([k, v]) => [k, v / count]))
   } finally {

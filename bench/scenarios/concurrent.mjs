@@ -14,9 +14,10 @@ import { DSYNC_FLAGS, floorLease, meta, protocolFloor, writeAt } from './append.
  * append the same events; one synchronous raw writer writes all of them one after another, to
  * one file (for scale). The contenders take turns every `chunk` batches, in a rotating
  * order, so that all of them see the same disk conditions. Returns events/s of each.
- * `dsyncConfig`: the package's configuration for O_DSYNC writes, when it has one.
+ * `modes` (dsync-config.mjs): the package's configuration for write + fdatasync (`pkg`) and, when
+ * it has one, for O_DSYNC writes (`pkgDsync`).
  */
-export async function concurrentRun(sessions, count, { chunk = 5, dsyncConfig } = {}) {
+export async function concurrentRun(sessions, count, modes = { pair: {}, dsync: undefined }, chunk = 5) {
   const dir = scratch('concurrent')
   const closers = []
   try {
@@ -56,7 +57,7 @@ export async function concurrentRun(sessions, count, { chunk = 5, dsyncConfig } 
       return { fd, pos: 0, lease, dsync: false }
     })
     const contenders = [
-      ['pkg', await packageWith({}, 'package')],
+      ['pkg', await packageWith(modes.pair, 'package')],
       ['asyncRaw', (r) => Promise.all(handles.map(async (h, s) => {
         for (const b of range(r)) {
           await h.write(buffers[b], 0, buffers[b].length, pos.async[s])
@@ -82,7 +83,7 @@ export async function concurrentRun(sessions, count, { chunk = 5, dsyncConfig } 
         }
       }],
     ]
-    if (dsyncConfig) contenders.push(['pkgDsync', await packageWith(dsyncConfig, 'package-dsync')])
+    if (modes.dsync) contenders.push(['pkgDsync', await packageWith(modes.dsync, 'package-dsync')])
     const total = await interleave(contenders, rounds)
     return Object.fromEntries(Object.entries(total).map(([k, ms]) => [k, (sessions * rounds * chunk * size) / (ms / 1000)]))
   } finally {

@@ -1,21 +1,20 @@
-// Which configuration, if any, makes this build of the package write with O_DSYNC (one write
-// that is also the data sync) instead of write + fdatasync. BENCH_DSYNC_CONFIG='{"…":…}' names
-// one explicitly; otherwise the known spellings are tried against the configuration schema
-// (creating an instance does no I/O, and an option the build does not know is refused).
-import { createJsonlPersistence } from '../../dist/index.js'
+// How this build of the package writes an append: write + fdatasync, or one write on a
+// descriptor opened with O_DSYNC (which is the write and its data sync in one call), and which
+// configuration picks each. Read from the configuration schema itself, so the bench follows the
+// build it measures: `dsyncWrites` (boolean, with a default) where the build has it.
+import { JsonlConfigSchema } from '../../dist/index.js'
 
-const CANDIDATES = [{ sync: 'dsync' }, { syncMethod: 'dsync' }, { dsync: true }]
-
-/** The package's O_DSYNC configuration, or undefined when this build offers none. */
-export function packageDsyncConfig() {
-  if (process.env.BENCH_DSYNC_CONFIG) return JSON.parse(process.env.BENCH_DSYNC_CONFIG)
-  for (const candidate of CANDIDATES) {
-    try {
-      createJsonlPersistence({ root: '/nonexistent-bench-root', ...candidate })
-      return candidate
-    } catch {
-      // not this spelling
-    }
+/**
+ * `{ pair, dsync, defaultMode }`: the configuration of each write mode (`dsync` undefined when
+ * the build cannot write with O_DSYNC) and the mode a default configuration gets.
+ */
+export function packageWriteModes() {
+  const resolved = JsonlConfigSchema.safeParse({ root: '/nonexistent-bench-root' })
+  const known = resolved.success && typeof resolved.data.dsyncWrites === 'boolean'
+  if (!known || process.platform !== 'linux') return { pair: {}, dsync: undefined, defaultMode: 'pair' }
+  return {
+    pair: { dsyncWrites: false },
+    dsync: { dsyncWrites: true },
+    defaultMode: resolved.data.dsyncWrites ? 'dsync' : 'pair',
   }
-  return undefined
 }

@@ -1,6 +1,6 @@
 // Creating a session: create + first append (materialization) against the bare minimum of a new
 // durable file, and against the least the contract itself allows (its floor).
-import { close, closeSync, fdatasync, fstat, fsync, link, open as openCallback, readdir, stat, unlink, write } from 'node:fs'
+import { close, closeSync, constants, fdatasync, fstat, fsync, link, open as openCallback, readdir, stat, unlink, write } from 'node:fs'
 import { mkdir, open } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
@@ -13,17 +13,18 @@ import { meta, writeAt } from './append.mjs'
 const identity = { pid: process.pid, startTime: '123456789', host: hostname(), bootId: '0'.repeat(36), pidNs: 'pid:[4026531836]' }
 
 /**
- * The least any implementation of SPEC 4.2, 5.1 and 5.3 can do to create a session and append
- * its first batch, written with no package code, through Node's cheapest non-blocking calls (the
- * callback API), with every independent step overlapped: look for the id in every bucket
- * (create; its own bucket while the root is listed); take the writer lock (a temporary file
- * linked into place, its inode noted; the lease starts then, with no I/O) and re-check the
- * buckets under it, while the log's temporary file is written and synced; then link, unlink the
- * temporary name, fsync the bucket. Files are created 0600 (no chmod: with the usual umasks
- * the mode is already exact; the package chmods, whatever the umask).
+ * The least any implementation of docs/contract.md §4.2, §5.1 and §5.3 can do to create a
+ * session and append its first batch, written with no package code, through Node's cheapest
+ * non-blocking calls (the callback API), with every independent step overlapped: look for the
+ * id in every bucket (create; its own bucket while the root is listed); take the writer lock (a
+ * temporary file linked into place, its inode noted; the lease starts then, with no I/O) and
+ * re-check the buckets under it, while the log's temporary file is written and synced; then
+ * link, unlink the temporary name, fsync the bucket. Files are created 0600 (no chmod: with the
+ * usual umasks the mode is already exact; the package chmods, whatever the umask). With
+ * `dsync`, the log's temporary file is opened with O_DSYNC and its one write is its sync.
  * Resolves with the log's open descriptor.
  */
-async function newSessionFloor(root, name, batch) {
+async function newSessionFloor(root, name, batch, dsync) {
   const bucket = join(root, '_no-cwd')
   const bytes = Buffer.concat([Buffer.from(`${JSON.stringify({ type: 'session', version: 0, ...meta(name) })}\n`), serialize(batch)])
   const lockBytes = Buffer.from(`${JSON.stringify({ ...identity, since: Date.now(), staleLockMs: 10_000, token: Math.random().toString(36).slice(2) })}\n`)
@@ -52,9 +53,10 @@ async function newSessionFloor(root, name, batch) {
   })()
   const tmp = join(bucket, `.tmp-${name}`)
   const log = (async () => {
-    const fd = await callback((done) => openCallback(tmp, 'wx', 0o600, done))
+    const flags = dsync ? constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_DSYNC : 'wx'
+    const fd = await callback((done) => openCallback(tmp, flags, 0o600, done))
     await writeAt(fd, bytes, 0)
-    await callback((done) => fdatasync(fd, done))
+    if (!dsync) await callback((done) => fdatasync(fd, done))
     return fd
   })()
   const [, fd] = await Promise.all([lock, log])
@@ -69,9 +71,11 @@ async function newSessionFloor(root, name, batch) {
 /**
  * Creating a session: create + first append (materialization) against create + write +
  * fdatasync + directory fsync of one file, and against the protocol floor, interleaved session
- * by session (in a rotating order) so that all three see the same disk conditions.
+ * by session (in a rotating order) so that all three see the same disk conditions. The package
+ * runs in its default configuration; `dsync` says whether that writes with O_DSYNC, and the
+ * floor then does too.
  */
-export async function materializeRun(count) {
+export async function materializeRun(count, dsync = false) {
   const dir = scratch('materialize')
   try {
     const batch = events(0, 10)
@@ -108,7 +112,7 @@ export async function materializeRun(count) {
       },
       async (i) => {
         const t = now()
-        opened.push(await newSessionFloor(floorRoot, `f${i}`, batch))
+        opened.push(await newSessionFloor(floorRoot, `f${i}`, batch, dsync))
         total.floor += now() - t
       },
     ]

@@ -26,12 +26,23 @@ async function seeded(root: string, id: string) {
 }
 
 function worker(args: string[]): { child: ChildProcess; result: Promise<Record<string, unknown>> } {
-  const child = spawn(process.execPath, [WORKER, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, [WORKER, ...args], { stdio: ['pipe', 'pipe', 'inherit'] })
   const result = new Promise<Record<string, unknown>>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line)))
     child.once('exit', (code, signal) => reject(new Error(`worker exited ${code ?? signal} without a result`)))
   })
   return { child, result }
+}
+
+/** Ends every worker's stdin (a holder then closes and exits) and waits for all of them to exit. */
+async function releaseAll(workers: { child: ChildProcess }[]) {
+  await Promise.all(
+    workers.map(({ child }) => {
+      const exited = child.exitCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', r))
+      child.stdin?.end()
+      return exited
+    }),
+  )
 }
 
 function assertContiguous(events: readonly SessionEvent[]) {
@@ -131,9 +142,12 @@ describe('one writer per session, across processes', () => {
     await seeded(root, 'race')
     const rounds = 8
     for (let r = 0; r < rounds; r++) {
-      const results = await Promise.all([worker([root, 'race', 'resume', '600']).result, worker([root, 'race', 'resume', '600']).result])
-      expect(results.filter((x) => x.ok === true)).toHaveLength(1)
+      // The winner holds the lock until told to stop, so the loser can only have lost the race.
+      const workers = [worker([root, 'race', 'hold-until-eof']), worker([root, 'race', 'hold-until-eof'])]
+      const results = await Promise.all(workers.map((w) => w.result))
+      expect(results.filter((x) => x.held === true)).toHaveLength(1)
       expect(results.filter((x) => x.code === 'E_LOCKED')).toHaveLength(1)
+      await releaseAll(workers)
     }
     const final = await createJsonlPersistence({ root }).inspect('race')
     assertContiguous(final.events)
@@ -166,9 +180,11 @@ describe('one writer per session, across processes', () => {
       await writeFile(lock, JSON.stringify(stale))
       const old = new Date(Date.now() - 10_000)
       await utimes(lock, old, old)
-      const results = await Promise.all(Array.from({ length: 4 }, () => worker([root, 'stale', 'resume', '2500']).result))
-      expect(results.filter((x) => x.ok === true)).toHaveLength(1)
+      const workers = Array.from({ length: 4 }, () => worker([root, 'stale', 'hold-until-eof']))
+      const results = await Promise.all(workers.map((w) => w.result))
+      expect(results.filter((x) => x.held === true)).toHaveLength(1)
       expect(results.filter((x) => x.code === 'E_LOCKED')).toHaveLength(3)
+      await releaseAll(workers)
       await writeFile(lock, '') // leave a stale lock behind for the next round
     }
     const final = await createJsonlPersistence({ root }).inspect('stale')

@@ -33,7 +33,7 @@ describe.skipIf(!url)('session-jsonl over a postgres:// root', () => {
     const source = await tmpRoot()
     const p = createJsonlPersistence({ root: source })
     await p.create(meta('alpha', { cwd: '/proj/a', createdAt: 1_000, note: 'ünï\u2028code' }))
-    await p.append('alpha', [...turn(0, 1), ev(4, 'vendor/x', { s: '"\\\u2029' }, { extra: [1] }), ...turn(5, 2)])
+    await p.append('alpha', [...turn(0, 1), { ...ev(4, 'vendor/x', { s: '"\\\u2029' }), extra: [1] }, ...turn(5, 2)])
     await p.create(meta('beta', { createdAt: 2_000 }))
     await p.append('beta', [ev(0, 'turn/start', { turn: 1 }), ev(1, 'user/message', { content: 'open turn' })])
     await p.closeAll()

@@ -6,10 +6,11 @@ import { createPostgresPersistence, type PostgresSessionPersistence } from '../s
 import { startThrowawayPostgres, throwawayPostgresUnavailable, type ThrowawayPostgres } from '../src/torture/postgres-server.js'
 import { workerEvents } from '../src/torture/postgres-worker.js'
 import { storedLines } from './helpers/pg-env.js'
+import { pgRequired } from './helpers/pg-required.js'
 
 // This test crashes its server, so it always starts a private one (never SPJ_PG_URL's).
 const unavailable = throwawayPostgresUnavailable()
-if (unavailable && process.env.CI === 'true') throw new Error(`PostgreSQL crash tests cannot run in CI: ${unavailable}`)
+if (unavailable && pgRequired()) throw new Error(`PostgreSQL crash tests cannot run here and must (CI): ${unavailable}`)
 if (unavailable) console.warn(`PostgreSQL crash tests skipped: ${unavailable}`)
 const available = unavailable === undefined
 const CYCLES = Number(process.env.SPJ_PG_CRASH_CYCLES ?? 5)

@@ -105,9 +105,12 @@ describe.skipIf(!url)('one writer per session across hosts (PostgreSQL)', () => 
     expect((await a.send({ op: 'create', session: 'paused' })).ok).toBe(true)
     expect((await a.send({ op: 'append', session: 'paused', count: 4, tag: 'a' })).ok).toBe(true)
     const b = store(schema, 'taker')
-    const held = await b.load('paused').catch((e: { code: string; message: string }) => e)
+    const held = await b.load('paused').then(
+      () => undefined,
+      (e: { code: string; message: string }) => e,
+    )
     expect(held).toMatchObject({ code: 'E_LOCKED' })
-    expect((held as Error).message).toContain('paused-host')
+    expect(held?.message).toContain('paused-host')
     a.kill('SIGSTOP')
     try {
       const killed = await sql(

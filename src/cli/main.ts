@@ -7,7 +7,7 @@ import { isSessionPersistenceError } from '../errors.js'
 import { exportSession, fork, type Io, ls, repair, resolveId, resolveListedIds, show, tree, verify } from './commands.js'
 import { copy, parseDuration, prune, rm } from './maintenance.js'
 import { isPostgresUrl, openRoot, type OpenedRoot } from './open-root.js'
-import { makeStyle } from './render.js'
+import { terminalIo } from './terminal-io.js'
 
 const USAGE = `usage: session-jsonl [--root DIR|URL] <command> [options]
 
@@ -73,16 +73,6 @@ const OPTIONS: Record<string, string[]> = {
   rm: [],
   prune: ['older-than', 'dry-run'],
   copy: ['to', 'all', 'skip-existing'],
-}
-
-/** One line rewritten in place on a terminal: `what [####......] done/total`, ended at the last. */
-function progressLine(stream: NodeJS.WriteStream): (what: string, done: number, total: number) => void {
-  return (what, done, total) => {
-    if (done !== total && total > 100 && done % Math.ceil(total / 100) !== 0) return
-    const width = 30
-    const filled = Math.round((done / total) * width)
-    stream.write(`\r${what} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}${done === total ? '\n' : ''}`)
-  }
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
@@ -201,13 +191,7 @@ function checkCopy(to: string | undefined, all: boolean, firstId: string | undef
 // Run as the binary (not when imported by a test).
 const invokedAs = process.argv[1] ? realpathSync(process.argv[1]) : ''
 if (invokedAs === fileURLToPath(import.meta.url)) {
-  const tty = process.stdout.isTTY === true && !('NO_COLOR' in process.env)
-  const io: Io = {
-    out: (s) => process.stdout.write(s),
-    err: (s) => process.stderr.write(s),
-    style: makeStyle(tty),
-    progress: process.stderr.isTTY === true ? progressLine(process.stderr) : undefined,
-  }
+  const io = terminalIo(process.stdout, process.stderr, process.env)
   main(process.argv.slice(2), process.env, io).then(
     (code) => {
       process.exitCode = code

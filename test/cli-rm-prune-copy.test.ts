@@ -1,5 +1,9 @@
+import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { appendFile, readdir, readFile, stat, utimes } from 'node:fs/promises'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { describe, expect, test } from 'vitest'
 import { main } from '../src/cli/main.js'
 import type { Io } from '../src/cli/commands.js'
@@ -222,6 +226,18 @@ describe('session-jsonl copy', () => {
     expect(unknown.code).toBe(1)
     expect(unknown.stderr).toMatch(/^session-jsonl: E_NOT_FOUND: .*'nope'/)
     expect((await logs(target)).size).toBe(0)
+  })
+
+  test.runIf(process.platform === 'linux' && existsSync('/usr/bin/script'))('under a real terminal (util-linux script), the bar is drawn and wiped', async () => {
+    const { root } = await rootWith(['t1', 't2'])
+    const target = await tmpRoot()
+    const bin = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+    const command = [process.execPath, bin, '--root', root, 'copy', '--all', '--to', target].map((a) => `'${a}'`).join(' ')
+    const { stdout } = await promisify(execFile)('/usr/bin/script', ['-qec', command, '/dev/null'], { env: { ...process.env, NO_COLOR: '1' } })
+    expect(stdout).toContain('\rcopy [###############...............] 1/2')
+    expect(stdout).toContain('\r\u001b[K')
+    expect(stdout).toContain(`copied 2 of 2 session(s) to ${target}`)
+    expect((await logs(target)).size).toBe(2)
   })
 
   test('on a terminal, a progress line is reported for each session copied', async () => {

@@ -61,3 +61,26 @@ describe('a directory found already existing is synced before anything is publis
     expect(syncs.filter((p) => p === `${ROOT}/_no-cwd`)).toHaveLength(3)
   })
 })
+
+describe('the root found existing under a parent that cannot be opened', () => {
+  test('is used without syncing that parent (EACCES there is tolerated); a failing sync of the root itself is not', async () => {
+    const disk = createCrashFileSystem()
+    await disk.mkdir(ROOT, 0o700)
+    const refuse = (code: string, at: string): FileSystem => ({
+      ...disk,
+      syncDir: async (path) => {
+        if (path === at) throw Object.assign(new Error(`${code}: ${path}`), { code })
+        return disk.syncDir(path)
+      },
+    })
+    const ok = createJsonlPersistence({ root: ROOT, fs: refuse('EACCES', '/') })
+    await ok.create(meta('a'))
+    expect(await codeOf(ok.append('a', turn(0, 1)))).toBe('resolved')
+    const failing = createJsonlPersistence({ root: ROOT, fs: refuse('EIO', '/') })
+    await failing.create(meta('b'))
+    expect(await codeOf(failing.append('b', turn(0, 1)))).toBe('E_IO')
+    const rootRefused = createJsonlPersistence({ root: ROOT, fs: refuse('EACCES', ROOT) })
+    await rootRefused.create(meta('c'))
+    expect(await codeOf(rootRefused.append('c', turn(0, 1)))).toBe('E_IO')
+  })
+})

@@ -56,7 +56,7 @@ export async function ensureDir(ctx: StoreContext, path: string, options: Ensure
   const created = await makeDir(ctx, path)
   if (created) await ctx.fs.chmod(path, DIR_MODE)
   if (options.durable) {
-    await syncDir(ctx, dirname(path))
+    await syncParent(ctx, path, created)
     const parent = dirname(path)
     if (path !== ctx.root && isInside(ctx.root, parent)) await ensureDir(ctx, parent, options)
   }
@@ -78,6 +78,20 @@ export async function inEnsuredDir<T>(
     ctx.knownDirs.delete(dir) // removed behind our back: make it again
     await ensureDir(ctx, dir, options)
     return create()
+  }
+}
+
+/**
+ * Syncs the directory holding `path`. The one directory outside the root, the root's parent,
+ * may not be readable to us (a parent with only search permission): when the root was found
+ * existing, its creator then answers for its entry, as it answers for the parents above.
+ */
+async function syncParent(ctx: StoreContext, path: string, created: boolean): Promise<void> {
+  try {
+    await syncDir(ctx, dirname(path))
+  } catch (err) {
+    const unreadable = errno(err) === 'EACCES' || errno(err) === 'EPERM'
+    if (created || path !== ctx.root || !unreadable) throw err
   }
 }
 

@@ -1,6 +1,5 @@
 import type { AgentInputItem, FunctionCallItem, Session } from '@openai/agents'
 import PQueue from 'p-queue'
-import { z } from 'zod'
 import { asObject } from '../../core/as-object.js'
 import { isPlainJson } from '../../core/json-check.js'
 import type { SessionEvent } from '../../core/schema.js'
@@ -18,35 +17,9 @@ import {
 } from './encode-items.js'
 import { classifyItem, itemKey } from './item-kind.js'
 import { RecordedItems } from './recorded-items.js'
+import { type JsonlSessionOptions, OptionsSchema, RECORDER, type ToolCallRecorder } from './session-options.js'
 
-export interface JsonlSessionOptions {
-  /** Any backend: the JSONL one, the in-memory reference, PostgreSQL. */
-  persistence: SessionPersistence
-  sessionId: string
-  /** Absolute path of the project the session belongs to (used when the session is created). */
-  cwd?: string
-  /** Clock for event times and `createdAt` (epoch milliseconds); `Date.now` by default. */
-  now?: () => number
-}
-
-const OptionsSchema = z.object({
-  persistence: z.custom<SessionPersistence>(
-    (v) => ['create', 'append', 'load', 'inspect', 'close'].every((m) => typeof asObject(v)?.[m] === 'function'),
-    'must implement SessionPersistence (create, append, load, inspect, close)',
-  ),
-  sessionId: z.string().min(1),
-  cwd: z.string().optional(),
-  now: z.custom<() => number>((v) => typeof v === 'function', 'must be a function').optional(),
-})
-
-/** What `trackToolCalls` calls on a session; not part of the public API. */
-export interface ToolCallRecorder {
-  stageInput(turnInput: readonly AgentInputItem[]): void
-  recordCall(call: FunctionCallItem): Promise<void>
-  recordResult(call: FunctionCallItem, output: unknown): Promise<void>
-  settled(): void
-}
-export const RECORDER = Symbol('session-persistence-jsonl/openai-agents recorder')
+export { type JsonlSessionOptions, RECORDER, type ToolCallRecorder } from './session-options.js'
 
 
 /**

@@ -1,0 +1,33 @@
+import type { AgentInputItem, FunctionCallItem } from '@openai/agents'
+import { z } from 'zod'
+import { asObject } from '../../core/as-object.js'
+import type { SessionPersistence } from '../../persistence.js'
+
+export interface JsonlSessionOptions {
+  /** Any backend: the JSONL one, the in-memory reference, PostgreSQL. */
+  persistence: SessionPersistence
+  sessionId: string
+  /** Absolute path of the project the session belongs to (used when the session is created). */
+  cwd?: string
+  /** Clock for event times and `createdAt` (epoch milliseconds); `Date.now` by default. */
+  now?: () => number
+}
+
+export const OptionsSchema = z.object({
+  persistence: z.custom<SessionPersistence>(
+    (v) => ['create', 'append', 'load', 'inspect', 'close'].every((m) => typeof asObject(v)?.[m] === 'function'),
+    'must implement SessionPersistence (create, append, load, inspect, close)',
+  ),
+  sessionId: z.string().min(1),
+  cwd: z.string().optional(),
+  now: z.custom<() => number>((v) => typeof v === 'function', 'must be a function').optional(),
+})
+
+/** What `trackToolCalls` calls on a session; not part of the public API. */
+export interface ToolCallRecorder {
+  stageInput(turnInput: readonly AgentInputItem[]): void
+  recordCall(call: FunctionCallItem): Promise<void>
+  recordResult(call: FunctionCallItem, output: unknown): Promise<void>
+  settled(): void
+}
+export const RECORDER = Symbol('session-persistence-jsonl/openai-agents recorder')

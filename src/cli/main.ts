@@ -127,8 +127,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
   if (command === 'copy') checkCopy(values.to, values.all, arg)
   // The JSONL backend reports unreadable files through list's onProblem; a PostgreSQL server's
   // warnings (fsync off) are worth a line on stderr.
-  const logger = { warn: isPostgresUrl(rootArg) ? (message: string) => io.err(`warning: ${message}\n`) : () => {} }
-  const root = await openRoot(rootArg, logger)
+  const loggerFor = (given: string) => ({ warn: isPostgresUrl(given) ? (message: string) => io.err(`warning: ${message}\n`) : () => {} })
+  const root = await openRoot(rootArg, loggerFor(rootArg))
   const p = root.store
   let target: OpenedRoot | undefined
   const needId = async () => {
@@ -165,7 +165,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         if (values.all) {
           ids = (await p.list({ onProblem: (pr) => io.err(`warning: not copied ${pr.path}: ${pr.code}\n`) })).map((l) => l.meta.id)
         } else ids = await resolveListedIds(p, [arg!, ...extra])
-        target = await openRoot(values.to!, logger)
+        target = await openRoot(values.to!, loggerFor(values.to!))
         return await copy(root, target, io, ids, { json: values.json, skipExisting: values['skip-existing'] })
       }
     }

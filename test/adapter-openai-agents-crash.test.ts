@@ -1,6 +1,7 @@
 // A real Agents SDK loop in a child process, SIGKILLed inside a tool's execute; the parent
 // resumes the session with a new JsonlSession and the next run completes.
-import { fork } from 'node:child_process'
+import { execFile, fork } from 'node:child_process'
+import { promisify } from 'node:util'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -36,6 +37,11 @@ function runAndKillInTool(root: string): Promise<{ signal: NodeJS.Signals | null
   })
 }
 
+const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+const cli = async (...args: string[]) => (await promisify(execFile)(process.execPath, [CLI, ...args])).stdout
+const verifyStatus = async (root: string) =>
+  (JSON.parse(await cli('verify', '--root', root, '--json')) as { logs: { status: string }[] }).logs.map((l) => l.status)
+
 const linesOf = async (path: string) =>
   (await readFile(path, 'utf8'))
     .trimEnd()
@@ -70,6 +76,9 @@ describe('an Agents SDK run SIGKILLed in a tool', () => {
     expect(toolCalls.map((b) => b.callId)).toEqual(['call_lookup', 'call_hang'])
     expect(events.filter((e) => e.type === 'tool/result').map((e) => e.data?.callId)).toEqual(['call_lookup'])
     expect(events.filter((e) => e.type === 'user/message').map((e) => e.data?.content)).toEqual(['What is the weather?'])
+    // The package's CLI reads it: repairable, the interrupted call marked.
+    expect(await verifyStatus(root)).toEqual(['repairable'])
+    expect(await cli('show', ID, '--root', root)).toContain('call_hang')
   })
 
   it('resumes: the interrupted call is answered with the crash text, and the next run completes', async () => {
@@ -134,5 +143,9 @@ describe('an Agents SDK run SIGKILLed in a tool', () => {
     const history = toModelHistory(events as never)
     expect(history.messages.filter((m) => m.role === 'tool').map((m) => m.callId)).toEqual(['call_lookup', 'call_hang'])
     expect(history.messages.some((m) => m.synthetic)).toBe(false)
+    expect(await verifyStatus(root)).toEqual(['ok'])
+    const markdown = await cli('export', ID, '--format', 'md', '--root', root)
+    expect(markdown).toContain(INTERRUPTED_TOOL_TEXT)
+    expect(markdown).toContain('found weather')
   })
 })

@@ -2,7 +2,11 @@ import { mkdir, readFile, readlink, readdir, utimes, writeFile } from 'node:fs/p
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test, vi } from 'vitest'
+import type { StoreContext } from '../src/core/store-context.js'
+import type { FileSystem } from '../src/fs/file-system.js'
 import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { claimTakeover } from '../src/lock/takeover.js'
+import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { parseStartTime } from '../src/lock/process-identity.js'
 import { meta, turn } from './helpers/events.js'
 import { rejection } from './helpers/storage-codes.js'
@@ -131,4 +135,56 @@ describe.skipIf(process.platform !== 'linux')('a takeover marker left by a crash
     expect((await rejection(p.load('m6'))).code).toBe('E_LOCKED')
     expect(JSON.parse(await readFile(lock, 'utf8')).token).toBe('deadlock6')
   })
+})
+
+describe('claimTakeover', () => {
+  const ctx = (fs: FileSystem): StoreContext => ({
+    fs,
+    root: '/r',
+    sync: 'data',
+    dsyncWrites: false,
+    logger: { warn() {} },
+    knownDirs: new Set(),
+  })
+  const record = (token: string, who: Who = elsewhere) => ({ ...who, since: Date.now(), staleLockMs: STALE, token })
+  const stale = { owner: record('stalelock'), ino: 7, mtimeMs: 0 }
+
+  test('of many claimants racing for one stale lock, exactly one gets the claim', async () => {
+    const c = ctx(createCrashFileSystem())
+    const claims = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        claimTakeover(c, { dir: '/r/.locks', stale, maker: record(`maker${i}`), isStale: async () => false }),
+      ),
+    )
+    expect(claims.filter((x) => x !== undefined)).toHaveLength(1)
+  })
+
+  test('a claim that someone stepped over as stale is no longer ours', async () => {
+    const disk = createCrashFileSystem()
+    const c = ctx(disk)
+    const mine = await claimTakeover(c, { dir: '/r/.locks', stale, maker: record('slow'), isStale: async () => false })
+    expect(await mine!.stillOurs()).toBe(true)
+    // Another instance found our marker stale and stepped over it.
+    const theirs = await claimTakeover(c, { dir: '/r/.locks', stale, maker: record('fast'), isStale: async () => true })
+    expect(theirs).toBeDefined()
+    expect(await mine!.stillOurs()).toBe(false)
+    await theirs!.release()
+    expect((await disk.readdir('/r/.locks')).map((e) => e.name)).toEqual([])
+  })
+})
+
+test('a stalled claim, released late, leaves alone a marker another instance has claimed under the same name since', async () => {
+  const disk = createCrashFileSystem()
+  const c: StoreContext = { fs: disk, root: '/r', sync: 'data', dsyncWrites: false, logger: { warn() {} }, knownDirs: new Set() }
+  const rec = (token: string) => ({ ...elsewhere, since: Date.now(), staleLockMs: STALE, token })
+  const stale = { owner: rec('stalelock'), ino: 7, mtimeMs: 0 }
+  const slow = await claimTakeover(c, { dir: '/r/.locks', stale, maker: rec('slow'), isStale: async () => false })
+  const fast = await claimTakeover(c, { dir: '/r/.locks', stale, maker: rec('fast'), isStale: async () => true })
+  await fast!.release() // gave up; the lock is still stale
+  const again = await claimTakeover(c, { dir: '/r/.locks', stale, maker: rec('again'), isStale: async () => false })
+  expect(again).toBeDefined()
+  await slow!.release()
+  expect((await disk.readdir('/r/.locks')).map((e) => e.name)).toEqual(['.takeover-stalelock'])
+  const late = await claimTakeover(c, { dir: '/r/.locks', stale, maker: rec('late'), isStale: async () => false })
+  expect(late).toBeUndefined() // the new claim still holds
 })

@@ -34,24 +34,26 @@ export interface ClaimOptions {
  * is published with `link()`, which only one instance can do. A marker found in the way whose
  * maker died or that is older than its maker's `staleLockMs` is itself stale and is stepped
  * over the same way: the claim moves on to `.takeover-<key of that marker>`, which again only
- * one instance can create. Names are never reused, so no one ever removes a marker another
- * instance still counts on. Resolves undefined when a live takeover is in progress.
+ * one instance can create. A marker is removed only while its name still holds the file the
+ * claim saw there. Resolves undefined when a live takeover is in progress.
  */
 export async function claimTakeover(ctx: StoreContext, options: ClaimOptions): Promise<TakeoverClaim | undefined> {
   const { dir, maker, isStale } = options
   const file = await writeRecordFile(ctx, dir, maker)
-  const steppedOver: string[] = []
+  const steppedOver: Marker[] = []
   let key = recordKey(options.stale)
   try {
     await file.close()
     for (let i = 0; i < MAX_CHAIN; i++) {
       const marker = join(dir, `${MARKER_PREFIX}${key}`)
-      if (await linkRecord(ctx, file, marker)) return claim(ctx, join(dir, `${MARKER_PREFIX}${maker.token}`), [marker, ...steppedOver])
+      if (await linkRecord(ctx, file, marker)) {
+        return claim(ctx, join(dir, `${MARKER_PREFIX}${maker.token}`), [{ path: marker, ino: file.ino }, ...steppedOver])
+      }
       const existing = await observeRecord(ctx.fs, marker)
       if (existing && !(await isStale(existing))) return undefined
       // Gone meanwhile (its maker finished): the lock it was about has changed; let the caller look again.
       if (!existing) return undefined
-      steppedOver.push(marker)
+      steppedOver.push({ path: marker, ino: existing.ino })
       key = recordKey(existing)
     }
     return undefined
@@ -60,14 +62,24 @@ export async function claimTakeover(ctx: StoreContext, options: ClaimOptions): P
   }
 }
 
-function claim(ctx: StoreContext, successor: string, markers: string[]): TakeoverClaim {
+/** A marker as this claim saw it: removed only while its name still holds that file. */
+interface Marker {
+  path: string
+  ino: number
+}
+
+function claim(ctx: StoreContext, successor: string, markers: Marker[]): TakeoverClaim {
   return {
     async stillOurs() {
       return (await observeRecord(ctx.fs, successor)) === undefined
     },
     async release() {
       // Ours first: a crash between these leaves only stale markers, which the next claim steps over.
-      for (const marker of markers) await ctx.fs.unlink(marker).catch(() => {})
+      // A name another instance has claimed again since (after this one stalled) is left alone.
+      for (const marker of markers) {
+        const current = await observeRecord(ctx.fs, marker.path).catch(() => undefined)
+        if (current?.ino === marker.ino) await ctx.fs.unlink(marker.path).catch(() => {})
+      }
     },
   }
 }

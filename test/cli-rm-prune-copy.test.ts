@@ -146,7 +146,7 @@ describe('session-jsonl prune', () => {
     const { root } = await rootWith(['s'])
     for (const bad of [[], ['--older-than', '30'], ['--older-than', '0d'], ['--older-than', 'd'], ['--older-than', '3y'], ['--older-than', '-1d'], ['--older-than', '1.5d']]) {
       const r = await run(['--root', root, 'prune', ...bad])
-      expect(r.code).toBe(2)
+      expect({ bad, code: r.code, stderr: r.stderr }).toEqual({ bad, code: 2, stderr: expect.stringMatching(/^session-jsonl: .*--older-than/) })
       expect(r.stderr.trim().split('\n')).toHaveLength(1)
     }
     expect((await logs(root)).size).toBe(1)

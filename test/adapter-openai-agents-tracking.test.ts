@@ -166,6 +166,28 @@ describe('trackToolCalls', () => {
     await reopened.close()
   })
 
+  it('a tool shared by two tracked agents is recorded only in the session of the agent that called it', async () => {
+    const persistence = createMemoryPersistence()
+    const shared = tool({ name: 'shared', description: 'shared', parameters: z.object({}), execute: async () => 'ok' })
+    const agentA = new Agent({ name: 'A', instructions: 'a', tools: [shared], model: new ScriptedModel([[functionCall('shared', {}, { callId: 'a1' })], [assistantMessage('a done')]]) })
+    const agentB = new Agent({ name: 'B', instructions: 'b', tools: [shared], model: new ScriptedModel([[assistantMessage('b done')]]) })
+    const sessionA = new JsonlSession({ persistence, sessionId: 'a' })
+    const sessionB = new JsonlSession({ persistence, sessionId: 'b' })
+    trackToolCalls(agentA, sessionA)
+    trackToolCalls(agentB, sessionB)
+    await sessionB.getItems()
+    expect((await run(agentA, 'call it', { session: sessionA })).finalOutput).toBe('a done')
+    await sessionA.close()
+    await sessionB.close()
+    expect(calls((await persistence.inspect('a')).events).map((c) => c.callId)).toEqual(['a1'])
+    // Session B was opened but never written: the backend has no log for it.
+    const b = await persistence.inspect('b').then(
+      () => 'found',
+      (err: unknown) => (isSessionPersistenceError(err) ? err.code : 'foreign'),
+    )
+    expect(b).toBe('E_NOT_FOUND')
+  })
+
   it('undo restores the tools and stops recording ahead of the run', async () => {
     const persistence = createMemoryPersistence()
     const echo = tool({ name: 'echo', description: 'echo', parameters: z.object({ s: z.string() }), execute: async ({ s }) => s })

@@ -36,13 +36,16 @@ export function trackToolCalls(agent: Agent<any, any>, session: JsonlSession): (
   }
   const recorder = session[RECORDER]
   let active = true
+  // A tool object may be shared by several agents: only calls this agent starts are recorded
+  // here. Its `agent_tool_start` event comes, synchronously, before the tool's invoke.
+  const claimed = new Set<string>()
   const undos: (() => void)[] = []
   for (const t of a.tools as unknown[]) {
     const tool = asObject(t) as InvokableTool | undefined
     if (tool?.type !== 'function' || typeof tool.invoke !== 'function') continue
     const original = tool.invoke
     const wrapped: Invoke = (runContext, input, details) =>
-      active && isFunctionCall(details?.toolCall)
+      active && isFunctionCall(details?.toolCall) && claimed.delete(details.toolCall.callId)
         ? invokeRecorded(recorder, details.toolCall, () => original.call(tool, runContext, input, details))
         : original.call(tool, runContext, input, details)
     tool.invoke = wrapped
@@ -54,12 +57,19 @@ export function trackToolCalls(agent: Agent<any, any>, session: JsonlSession): (
   const onStart = (_context: unknown, _agent: unknown, turnInput?: AgentInputItem[]) => {
     if (active && Array.isArray(turnInput)) recorder.stageInput(turnInput)
   }
-  const emitter = agent as unknown as { on: (e: string, l: typeof onStart) => void; off: (e: string, l: typeof onStart) => void }
+  const onToolStart = (_context: unknown, _tool: unknown, details?: { toolCall?: unknown }) => {
+    if (active && isFunctionCall(details?.toolCall)) claimed.add(details.toolCall.callId)
+  }
+  type Listener = (...args: never[]) => void
+  const emitter = agent as unknown as { on: (e: string, l: Listener) => void; off: (e: string, l: Listener) => void }
   emitter.on('agent_start', onStart)
+  emitter.on('agent_tool_start', onToolStart)
   return () => {
     if (!active) return
     active = false
+    claimed.clear()
     emitter.off('agent_start', onStart)
+    emitter.off('agent_tool_start', onToolStart)
     for (const undo of undos) undo()
   }
 }

@@ -114,9 +114,10 @@ for (const api of ['generate', 'stream'] as const) {
       await persistence.closeAll()
 
       // The CLI reads what the adapter wrote: verify finds nothing wrong, show renders both turns.
-      expect(cli(['--root', root, 'verify']).status).toBe(0)
+      const verified = cli(['--root', root, 'verify'])
+      expect(verified.status, verified.stderr).toBe(0)
       const shown = cli(['--root', root, 'show', id])
-      expect(shown.status).toBe(0)
+      expect(shown.status, shown.stderr).toBe(0)
       expect(shown.stdout).toContain('call-read-1')
       expect(shown.stdout).toContain('The indexing job was interrupted; I will retry it later.')
     })

@@ -17,6 +17,7 @@ export function toJson(value: unknown): JsonValue {
   if (value instanceof URL) return value.href
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString() // as JSON.stringify does
   if (Array.isArray(value)) return value.map((v) => toJson(v))
+  if (Object.is(value, -0)) return 0 // what the log holds after JSON.stringify; memory and disk agree
   const obj = asObject(value)
   if (obj && (Object.getPrototypeOf(obj) === Object.prototype || Object.getPrototypeOf(obj) === null)) {
     const out: JsonObject = {}

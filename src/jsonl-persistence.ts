@@ -1,24 +1,23 @@
-import { dirname, resolve } from 'node:path'
-import { syncDir, writeFlags } from './core/durable.js'
+import { dirname } from 'node:path'
+import { syncDir } from './core/durable.js'
 import { findLogs, findOneLog } from './core/find-logs.js'
 import { assertSeedLength, forkMeta } from './core/fork-point.js'
 import { encodeSessionId } from './core/id-encoding.js'
 import { listSessions } from './core/list-sessions.js'
 import { LogWriter } from './core/log-writer.js'
-import { defaultLogger } from './core/logger.js'
 import { materialize } from './core/materialize.js'
 import { headerLine, metaFromHeader, validateMeta } from './core/meta.js'
+import { openLog } from './core/open-log.js'
 import { logPath } from './core/paths.js'
 import { type PreparedBatch, prepareBatch } from './core/prepare-batch.js'
 import { rawLogFromBytes, rawLogToBytes } from './core/raw-log.js'
 import { readRange } from './core/read-range.js'
 import { planRepair } from './core/repair-plan.js'
 import { scanLog } from './core/scan-log.js'
-import { describeZodError, type JsonlConfig, JsonlConfigSchema, type SessionEvent, type SessionMeta } from './core/schema.js'
-import type { StoreContext } from './core/store-context.js'
+import type { JsonlConfig, SessionEvent, SessionMeta } from './core/schema.js'
+import { createStoreContext, type StoreContext } from './core/store-context.js'
 import { alreadyTracked, newTracked, notWritable, type Tracked } from './core/tracked.js'
 import { ioError, isSessionPersistenceError, SessionPersistenceError } from './errors.js'
-import { createNodeFileSystem } from './fs/node-file-system.js'
 import { SessionLocks } from './lock/session-lock.js'
 import type {
   ForkChild,
@@ -43,23 +42,7 @@ interface ReadOptions {
  * first need. Throws `E_CONFIG` naming the field for an invalid configuration.
  */
 export function createJsonlPersistence(config: JsonlConfig): JsonlSessionPersistence {
-  const parsed = JsonlConfigSchema.safeParse(config)
-  if (!parsed.success) {
-    throw new SessionPersistenceError('E_CONFIG', `invalid configuration: ${describeZodError(parsed.error)}`, {
-      cause: parsed.error,
-    })
-  }
-  const { root, sync, staleLockMs, logger, fs: given, dsyncWrites } = parsed.data
-  const fs = given ?? createNodeFileSystem()
-  const ctx: StoreContext = {
-    fs,
-    root: resolve(root),
-    sync,
-    // Only 'data' may trade write + fdatasync for an O_DSYNC write; a seam without it keeps the pair.
-    dsyncWrites: dsyncWrites && sync === 'data' && fs.supportsDsync === true,
-    logger: logger ?? defaultLogger(),
-    knownDirs: new Set(),
-  }
+  const { ctx, staleLockMs } = createStoreContext(config)
   return new JsonlPersistence(ctx, staleLockMs)
 }
 
@@ -166,24 +149,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
       await findOneLog(this.#ctx, id)
       s.lock = await this.#locks.acquire(id)
       const path = await findOneLog(this.#ctx, id)
-      const handle = await this.#ctx.fs.open(path, writeFlags(this.#ctx, 'r+'))
-      const writer = new LogWriter(this.#ctx, id, path, handle, 0)
-      try {
-        const scan = await scanLog(handle, { path, sessionId: id })
-        const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn })
-        writer.size = scan.size
-        if (plan.truncateAt !== undefined) await writer.truncate(plan.truncateAt)
-        if (plan.closers.length > 0) await writer.append(prepareBatch(id, plan.closers).bytes)
-        const events = plan.closers.length > 0 ? [...scan.events, ...plan.closers] : scan.events
-        const meta = metaFromHeader(scan.header)
-        Object.assign(s, { writer, path, meta, nextSeq: events.length })
-        const loaded: LoadedSession = { meta: { ...meta }, events }
-        if (plan.report) loaded.repair = { persisted: true, ...plan.report }
-        return loaded
-      } catch (err) {
-        await writer.close().catch(() => {})
-        throw err
-      }
+      const { writer, loaded } = await openLog(this.#ctx, id, path, { closeOpenTurn })
+      Object.assign(s, { writer, path, meta: loaded.meta, nextSeq: loaded.events.length })
+      return { ...loaded, meta: { ...loaded.meta } }
     })
   }
 

@@ -1,6 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { describe, expect, test } from 'vitest'
 import type { FileSystem } from '../src/fs/file-system.js'
+import { createNodeFileSystem } from '../src/fs/node-file-system.js'
 import { createJsonlPersistence } from '../src/jsonl-persistence.js'
 import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { createFaultInjectingFileSystem, type FaultInjectingFileSystem } from '../src/testing/fault-injection.js'
@@ -97,7 +98,7 @@ describe("dsyncWrites: with sync 'data', one O_DSYNC write per append instead of
     const cases: [Partial<{ sync: 'full' | 'none' }>, FaultInjectingFileSystem, string[]][] = [
       [{ sync: 'full' }, recording(), ['write', 'sync']],
       [{ sync: 'none' }, recording(), ['write']],
-      [{}, createFaultInjectingFileSystem(), ['write', 'datasync']], // no supportsDsync
+      [{}, createFaultInjectingFileSystem({ ...createNodeFileSystem(), supportsDsync: false }), ['write', 'datasync']],
     ]
     for (const [config, fs, ops] of cases) {
       const root = await tmpRoot()

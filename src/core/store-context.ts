@@ -1,5 +1,9 @@
+import { resolve } from 'node:path'
+import { SessionPersistenceError } from '../errors.js'
 import type { FileSystem } from '../fs/file-system.js'
-import type { Logger, SyncMode } from './schema.js'
+import { createNodeFileSystem } from '../fs/node-file-system.js'
+import { defaultLogger } from './logger.js'
+import { describeZodError, type JsonlConfig, JsonlConfigSchema, type Logger, type SyncMode } from './schema.js'
 
 /** What every storage primitive needs: the seam, the root and the durability mode. */
 export interface StoreContext {
@@ -18,3 +22,25 @@ export interface StoreContext {
 
 export const DIR_MODE = 0o700
 export const FILE_MODE = 0o600
+
+/** Validates a configuration (`E_CONFIG` naming the field) and builds the context. No I/O. */
+export function createStoreContext(config: JsonlConfig): { ctx: StoreContext; staleLockMs: number } {
+  const parsed = JsonlConfigSchema.safeParse(config)
+  if (!parsed.success) {
+    throw new SessionPersistenceError('E_CONFIG', `invalid configuration: ${describeZodError(parsed.error)}`, {
+      cause: parsed.error,
+    })
+  }
+  const { root, sync, staleLockMs, logger, fs: given, dsyncWrites } = parsed.data
+  const fs = given ?? createNodeFileSystem()
+  const ctx: StoreContext = {
+    fs,
+    root: resolve(root),
+    sync,
+    // Only 'data' may trade write + fdatasync for an O_DSYNC write; a seam without it keeps the pair.
+    dsyncWrites: dsyncWrites && sync === 'data' && fs.supportsDsync === true,
+    logger: logger ?? defaultLogger(),
+    knownDirs: new Set(),
+  }
+  return { ctx, staleLockMs }
+}

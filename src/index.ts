@@ -54,7 +54,7 @@ export {
   toModelHistory,
   UNANSWERED_TOOL_TEXT,
 } from './history.js'
-export type { DirEntry, FileHandle, FileStat, FileSystem } from './fs/file-system.js'
+export type { DirEntry, FileHandle, FileStat, FileSystem, OpenFlags } from './fs/file-system.js'
 export { createNodeFileSystem } from './fs/node-file-system.js'
 export {
   PLUGIN_NAME,

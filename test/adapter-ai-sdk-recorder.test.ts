@@ -154,7 +154,8 @@ describe('the recorder around failures and misuse', () => {
     expect(await codeOf(Promise.resolve().then(() => session.turn('two')))).toBe('E_SESSION_LIVE')
     await turn.end()
     expect(session.turn('two').number).toBe(2)
-    await session.close()
+    await session[Symbol.asyncDispose]()
+    await session.close() // idempotent
     expect(await codeOf(Promise.resolve().then(() => session.turn('three')))).toBe('E_DISPOSED')
     // close ended the open turn as aborted
     expect(session.events.at(-1)?.data).toEqual({ turn: 2, reason: { kind: 'aborted' } })

@@ -150,6 +150,11 @@ export class AiSdkSession {
     })()
     return this.#closing
   }
+
+  /** `close`, for `await using session = await openAiSdkSession(…)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
+  }
 }
 
 const Part = z.looseObject({ type: z.string() })

@@ -42,6 +42,12 @@ describe('session id encoding (SPEC 3.2)', () => {
     const seen = new Map<string, string>()
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }), (id) => {
+        // Forty graphemes can be far more than 244 encoded bytes (a grapheme may be many code points).
+        const encodedBytes = [...Buffer.from(id, 'utf8')].reduce((n, b) => n + (/[a-z0-9_-]/.test(String.fromCharCode(b)) ? 1 : 3), 0)
+        if (encodedBytes > 244) {
+          expect(() => encodeSessionId(id)).toThrow(expect.objectContaining({ code: 'E_INVALID_ID' }))
+          return
+        }
         const name = encodeSessionId(id)
         expect(decodeSessionId(name)).toBe(id)
         expect(name).toMatch(/^[a-z0-9_%A-F-]+$/)

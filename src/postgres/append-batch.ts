@@ -81,9 +81,10 @@ export async function appendBatch(
       if (ambiguous && (await storedState(db, schema, batch, options.path)) === 'stored') return
       const { sessionId, epoch, firstSeq, lines, bytes, create } = batch
       const params: unknown[] = [sessionId, epoch, firstSeq, lines.length, bytes, lines]
+      // Named: each connection parses and plans the statement once, not on every batch.
       const result = create
         ? await db.query(CREATE(schema), [...params, create.headerLine, create.createdAt, create.host, process.pid])
-        : await db.query(APPEND(schema), params)
+        : await db.query(APPEND(schema), params, `spj_append_${schema}`)
       if (result.rowCount === lines.length) return
       // Nothing was inserted: find out why (a unique violation cannot happen, the length check comes first).
       if ((await storedState(db, schema, batch, options.path)) === 'stored' && ambiguous) return

@@ -68,8 +68,9 @@ export class Db {
     }
   }
 
-  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
-    return this.with((c) => c.query<R>(text, values))
+  /** One statement; with `name`, a prepared statement (parsed and planned once per connection). */
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[], name?: string): Promise<pg.QueryResult<R>> {
+    return this.with((c) => (name === undefined ? c.query<R>(text, values) : c.query<R>({ name, text, values })))
   }
 
   /** One transaction; rolled back when `fn` throws. */

@@ -203,7 +203,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
       await this.#ensureHeld(s)
       const head = await claimSession(this.#db, this.#c.schema, id, s.epoch!, this.#c.host)
       if (!head) throw notFound(id, s.path)
-      const log = (await readStoredLog(this.#db.pool, this.#c.schema, id, s.path, { head }))!
+      const log = (await this.#db.with((client) => readStoredLog(client, this.#c.schema, id, s.path, { head })))!
       const meta = metaFromHeader(log.header)
       Object.assign(s, { meta, headerLine: head.headerLine, stored: true, nextSeq: log.events.length })
       const closers = closeOpenTurn ? computeClosers(log.events, log.header.createdAt) : []

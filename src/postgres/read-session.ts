@@ -1,15 +1,12 @@
-import type pg from 'pg'
+import pg from 'pg'
 import { envelopeProblem } from '../core/envelope.js'
 import { parseHeaderLine } from '../core/scan-log.js'
 import type { SessionEvent, SessionHeader } from '../core/schema.js'
 import { SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
 import type { Db } from './db.js'
 
-/** Rows fetched per round trip: a 100k-event load never holds all raw rows at once. */
-const PAGE = 20_000
-
 const HEAD = (s: string) => `SELECT header_line, length::float8 AS length FROM "${s}".sessions WHERE session_id = $1`
-const LINES = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint ORDER BY seq`
+const LINES = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq < $2::bigint ORDER BY seq`
 
 export interface StoredLog {
   header: SessionHeader
@@ -58,7 +55,7 @@ export function parseEventLine(line: string, index: number, path: string, id: st
  * never change.
  */
 export async function readStoredLog(
-  client: pg.ClientBase | pg.Pool,
+  client: pg.ClientBase,
   schema: string,
   id: string,
   path: string,
@@ -74,20 +71,32 @@ export async function readStoredLog(
   const header = parseStoredHeader(head.headerLine, id, path)
   const events: SessionEvent[] = []
   const lines: string[] | undefined = options.keepLines ? [] : undefined
-  for (let from = 0; from < head.length; from += PAGE) {
-    const to = Math.min(head.length, from + PAGE)
-    const { rows } = await client.query<[string]>({ text: LINES(schema), values: [id, from, to], rowMode: 'array' })
-    if (rows.length !== to - from) {
-      throw new SessionPersistenceCorruptionError(events.length + rows.length + 2, -1, 'rows are missing below the stored length', {
-        path,
-        sessionId: id,
+  if (head.length > 0) {
+    // One query whose rows are parsed as they arrive and never accumulated: a 100k-event load
+    // holds its events, not also every raw row (node-postgres streams rows to a 'row' listener).
+    await new Promise<void>((resolve, reject) => {
+      let failed: unknown
+      const config = { text: LINES(schema), values: [id, head.length], rowMode: 'array' }
+      const query = new pg.Query<[string]>(config as pg.QueryConfig)
+      query.on('row', (row) => {
+        if (failed !== undefined) return
+        try {
+          events.push(parseEventLine(row[0], events.length, path, id))
+          lines?.push(row[0])
+        } catch (err) {
+          failed = err
+        }
       })
-    }
-    for (const row of rows) {
-      const line = row[0]
-      events.push(parseEventLine(line, events.length, path, id))
-      lines?.push(line)
-    }
+      query.on('error', reject)
+      query.on('end', () => (failed === undefined ? resolve() : reject(failed)))
+      void client.query(query)
+    })
+  }
+  if (events.length !== head.length) {
+    throw new SessionPersistenceCorruptionError(events.length + 2, -1, 'rows are missing below the stored length', {
+      path,
+      sessionId: id,
+    })
   }
   return { header, headerLine: head.headerLine, events, lines }
 }

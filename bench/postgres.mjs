@@ -1,0 +1,213 @@
+// `npm run bench:postgres [-- --quick]`: the PostgreSQL backend against its floors, on one
+// throwaway PostgreSQL 15 (fsync on) started here, in one run. Every figure is a median over
+// >= 5 runs with contenders interleaved (the order rotates each run); min–max shown.
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { createJsonlPersistence } from '../dist/index.js'
+import { createPostgresPersistence } from '../dist/postgres/index.js'
+import { startThrowawayPostgres } from '../dist/torture/postgres-server.js'
+import { cleanup, events, now, scratch, stats } from './lib.mjs'
+
+const quick = process.argv.includes('--quick')
+const RUNS = quick ? 5 : 7
+const fmt = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(3))
+const results = []
+function report(name, values, unit, target) {
+  const s = stats(values)
+  const met = target ? (target[0] === '<=' ? s.median <= target[1] : s.median >= target[1]) : undefined
+  results.push({ name, unit, ...s, target, met })
+  const t = target ? `  target ${target[0]} ${target[1]} ${met ? 'met' : 'MISSED'}` : ''
+  console.log(`${name.padEnd(58)} ${fmt(s.median).padStart(10)} ${unit.padEnd(9)} (${fmt(s.min)}–${fmt(s.max)})${t}`)
+}
+const rotate = (xs, k) => xs.map((_, i) => xs[(i + k) % xs.length])
+
+const server = await startThrowawayPostgres()
+const url = server.url
+const dirs = []
+try {
+  const lines = (from, n) => events(from, n).map((e) => JSON.stringify(e))
+
+  // --- batch 10: one durable append of 10 pre-serialized lines
+  {
+    const raw = new pg.Client({ connectionString: url, options: '-c synchronous_commit=on' })
+    raw.on('error', () => {})
+    await raw.connect()
+    await raw.query(`CREATE TABLE raw_events (session_id text, seq bigint, line text, PRIMARY KEY (session_id, seq))`)
+    const store = createPostgresPersistence({ connectionString: url, schema: 'bench_append', poolSize: 2 })
+    const root = scratch('pg-jsonl')
+    dirs.push(root)
+    const jsonl = createJsonlPersistence({ root })
+    const N = quick ? 100 : 200
+    let session = 0
+    const contenders = {
+      package: async () => {
+        const id = `a${session++}`
+        await store.create({ id, createdAt: 1, delegationDepth: 0 })
+        await store.append(id, events(0, 10))
+        const t = now()
+        for (let i = 1; i <= N; i++) await store.append(id, events(i * 10, 10))
+        const ms = (now() - t) / N
+        await store.close(id)
+        return ms
+      },
+      raw: async () => {
+        const id = `r${session++}`
+        const batches = Array.from({ length: N + 1 }, (_, i) => lines(i * 10, 10))
+        const t = now()
+        for (let i = 1; i <= N; i++) {
+          await raw.query(
+            'INSERT INTO raw_events (session_id, seq, line) SELECT $1, $2::bigint + u.ord - 1, u.line FROM unnest($3::text[]) WITH ORDINALITY AS u(line, ord)',
+            [id, i * 10, batches[i]],
+          )
+        }
+        return (now() - t) / N
+      },
+      jsonl: async () => {
+        const id = `j${session++}`
+        await jsonl.create({ id, createdAt: 1, delegationDepth: 0 })
+        await jsonl.append(id, events(0, 10))
+        const t = now()
+        for (let i = 1; i <= N; i++) await jsonl.append(id, events(i * 10, 10))
+        const ms = (now() - t) / N
+        await jsonl.close(id)
+        return ms
+      },
+    }
+    const got = { package: [], raw: [], jsonl: [] }
+    for (let r = 0; r < RUNS; r++) for (const k of rotate(Object.keys(contenders), r)) got[k].push(await contenders[k]())
+    report('append batch 10: package', got.package, 'ms')
+    report('append batch 10: raw pg multi-row INSERT (floor)', got.raw, 'ms')
+    report('append batch 10: JSONL backend', got.jsonl, 'ms')
+    report('append batch 10: package / raw INSERT', got.package.map((p, i) => p / got.raw[i]), 'x', ['<=', 1.3])
+    report('append batch 10: package / JSONL', got.package.map((p, i) => p / got.jsonl[i]), 'x')
+    await store.end()
+    await raw.end()
+  }
+
+  // --- concurrent sessions: events/s
+  for (const sessions of [16, 64]) {
+    const store = createPostgresPersistence({ connectionString: url, schema: `bench_conc${sessions}`, poolSize: sessions })
+    const root = scratch('pg-conc')
+    dirs.push(root)
+    const jsonl = createJsonlPersistence({ root })
+    const BATCHES = quick ? 20 : 40
+    let round = 0
+    const run = async (p) => {
+      const ids = Array.from({ length: sessions }, (_, i) => `c${round}-${i}`)
+      round++
+      for (const id of ids) {
+        await p.create({ id, createdAt: 1, delegationDepth: 0 })
+        await p.append(id, events(0, 10))
+      }
+      const t = now()
+      await Promise.all(ids.map(async (id) => {
+        for (let b = 1; b <= BATCHES; b++) await p.append(id, events(b * 10, 10))
+      }))
+      const seconds = (now() - t) / 1000
+      await p.closeAll()
+      return (sessions * BATCHES * 10) / seconds
+    }
+    // The server's own floor: as many raw connections, each a multi-row INSERT per batch.
+    const clients = await Promise.all(Array.from({ length: sessions }, async () => {
+      const c = new pg.Client({ connectionString: url, options: '-c synchronous_commit=on' })
+      c.on('error', () => {})
+      await c.connect()
+      return c
+    }))
+    await clients[0].query(`CREATE TABLE IF NOT EXISTS raw_conc (session_id text, seq bigint, line text, PRIMARY KEY (session_id, seq))`)
+    const rawRun = async () => {
+      const tag = `r${sessions}-${round++}`
+      const t = now()
+      await Promise.all(clients.map(async (c, i) => {
+        for (let b = 1; b <= BATCHES; b++) {
+          await c.query(
+            'INSERT INTO raw_conc (session_id, seq, line) SELECT $1, $2::bigint + u.ord - 1, u.line FROM unnest($3::text[]) WITH ORDINALITY AS u(line, ord)',
+            [`${tag}-${i}`, b * 10, lines(b * 10, 10)],
+          )
+        }
+      }))
+      return (sessions * BATCHES * 10) / ((now() - t) / 1000)
+    }
+    const got = { package: [], jsonl: [], raw: [] }
+    for (let r = 0; r < RUNS; r++) {
+      for (const k of rotate(['package', 'jsonl', 'raw'], r)) got[k].push(k === 'raw' ? await rawRun() : await run(k === 'package' ? store : jsonl))
+    }
+    await Promise.all(clients.map((c) => c.end()))
+    report(`${sessions} sessions concurrently: package`, got.package, 'events/s')
+    report(`${sessions} sessions concurrently: raw pg INSERTs (floor)`, got.raw, 'events/s')
+    report(`${sessions} sessions concurrently: JSONL backend`, got.jsonl, 'events/s')
+    report(`${sessions} sessions concurrently: package / raw`, got.package.map((p, i) => p / got.raw[i]), 'x')
+    report(`${sessions} sessions concurrently: package / JSONL`, got.package.map((p, i) => p / got.jsonl[i]), 'x', sessions === 16 ? ['>=', 1.0] : undefined)
+    await store.end()
+  }
+
+  // --- load of a 100k-event session, and its peak RSS (in a child process, per run)
+  {
+    const EVENTS = quick ? 50_000 : 100_000
+    const store = createPostgresPersistence({ connectionString: url, schema: 'bench_load' })
+    const header = JSON.stringify({ type: 'session', version: 0, id: 'big', createdAt: 1, delegationDepth: 0 })
+    const eventLines = lines(0, EVENTS)
+    await store.importRaw({ id: 'big', headerLine: header, eventLines })
+    await store.end()
+    const dataBytes = eventLines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)
+    const child = (mode) =>
+      new Promise((resolve, reject) => {
+        const p = spawn(process.execPath, [fileURLToPath(new URL('./postgres-load-child.mjs', import.meta.url)), url, mode], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        })
+        let out = ''
+        p.stdout.on('data', (d) => (out += d))
+        p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load child exited ${code}`))))
+      })
+    const got = { package: [], raw: [], rss: [] }
+    for (let r = 0; r < RUNS; r++) {
+      for (const k of rotate(['package', 'raw'], r)) {
+        const m = await child(k)
+        if (m.events !== EVENTS) throw new Error(`${k} loaded ${m.events} events`)
+        got[k].push(m.eventsPerSecond)
+        if (k === 'package') got.rss.push(m.peakRssAboveBaseline / dataBytes)
+      }
+    }
+    report(`load ${EVENTS / 1000}k events: package`, got.package, 'events/s')
+    report(`load ${EVENTS / 1000}k events: raw SELECT + JSON.parse`, got.raw, 'events/s')
+    report(`load ${EVENTS / 1000}k events: package / raw`, got.package.map((p, i) => p / got.raw[i]), 'x', ['>=', 0.8])
+    report(`load ${EVENTS / 1000}k events: peak RSS above baseline / data size`, got.rss, 'x', ['<=', 2.5])
+  }
+
+  // --- list of 10,000 sessions (headers only, one query)
+  {
+    const SESSIONS = quick ? 2_000 : 10_000
+    const setup = createPostgresPersistence({ connectionString: url, schema: 'bench_list', poolSize: 8 })
+    const one = lines(0, 4)
+    const ids = Array.from({ length: SESSIONS }, (_, i) => `l${i}`)
+    for (let i = 0; i < ids.length; i += 64) {
+      await Promise.all(ids.slice(i, i + 64).map((id, j) =>
+        setup.importRaw({ id, headerLine: JSON.stringify({ type: 'session', version: 0, id, createdAt: i + j, delegationDepth: 0 }), eventLines: one }),
+      ))
+    }
+    await setup.end()
+    const store = createPostgresPersistence({ connectionString: url, schema: 'bench_list' })
+    await store.list() // migrations checked once, outside the timing
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    const scans = async () => (await client.query(`SELECT coalesce(seq_scan,0) + coalesce(idx_scan,0) AS n FROM pg_stat_user_tables WHERE schemaname = 'bench_list' AND relname = 'events'`)).rows[0].n
+    const got = []
+    for (let r = 0; r < RUNS; r++) {
+      const t = now()
+      const listed = await store.list()
+      got.push(now() - t)
+      if (listed.length !== SESSIONS) throw new Error(`listed ${listed.length}`)
+    }
+    report(`list ${SESSIONS} sessions (one query, headers only)`, got, 'ms')
+    console.log(`  events-table scans recorded by the server during the lists: ${await scans()} (cumulative, includes setup)`)
+    await client.end()
+    await store.end()
+  }
+} catch (err) {
+  console.error(err)
+  process.exitCode = 1
+} finally {
+  await server.stop()
+  for (const d of dirs) cleanup(d)
+}

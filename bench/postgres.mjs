@@ -9,6 +9,11 @@ import { createPostgresPersistence } from '../dist/postgres/index.js'
 import { startThrowawayPostgres } from '../dist/torture/postgres-server.js'
 import { cleanup, events, now, scratch, stats } from './lib.mjs'
 
+if (process.argv[2] === '--load-child') {
+  await loadChild(process.argv[3], process.argv[4])
+  process.exit(0)
+}
+
 const quick = process.argv.includes('--quick')
 const RUNS = quick ? 5 : 7
 const fmt = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(3))
@@ -153,7 +158,7 @@ try {
     const dataBytes = eventLines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)
     const child = (mode) =>
       new Promise((resolve, reject) => {
-        const p = spawn(process.execPath, [fileURLToPath(new URL('./postgres-load-child.mjs', import.meta.url)), url, mode], {
+        const p = spawn(process.execPath, [fileURLToPath(import.meta.url), '--load-child', url, mode], {
           stdio: ['ignore', 'pipe', 'inherit'],
         })
         let out = ''
@@ -210,4 +215,35 @@ try {
 } finally {
   await server.stop()
   for (const d of dirs) cleanup(d)
+}
+
+/** One load measured in a fresh process (so its peak RSS is its own): prints {events, eventsPerSecond, peakRssAboveBaseline}. */
+async function loadChild(url, mode) {
+  let count = 0
+  let ms = 0
+  let baseline = 0
+  if (mode === 'package') {
+    const store = createPostgresPersistence({ connectionString: url, schema: 'bench_load' })
+    await store.list() // connect and check the schema before the baseline
+    global.gc?.()
+    baseline = process.memoryUsage().rss
+    const t = now()
+    const loaded = await store.load('big', { closeOpenTurn: false })
+    ms = now() - t
+    count = loaded.events.length
+    await store.end()
+  } else {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    await client.query('SELECT 1')
+    baseline = process.memoryUsage().rss
+    const t = now()
+    const { rows } = await client.query({ text: 'SELECT line FROM bench_load.events WHERE session_id = $1 ORDER BY seq', values: ['big'], rowMode: 'array' })
+    const events = rows.map((r) => JSON.parse(r[0]))
+    ms = now() - t
+    count = events.length
+    await client.end()
+  }
+  const peak = process.resourceUsage().maxRSS * 1024
+  process.stdout.write(JSON.stringify({ events: count, eventsPerSecond: count / (ms / 1000), peakRssAboveBaseline: peak - baseline }))
 }

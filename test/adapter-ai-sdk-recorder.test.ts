@@ -108,6 +108,29 @@ for (const mode of ['generateText', 'streamText'] as const) {
       expect(session.messages).toEqual(expected)
     })
 
+    it('with durableInput, makes the input durable before the model is called (one more append); without, with the first tool call', async () => {
+      for (const durableInput of [true, false]) {
+        const { persistence, counts } = counting()
+        const id = `durable-input-${durableInput}`
+        const session = await openAiSdkSession({ persistence, sessionId: id })
+        const { model } = scriptedModel(script)
+        const stored: string[][] = []
+        const inner = model.doGenerate
+        const innerStream = model.doStream
+        const peek = async () => {
+          const log = await persistence.inspect(id).catch(() => ({ events: [], repair: undefined })) // nothing stored yet
+          stored.push(log.events.slice(0, log.events.length - (log.repair?.closers.length ?? 0)).map((e) => e.type))
+        }
+        model.doGenerate = async (o) => (stored.length === 0 && (await peek()), inner(o))
+        model.doStream = async (o) => (stored.length === 0 && (await peek()), innerStream(o))
+        const turn = session.turn('Add', { durableInput })
+        await run({ model, tools: { add: addTool() }, stopWhen: stepCountIs(10), ...turn.settings })
+        await turn.done
+        expect(stored[0]).toEqual(durableInput ? ['turn/start', 'user/message', 'step/start'] : [])
+        expect(counts.appends).toBe(3 + 3 + (durableInput ? 1 : 0))
+      }
+    })
+
     it('hands the next turn the whole history, and numbers turns on', async () => {
       const { persistence } = counting()
       const session = await openAiSdkSession({ persistence, sessionId: 's2' })

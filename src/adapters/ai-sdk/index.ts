@@ -11,6 +11,7 @@ export {
   openAiSdkSession,
 } from './session.js'
 export {
+  type AiSdkTurnOptions,
   type AiSdkTurnSettings,
   AiSdkTurn,
   type FinishEvent,

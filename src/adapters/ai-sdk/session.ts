@@ -6,7 +6,7 @@ import { isSessionPersistenceError, SessionPersistenceError } from '../../errors
 import type { RepairReport, SessionPersistence } from '../../persistence.js'
 import { EventWriter } from './event-writer.js'
 import { toAiSdkMessages } from './to-messages.js'
-import { AiSdkTurn } from './turn.js'
+import { AiSdkTurn, type AiSdkTurnOptions } from './turn.js'
 
 const OptionsSchema = z.object({
   persistence: z.custom<SessionPersistence>(
@@ -120,7 +120,7 @@ export class AiSdkSession {
    * `E_SESSION_LIVE` while the previous turn has not ended, `E_DISPOSED` after `close`, the
    * backend's error once an append has failed.
    */
-  turn(input?: AiSdkTurnInput): AiSdkTurn {
+  turn(input?: AiSdkTurnInput, options: AiSdkTurnOptions = {}): AiSdkTurn {
     if (this.#closing) throw new SessionPersistenceError('E_DISPOSED', `session ${this.id} is closed`, { sessionId: this.id })
     const failure = this.#writer.failure
     if (failure) throw failure.error
@@ -130,7 +130,7 @@ export class AiSdkSession {
       })
     }
     const messages = inputMessages(input)
-    const turn = new AiSdkTurn(this.#writer, ++this.#lastTurn, messages, () => {
+    const turn = new AiSdkTurn(this.#writer, ++this.#lastTurn, messages, options, () => {
       if (this.#turn === turn) this.#turn = undefined
     })
     turn.settings.messages = toAiSdkMessages(this.#writer.preview(turn.inputDrafts))

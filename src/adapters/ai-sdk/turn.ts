@@ -44,6 +44,15 @@ export interface AiSdkTurnSettings {
   onAbort: () => Promise<void>
 }
 
+export interface AiSdkTurnOptions {
+  /**
+   * Make the turn's input durable before the model is first called (one more append per turn).
+   * By default it goes with the turn's first durable point: its first tool call, or the end of
+   * its first step.
+   */
+  durableInput?: boolean
+}
+
 const END_KIND: Record<string, TurnEndReason['kind']> = {
   length: 'max-tokens',
   'content-filter': 'blocked',
@@ -69,13 +78,16 @@ export class AiSdkTurn {
   #consumed = 0 // response messages already recorded (they are cumulative over the run's steps)
   #ended = false
   readonly #recorded = new Set<string>() // calls whose tool/call is durable
+  readonly #durableInput: boolean
+  #started = false // the turn's first events (turn/start, its input) have been handed to the writer
   readonly #done: Promise<void>
   #settle!: (error?: unknown) => void
 
   /** @internal Created by `AiSdkSession.turn`. */
-  constructor(writer: EventWriter, turn: number, input: readonly ModelMessage[], onSettled: () => void) {
+  constructor(writer: EventWriter, turn: number, input: readonly ModelMessage[], options: AiSdkTurnOptions, onSettled: () => void) {
     this.number = turn
     this.#writer = writer
+    this.#durableInput = options.durableInput === true
     this.#buffer = [{ type: 'turn/start', data: { turn } }, ...messagesToDrafts(input, { turn, step: -1 })]
     this.#done = new Promise<void>((resolve, reject) => {
       this.#settle = (error) => (error === undefined ? resolve() : reject(error))
@@ -166,6 +178,7 @@ export class AiSdkTurn {
     const drafts = this.#buffer
     this.#buffer = []
     this.#stepEnded = false
+    this.#started = true
     return drafts
   }
 
@@ -173,7 +186,7 @@ export class AiSdkTurn {
     if (this.#ended) return
     this.#openStep = event.stepNumber
     this.#buffer.push({ type: 'step/start', data: { turn: this.number, step: event.stepNumber } })
-    if (this.#stepEnded) await this.#writer.append(this.#take())
+    if (this.#stepEnded || (this.#durableInput && !this.#started)) await this.#writer.append(this.#take())
   }
 
   async #toolCallStart(event: ToolCallStartEvent): Promise<void> {

@@ -140,3 +140,17 @@ describe('the writer lock is a lease', () => {
     await q.closeAll()
   })
 })
+
+test('a lock published while closing its temporary file failed is still held, and released on close', async () => {
+  const fs = createFaultInjectingFileSystem()
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, fs, staleLockMs: STALE })
+  fs.inject({ op: 'close', path: (path) => path.includes('/.locks/.tmp-'), code: 'EIO', times: 1 })
+  await p.create(meta('closing'))
+  await p.append('closing', turn(0, 1))
+  const other = createJsonlPersistence({ root, staleLockMs: STALE })
+  expect((await rejection(other.load('closing'))).code).toBe('E_LOCKED')
+  await p.closeAll()
+  expect((await other.load('closing')).events).toHaveLength(4)
+  await other.closeAll()
+})

@@ -67,9 +67,13 @@ export class SessionLocks {
   async #attempt(sessionId: string, path: string, self: ProcessIdentity): Promise<HeldLock | undefined> {
     const candidate = await this.#write(self)
     try {
-      // Closing the temporary file and publishing it are independent: overlap them.
-      const [, published] = await Promise.all([candidate.file.close(), linkRecord(this.#ctx, candidate.file, path)])
-      if (published) return this.#lease(sessionId, path, candidate)
+      // Closing the temporary file and publishing it are independent: overlap them. Once
+      // published, the lock is ours whatever the close did (its bytes were written before):
+      // throwing then would leave a lock of a live process that nobody ever releases.
+      const [closed, linked] = await Promise.allSettled([candidate.file.close(), linkRecord(this.#ctx, candidate.file, path)])
+      if (linked.status === 'rejected') throw linked.reason
+      if (linked.value) return this.#lease(sessionId, path, candidate)
+      if (closed.status === 'rejected') throw closed.reason
       const current = await observeRecord(this.#ctx.fs, path)
       if (!current) return undefined // released meanwhile
       if (!(await this.#lockIsStale(current, self))) throw lockedError(sessionId, path, current.owner)

@@ -1,5 +1,6 @@
 // A connection cut while a batch commits: the append is retried on a new connection and the
-// outcome is resolved — stored exactly once either way, acknowledged, and the log goes on.
+// outcome is resolved — stored exactly once either way, acknowledged, and the log goes on. An
+// append is the named statement spj_append_<schema>: its name is in every message that runs it.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
 import { workerEvents } from '../src/torture/postgres-worker.js'
@@ -30,7 +31,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
   test('the answer to a committed batch is lost: the retry finds it stored and acknowledges it, once', async () => {
     await store.create({ id: 'answer-lost', createdAt: 1, delegationDepth: 0 })
     await store.append('answer-lost', workerEvents(0, 4, 'w'))
-    proxy.cutAfterRequest('INSERT INTO')
+    proxy.cutAfterRequest('spj_append')
     await store.append('answer-lost', workerEvents(4, 10, 'w'))
     expect(proxy.cuts).toBe(1)
     expect(await seqsOf('answer-lost')).toEqual(Array.from({ length: 14 }, (_, i) => i))
@@ -43,7 +44,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
   test('the batch never reached the server: the retry writes it, once', async () => {
     await store.create({ id: 'request-lost', createdAt: 1, delegationDepth: 0 })
     await store.append('request-lost', workerEvents(0, 4, 'w'))
-    proxy.cutBeforeRequest('INSERT INTO')
+    proxy.cutBeforeRequest('spj_append')
     await store.append('request-lost', workerEvents(4, 10, 'w'))
     expect(proxy.cuts).toBe(2)
     expect(await seqsOf('request-lost')).toEqual(Array.from({ length: 14 }, (_, i) => i))
@@ -76,7 +77,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
     try {
       await short.create({ id: 'gave-up', createdAt: 1, delegationDepth: 0 })
       await short.append('gave-up', workerEvents(0, 2, 'w'))
-      proxy.cutAfterRequest('INSERT INTO')
+      proxy.cutAfterRequest('spj_append')
       const batch = workerEvents(2, 5, 'w')
       const first = await short.append('gave-up', batch).then(
         () => 'resolved',

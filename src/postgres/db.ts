@@ -6,15 +6,17 @@ import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js
 const CONNECTION_STATES = /^(08|57P0[1-3]|53300)/
 
 /**
- * True when an error says the connection failed rather than the statement: no SQLSTATE at all
- * (socket reset, "Connection terminated unexpectedly", ECONNREFUSED while the server restarts)
- * or a shutdown / cannot-connect-now state. Such a failure during COMMIT leaves its outcome
+ * True when an error says the connection failed rather than the statement: a socket error
+ * (ECONNRESET, ECONNREFUSED while the server restarts), node-postgres's connection errors, or a
+ * shutdown / cannot-connect-now / too-many-connections state. Such a failure during COMMIT leaves its outcome
  * unknown: the caller must find out, never simply write again.
  */
 export function isConnectionError(err: unknown): boolean {
   if (isSessionPersistenceError(err)) return false
   const code = (err as { code?: unknown } | null)?.code
-  if (typeof code !== 'string') return true
+  // node-postgres's own errors carry no code: "Connection terminated unexpectedly", "… is not
+  // queryable", "timeout exceeded when trying to connect". Anything else is a bug, not retried.
+  if (typeof code !== 'string') return /connection|queryable|timeout/i.test(String((err as Error | null)?.message))
   if (/^E[A-Z]+$/.test(code)) return true // ECONNRESET, ECONNREFUSED, EPIPE, ETIMEDOUT…
   return CONNECTION_STATES.test(code)
 }

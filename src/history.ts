@@ -17,7 +17,10 @@ export interface ModelMessage {
   content: JsonValue
   callId?: string
   isError?: boolean
-  /** Present (true) on a result this function made up for a call the log never answered. */
+  /**
+   * Present (true) on a message no event holds as such: a result made up for a call the log
+   * never answered, or an assistant message shown for calls recorded only as `tool/call`.
+   */
   synthetic?: true
 }
 
@@ -100,6 +103,11 @@ export function isRewoundBy(ranges: readonly RewoundRange[]): (seq: number) => b
  * recorded, gets a synthetic error result right after the other results of its message), and a
  * result whose assistant message was rewound is left out with it, since a provider refuses a
  * result for a call it never saw.
+ *
+ * A `tool/call` that no assistant message of the log holds (a recorder writes the call before
+ * the step's message, and a crash in the tool left only the call) is shown as a synthetic
+ * assistant message holding that `tool-call` block, at the call's place; calls recorded one
+ * after another share one such message. So the repair's result always has its call.
  */
 export function toModelHistory(events: readonly SessionEvent[]): ModelHistory {
   const rewound = isRewoundBy(rewoundRanges(events))
@@ -107,9 +115,15 @@ export function toModelHistory(events: readonly SessionEvent[]): ModelHistory {
   const answered = new Set<string>()
   const shownCalls = new Set<string>()
   const hiddenCalls = new Set<string>()
+  const messageCalls = new Set<string>() // calls held by any assistant message, shown or not
+  for (const e of events) {
+    if (e.type === 'assistant/message') for (const id of toolCallIds(asObject(e.data)?.content)) messageCalls.add(id)
+  }
   for (const e of events) {
     const data = asObject(e.data)
-    if (e.type === 'assistant/message') {
+    if (e.type === 'tool/call' && !rewound(e.seq) && typeof data?.callId === 'string' && !messageCalls.has(data.callId)) {
+      shownCalls.add(data.callId)
+    } else if (e.type === 'assistant/message') {
       for (const id of toolCallIds(data?.content)) (rewound(e.seq) ? hiddenCalls : shownCalls).add(id)
     } else if (e.type === 'tool/result' && !rewound(e.seq) && typeof data?.callId === 'string') {
       answered.add(data.callId)
@@ -135,7 +149,23 @@ export function toModelHistory(events: readonly SessionEvent[]): ModelHistory {
     const header = asObject(e.data)?.header
     if (header !== undefined) requestHeader = header as JsonValue
   }
+  let orphanCalls: ModelMessage | undefined // the synthetic assistant message still open to more calls
   for (const e of shown) {
+    if (e.type === 'tool/call') {
+      const data = asObject(e.data)
+      const callId = data?.callId
+      if (typeof callId !== 'string' || messageCalls.has(callId)) continue
+      const block = { type: 'tool-call', callId, name: String(data?.name ?? ''), arguments: (data?.arguments ?? null) as JsonValue }
+      if (orphanCalls && messages.at(-1) === orphanCalls) {
+        ;(orphanCalls.content as JsonValue[]).push(block)
+      } else {
+        closeUnanswered()
+        orphanCalls = { role: 'assistant', synthetic: true, content: [block] }
+        messages.push(orphanCalls)
+      }
+      if (!answered.has(callId) && !unanswered.includes(callId)) unanswered.push(callId)
+      continue
+    }
     const role = ROLE_OF[e.type]
     if (!role) continue
     const data = asObject(e.data)

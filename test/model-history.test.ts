@@ -70,6 +70,63 @@ describe('toModelHistory (docs/contract.md §7)', () => {
     expect(messages[2]).toEqual({ role: 'tool', callId: 'x', isError: true, synthetic: true, content: [{ type: 'text', text: UNANSWERED_TOOL_TEXT }] })
   })
 
+  test('calls recorded only as tool/call (a crash in the tool, before the step message) get a synthetic assistant message, so the repair result has its call', () => {
+    seq = 0
+    const events = [
+      e('turn/start', { turn: 1 }),
+      e('user/message', { content: 'run both' }),
+      e('step/start', { turn: 1, step: 0 }),
+      e('tool/call', { turn: 1, step: 0, callId: 'p', name: 'bash', arguments: { cmd: 'p' } }),
+      e('tool/call', { turn: 1, step: 0, callId: 'q', name: 'ls', arguments: {} }),
+    ]
+    const repaired = [...events, ...computeClosers(events, 1)]
+    const { messages } = toModelHistory(repaired)
+    expect(messages.map((m) => [m.role, m.callId ?? null, m.synthetic ?? false])).toEqual([
+      ['user', null, false],
+      ['assistant', null, true],
+      ['tool', 'p', false],
+      ['tool', 'q', false],
+    ])
+    expect(messages[1]!.content).toEqual([
+      { type: 'tool-call', callId: 'p', name: 'bash', arguments: { cmd: 'p' } },
+      { type: 'tool-call', callId: 'q', name: 'ls', arguments: {} },
+    ])
+    expect(messages[2]!.content).toEqual([{ type: 'text', text: INTERRUPTED_TOOL_TEXT }])
+  })
+
+  test('a tool/call written before the assistant message that holds it adds no message of its own', () => {
+    seq = 0
+    const events = [
+      e('turn/start', { turn: 1 }),
+      e('tool/call', { turn: 1, step: 0, callId: 'c', name: 'bash', arguments: { cmd: 'c' } }),
+      e('assistant/message', { turn: 1, step: 0, content: [call('c')] }),
+      e('tool/result', { turn: 1, step: 0, callId: 'c', content: [{ type: 'text', text: 'ok' }] }),
+      e('turn/end', { turn: 1, reason: { kind: 'completed' } }),
+    ]
+    const { messages } = toModelHistory(events)
+    expect(messages.map((m) => [m.role, m.seq])).toEqual([
+      ['assistant', 2],
+      ['tool', 3],
+    ])
+  })
+
+  test('an unanswered call recorded only as tool/call gets both the synthetic call and the synthetic result', () => {
+    seq = 0
+    const events = [
+      e('turn/start', { turn: 1 }),
+      e('tool/call', { turn: 1, step: 0, callId: 'x', name: 'bash', arguments: {} }),
+      e('turn/end', { turn: 1, reason: { kind: 'aborted' } }),
+      e('user/message', { content: 'next' }),
+    ]
+    const { messages } = toModelHistory(events)
+    expect(messages.map((m) => [m.role, m.callId ?? null, m.synthetic ?? false])).toEqual([
+      ['assistant', null, true],
+      ['tool', 'x', true],
+      ['user', null, false],
+    ])
+    expect(messages[1]!.content).toEqual([{ type: 'text', text: UNANSWERED_TOOL_TEXT }])
+  })
+
   test('malformed data never throws: the storage is vocabulary-agnostic', () => {
     seq = 0
     const events = [e('assistant/message', 5), e('tool/result'), e('user/message', [1]), e('request/header', 'x'), e('assistant/message', { content: [null, 3, { type: 'tool-call' }] })]

@@ -1,6 +1,7 @@
-import type { SessionMeta } from '../core/schema.js'
+import type { SessionHeader, SessionMeta } from '../core/schema.js'
 import { SessionPersistenceError } from '../errors.js'
 import type { Db } from './db.js'
+import { notFound, parseEventLine, parseStoredHeader, readSnapshot } from './read-session.js'
 
 // The seed is copied inside the database: the parent's lines never travel to the client.
 const INSERT_CHILD = (s: string) => `
@@ -68,4 +69,37 @@ export async function rowIsOurs(db: Db, schema: string, id: string, epoch: strin
     [id, epoch, headerLine],
   )
   return rows[0]?.ok === true
+}
+
+// The parent's header, length, and the event just before the fork point, in one snapshot.
+const FORK_POINT = (s: string) => `
+  SELECT header_line, length::float8 AS length,
+         (SELECT line FROM "${s}".events WHERE session_id = $1 AND seq = $2::bigint - 1) AS last
+    FROM "${s}".sessions WHERE session_id = $1`
+
+/**
+ * The parent's header, once the fork point is checked (docs/contract.md §4.7): `seedLength` is 0
+ * or ends just after a `turn/end`, and is not past the parent's end (`E_BAD_FORK_POINT`).
+ */
+export async function readForkPoint(db: Db, schema: string, parentId: string, seedLength: number, path: string): Promise<SessionHeader> {
+  const parent = await readSnapshot(db, async (client) => {
+    const { rows } = await client.query<{ header_line: string; length: number; last: string | null }>(FORK_POINT(schema), [
+      parentId,
+      seedLength,
+    ])
+    return rows[0]
+  })
+  if (!parent) throw notFound(parentId, path)
+  const header = parseStoredHeader(parent.header_line, parentId, path)
+  const last = parent.last === null ? undefined : parseEventLine(parent.last, seedLength - 1, path, parentId)
+  if (seedLength > parent.length || (seedLength > 0 && last?.type !== 'turn/end')) {
+    throw new SessionPersistenceError(
+      'E_BAD_FORK_POINT',
+      seedLength > parent.length
+        ? `session '${parentId}' has ${parent.length} events; cannot fork at ${seedLength}`
+        : `event ${seedLength - 1} of session '${parentId}' is not a turn/end; fork at 0 or just after a turn/end`,
+      { sessionId: parentId, path },
+    )
+  }
+  return header
 }

@@ -1,12 +1,9 @@
 import pg from 'pg'
 import { computeClosers } from '../core/closers.js'
-import { encodeSessionId } from '../core/id-encoding.js'
 import { describeLocation } from '../core/location.js'
 import { defaultLogger } from '../core/logger.js'
 import { headerLine, metaFromHeader, validateMeta } from '../core/meta.js'
-import { prepareBatch } from '../core/prepare-batch.js'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
-import { SerialOps } from '../core/serial.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type {
   ForkChild,
@@ -22,12 +19,13 @@ import { appendBatch, type Batch, OutcomeUnknown, storedState } from './append-b
 import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
 import { Db, dbError, isConnectionError, retrying } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
-import { type ForkWrite, forkSession, rowIsOurs } from './fork-session.js'
+import { type ForkWrite, forkSession, readForkPoint, rowIsOurs } from './fork-session.js'
 import { checkRawLog, importRawLog } from './import-raw.js'
 import { listSessions } from './list-sessions.js'
 import { LockConnection } from './lock-connection.js'
 import { migrate } from './migrate.js'
-import { notFound, parseEventLine, parseStoredHeader, readSnapshot, readStoredLog } from './read-session.js'
+import { notFound, readSnapshot, readStoredLog } from './read-session.js'
+import { checkId, newTracked, notWritable, sameBatch, serializeBatch, type Tracked } from './session-state.js'
 import { claimSession, lockedBy, nextEpoch } from './session-row.js'
 
 /** The PostgreSQL backend: the seam plus fork, closeAll, raw transfer, and `end()`. */
@@ -36,25 +34,6 @@ export interface PostgresSessionPersistence extends SessionStore {
   locate(meta: SessionMeta): PostgresLocation
   /** Closes every session, then what the backend opened (its pool, its lock connection). Idempotent. */
   end(): Promise<void>
-}
-
-/** One session this instance writes (or is about to): created, loaded or forked here. */
-interface Tracked {
-  readonly id: string
-  readonly path: string
-  readonly ops: SerialOps
-  meta: SessionMeta | undefined
-  headerLine: string | undefined
-  nextSeq: number
-  /** Our writer token once we hold the session (its advisory lock is ours). */
-  epoch: string | undefined
-  /** True once the session has a row. */
-  stored: boolean
-  /** A batch whose COMMIT was never answered: resolved before anything else is written. */
-  unknown: Batch | undefined
-  /** The last batch acknowledged after being resolved: a retry of it is acknowledged again. */
-  resolved: Batch | undefined
-  closing: Promise<void> | undefined
 }
 
 /**
@@ -118,12 +97,9 @@ class PostgresPersistence implements PostgresSessionPersistence {
   async append(id: string, events: readonly SessionEvent[]): Promise<void> {
     const s = this.#sessions.get(id)
     if (!s || s.closing) throw notWritable(id)
-    const prepared = prepareBatch(id, events) // captured now: later mutation changes nothing
-    if (prepared.count === 0) return
-    const text = prepared.bytes.toString('utf8')
-    // JSON.stringify escapes every newline inside a value, so `\n` only ends lines.
-    const lines = text.slice(0, -1).split('\n')
-    await s.ops.run(() => this.#appendNow(s, prepared.firstSeq, lines, prepared.bytes.length))
+    const { firstSeq, lines, bytes } = serializeBatch(id, events) // captured now: later mutation changes nothing
+    if (lines.length === 0) return
+    await s.ops.run(() => this.#appendNow(s, firstSeq, lines, bytes))
   }
 
   async #appendNow(s: Tracked, firstSeq: number, lines: string[], bytes: number): Promise<void> {
@@ -208,9 +184,8 @@ class PostgresPersistence implements PostgresSessionPersistence {
       Object.assign(s, { meta, headerLine: head.headerLine, stored: true, nextSeq: log.events.length })
       const closers = closeOpenTurn ? computeClosers(log.events, log.header.createdAt) : []
       if (closers.length > 0) {
-        const prepared = prepareBatch(id, closers)
-        const lines = prepared.bytes.toString('utf8').slice(0, -1).split('\n')
-        await this.#write(s, { sessionId: id, epoch: s.epoch!, firstSeq: log.events.length, lines, bytes: prepared.bytes.length })
+        const { lines, bytes } = serializeBatch(id, closers)
+        await this.#write(s, { sessionId: id, epoch: s.epoch!, firstSeq: log.events.length, lines, bytes })
       }
       const loaded: LoadedSession = { meta: { ...meta }, events: closers.length > 0 ? [...log.events, ...closers] : log.events }
       if (closers.length > 0) loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
@@ -254,28 +229,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
     const s = this.#track(child.id, 'E_EXISTS')
     return this.#run(s, async () => {
       await this.#ready_()
-      const parentPath = this.#path(parentId)
-      const parent = await readSnapshot(this.#db, async (client) => {
-        const { rows } = await client.query<{ header_line: string; length: number; last: string | null }>(
-          `SELECT header_line, length::float8 AS length,
-                  (SELECT line FROM "${this.#c.schema}".events WHERE session_id = $1 AND seq = $2::bigint - 1) AS last
-             FROM "${this.#c.schema}".sessions WHERE session_id = $1`,
-          [parentId, seedLength],
-        )
-        return rows[0]
-      })
-      if (!parent) throw notFound(parentId, parentPath)
-      const header = parseStoredHeader(parent.header_line, parentId, parentPath)
-      const atTurnEnd = seedLength === 0 || (parent.last !== null && parseEventLine(parent.last, seedLength - 1, parentPath, parentId).type === 'turn/end')
-      if (seedLength > parent.length || !atTurnEnd) {
-        throw new SessionPersistenceError(
-          'E_BAD_FORK_POINT',
-          seedLength > parent.length
-            ? `session '${parentId}' has ${parent.length} events; cannot fork at ${seedLength}`
-            : `event ${seedLength - 1} of session '${parentId}' is not a turn/end; fork at 0 or just after a turn/end`,
-          { sessionId: parentId, path: parentPath },
-        )
-      }
+      const header = await readForkPoint(this.#db, this.#c.schema, parentId, seedLength, this.#path(parentId))
       const cwd = child.cwd ?? header.cwd
       const meta = validateMeta({
         id: child.id,
@@ -441,19 +395,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
         { sessionId: id },
       )
     }
-    const s: Tracked = {
-      id,
-      path: this.#path(id),
-      ops: new SerialOps(),
-      meta: undefined,
-      headerLine: undefined,
-      nextSeq: 0,
-      epoch: undefined,
-      stored: false,
-      unknown: undefined,
-      resolved: undefined,
-      closing: undefined,
-    }
+    const s = newTracked(id, this.#path(id))
     this.#sessions.set(id, s)
     return s
   }
@@ -473,26 +415,4 @@ class PostgresPersistence implements PostgresSessionPersistence {
     if (isSessionPersistenceError(err)) return err
     return dbError(err, what, sessionId)
   }
-}
-
-/** The ids the JSONL backend accepts, minus NUL: PostgreSQL `text` cannot hold it. */
-function checkId(id: unknown): asserts id is string {
-  encodeSessionId(id as string)
-  if ((id as string).includes('\u0000')) {
-    throw new SessionPersistenceError('E_INVALID_ID', 'session id holds a NUL character, which PostgreSQL text cannot store', {
-      sessionId: id as string,
-    })
-  }
-}
-
-function sameBatch(b: Batch, firstSeq: number, lines: string[]): boolean {
-  return b.firstSeq === firstSeq && b.lines.length === lines.length && b.lines.every((l, i) => l === lines[i])
-}
-
-function notWritable(id: string): SessionPersistenceError {
-  return new SessionPersistenceError(
-    'E_NOT_FOUND',
-    `session '${id}' is not open for appends in this instance (create, load or fork it first)`,
-    { sessionId: id },
-  )
 }

@@ -1,0 +1,75 @@
+import { encodeSessionId } from '../core/id-encoding.js'
+import { prepareBatch } from '../core/prepare-batch.js'
+import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import { SerialOps } from '../core/serial.js'
+import { SessionPersistenceError } from '../errors.js'
+import type { Batch } from './append-batch.js'
+
+/** One session this instance writes (or is about to): created, loaded or forked here. */
+export interface Tracked {
+  readonly id: string
+  readonly path: string
+  readonly ops: SerialOps
+  meta: SessionMeta | undefined
+  headerLine: string | undefined
+  nextSeq: number
+  /** Our writer token once we hold the session (its advisory lock is ours). */
+  epoch: string | undefined
+  /** True once the session has a row. */
+  stored: boolean
+  /** A batch whose COMMIT was never answered: resolved before anything else is written. */
+  unknown: Batch | undefined
+  /** The last batch acknowledged after being resolved: a retry of it is acknowledged again. */
+  resolved: Batch | undefined
+  closing: Promise<void> | undefined
+}
+
+/** A session nobody writes yet: tracked so that a concurrent create/load/fork of it is refused. */
+export function newTracked(id: string, path: string): Tracked {
+  return {
+    id,
+    path,
+    ops: new SerialOps(),
+    meta: undefined,
+    headerLine: undefined,
+    nextSeq: 0,
+    epoch: undefined,
+    stored: false,
+    unknown: undefined,
+    resolved: undefined,
+    closing: undefined,
+  }
+}
+
+/**
+ * Validates and serializes a batch as the JSONL backend does (the same lines, captured now).
+ * JSON.stringify escapes every newline inside a value, so `\n` only ends lines.
+ */
+export function serializeBatch(id: string, events: readonly SessionEvent[]): { firstSeq: number; lines: string[]; bytes: number } {
+  const prepared = prepareBatch(id, events)
+  if (prepared.count === 0) return { firstSeq: prepared.firstSeq, lines: [], bytes: 0 }
+  const lines = prepared.bytes.toString('utf8').slice(0, -1).split('\n')
+  return { firstSeq: prepared.firstSeq, lines, bytes: prepared.bytes.length }
+}
+
+/** The ids the JSONL backend accepts, minus NUL: PostgreSQL `text` cannot hold it. */
+export function checkId(id: unknown): asserts id is string {
+  encodeSessionId(id as string)
+  if ((id as string).includes('\u0000')) {
+    throw new SessionPersistenceError('E_INVALID_ID', 'session id holds a NUL character, which PostgreSQL text cannot store', {
+      sessionId: id as string,
+    })
+  }
+}
+
+export function sameBatch(b: Batch, firstSeq: number, lines: string[]): boolean {
+  return b.firstSeq === firstSeq && b.lines.length === lines.length && b.lines.every((l, i) => l === lines[i])
+}
+
+export function notWritable(id: string): SessionPersistenceError {
+  return new SessionPersistenceError(
+    'E_NOT_FOUND',
+    `session '${id}' is not open for appends in this instance (create, load or fork it first)`,
+    { sessionId: id },
+  )
+}

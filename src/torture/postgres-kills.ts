@@ -33,16 +33,22 @@ function rng(seed: number): () => number {
   }
 }
 
+interface Reply {
+  ok: boolean
+  code?: string
+  message?: string
+}
+
 interface Round {
   child: ChildProcess
   exited: Promise<void>
-  replies: Map<number, (msg: { ok: boolean; code?: string; message?: string }) => void>
-  send(cmd: object): Promise<{ ok: boolean; code?: string; message?: string }>
+  replies: Map<number, (msg: Reply) => void>
+  send(cmd: object): Promise<Reply>
 }
 
 function spawnWriter(onAck: (id: string, seq: number, n: number) => void, onError: (line: string) => void): Round {
   const child = spawn(process.execPath, [WORKER], { stdio: ['pipe', 'pipe', 'inherit'] })
-  const replies = new Map<number, (msg: { ok: boolean; code?: string; message?: string }) => void>()
+  const replies = new Map<number, (msg: Reply) => void>()
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   createInterface({ input: child.stdout! }).on('line', (line) => {
     const msg = JSON.parse(line) as { id?: number; ack?: string; seq?: number; n?: number; error?: string; ok: boolean }
@@ -57,9 +63,11 @@ function spawnWriter(onAck: (id: string, seq: number, n: number) => void, onErro
     replies,
     send(cmd) {
       const id = next++
-      return new Promise((resolve, reject) => {
+      // A writer that died answers every pending command with EXITED (never an unhandled rejection).
+      return new Promise((resolve) => {
         replies.set(id, resolve)
-        exited.then(() => reject(new Error('writer exited')))
+        void exited.then(() => resolve({ ok: false, code: 'EXITED', message: 'the writer process exited' }))
+        child.stdin!.on('error', () => {})
         child.stdin!.write(`${JSON.stringify({ id, ...cmd })}\n`)
       })
     },
@@ -122,8 +130,16 @@ export async function runPostgresKillTorture(options: {
         w.child.kill('SIGKILL')
         break
       }
-      await w.send({ op: 'stream', sessions: ids, batch: 1 + Math.floor(random() * 20), tag: 'torture' })
-      await enough
+      const streaming = await w.send({ op: 'stream', sessions: ids, batch: 1 + Math.floor(random() * 20), tag: 'torture' })
+      if (!streaming.ok) {
+        failures.push(`round ${round}: stream: ${streaming.code} ${streaming.message}`)
+        break
+      }
+      const died = await Promise.race([enough.then(() => false), w.exited.then(() => true)])
+      if (died) {
+        failures.push(`round ${round}: the writer died before it was killed`)
+        break
+      }
       // Sometimes at once, sometimes while more batches are in flight.
       if (random() < 0.5) await new Promise((resolve) => setImmediate(resolve))
       w.child.kill('SIGKILL')

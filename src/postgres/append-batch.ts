@@ -83,7 +83,15 @@ export async function appendBatch(
       const params: unknown[] = [sessionId, epoch, firstSeq, lines.length, bytes, lines]
       // Named: each connection parses and plans the statement once, not on every batch.
       const result = create
-        ? await db.query(CREATE(schema), [...params, create.headerLine, create.createdAt, create.host, process.pid])
+        ? await db.query(CREATE(schema), [
+            ...params.slice(0, 4),
+            bytes + Buffer.byteLength(create.headerLine) + 1, // the new row's size counts its header line too
+            lines,
+            create.headerLine,
+            create.createdAt,
+            create.host,
+            process.pid,
+          ])
         : await db.query(APPEND(schema), params, `spj_append_${schema}`)
       if (result.rowCount === lines.length) return
       // Nothing was inserted: find out why (a unique violation cannot happen, the length check comes first).

@@ -56,6 +56,7 @@ export {
 } from './history.js'
 export type { DirEntry, FileHandle, FileStat, FileSystem, OpenFlags } from './fs/file-system.js'
 export { createNodeFileSystem } from './fs/node-file-system.js'
+export { type LockEntry, readLockEntries } from './lock/lock-report.js'
 export {
   PLUGIN_NAME,
   type PluginEvents,

@@ -75,6 +75,14 @@ export class SessionAdopter {
     try {
       stored = (await this.#backend.load(ch.id, { closeOpenTurn: false })).events
     } catch (err) {
+      if (isSessionPersistenceError(err, 'E_LOCKED')) {
+        // Another instance is writing it. Whether the host's events continue that log can be
+        // read without the lock: if they do not, waiting for the lock would only delay the verdict.
+        const inspected = await this.#backend.inspect(ch.id)
+        const events = inspected.events.slice(0, inspected.events.length - (inspected.repair?.closers.length ?? 0))
+        if (!ch.covers(events)) return mismatch(ch, events.length)
+        throw err
+      }
       if (ch.everOpened || !isSessionPersistenceError(err, 'E_SESSION_LIVE')) throw err
       // The host opened it through the backend itself: count what is stored (closers are not).
       const inspected = await this.#backend.inspect(ch.id)
@@ -86,16 +94,25 @@ export class SessionAdopter {
       return undefined
     }
     await this.#backend.close(ch.id)
-    if (!ch.everOpened) {
-      return new SessionPersistenceError(
-        'E_EXISTS',
-        `a log for session '${ch.id}' already exists and the host's events do not continue it; nothing was written`,
-        { sessionId: ch.id },
-      )
-    }
-    return divergedError(
-      ch.id,
-      `adopted again, the stored log holds ${stored.length} events that do not continue the ${ch.cursor} the plugin wrote with the events it holds`,
+    return mismatch(ch, stored.length)
+  }
+}
+
+/**
+ * A stored log the host's events do not continue. While nothing of the host's was ever written
+ * (a new session reusing a stored id, or losing the race to publish it) it is a collision;
+ * otherwise the host and the log diverged.
+ */
+function mismatch(ch: SessionChannel, storedCount: number): SessionPersistenceError {
+  if (ch.cursor === 0) {
+    return new SessionPersistenceError(
+      'E_EXISTS',
+      `a log for session '${ch.id}' already exists and the host's events do not continue it; nothing was written`,
+      { sessionId: ch.id },
     )
   }
+  return divergedError(
+    ch.id,
+    `adopted again, the stored log holds ${storedCount} events that do not continue the ${ch.cursor} the plugin wrote with the events it holds`,
+  )
 }

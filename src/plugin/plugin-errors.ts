@@ -6,13 +6,13 @@ import { type ErrorCode, isSessionPersistenceError, SessionPersistenceError } fr
  * - `passing`: keep the events buffered and retry with backoff (a full disk, an I/O error);
  * - `reopen`: as `passing`, but the backend's writer state for the session cannot be trusted
  *   any more (a broken writer, a lost lock, a session the backend no longer has open, a log
- *   that does not continue where the plugin thought): close the session and adopt it again
- *   from what is stored before the retry;
+ *   that does not continue where the plugin thought, a log another instance published first):
+ *   close the session and adopt it again from what is stored before the retry;
  * - `permanent`: the backend refuses an event; retrying can never succeed.
  */
 export type FailureClass = 'passing' | 'reopen' | 'permanent'
 
-const REOPEN: ReadonlySet<ErrorCode> = new Set(['E_WRITER_BROKEN', 'E_LOCKED', 'E_NOT_FOUND', 'E_SEQ_NOT_CONTIGUOUS'])
+const REOPEN: ReadonlySet<ErrorCode> = new Set(['E_WRITER_BROKEN', 'E_LOCKED', 'E_NOT_FOUND', 'E_SEQ_NOT_CONTIGUOUS', 'E_EXISTS'])
 const PERMANENT: ReadonlySet<ErrorCode> = new Set(['E_NOT_JSON', 'E_INVALID_EVENT'])
 
 /** The class of a failed `append`. Anything not known to be permanent is retried. */

@@ -64,6 +64,21 @@ export function contentionTests({ open }: ContractContext): void {
       await b.close('race')
     })
 
+    test('an instance that created an id another instance has since published writes nothing into that log', async () => {
+      const a = await open()
+      const b = await open()
+      await a.create(meta('taken'))
+      await b.create(meta('taken')) // nothing is stored yet, so both may create
+      await a.append('taken', completeTurn(0, 1))
+      await a.close('taken') // published, and the lock is free again
+      expect(await codeOf(b.append('taken', [...completeTurn(0, 7), ...completeTurn(4, 8)]))).toBe('E_EXISTS')
+      expect((await b.inspect('taken')).events).toEqual(completeTurn(0, 1))
+      await b.close('taken')
+      const c = await open()
+      expect((await c.load('taken')).events).toEqual(completeTurn(0, 1))
+      await c.close('taken')
+    })
+
     test('a reader polling for a session that does not exist yet never delays its creator', async () => {
       const writer = await open()
       const poller = await open()

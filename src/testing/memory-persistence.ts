@@ -60,6 +60,8 @@ export function createMemoryPersistence(options: MemoryPersistenceOptions = {}):
 interface Open {
   meta: SessionMeta
   nextSeq: number
+  /** The log this instance writes: loaded, forked with a seed, or published by its first append. */
+  stored: StoredSession | undefined
   queue: PQueue
   closing: Promise<void> | undefined
 }
@@ -87,11 +89,11 @@ class MemoryPersistence implements SessionStore {
     if (this.#open.has(valid.id) || this.#store.sessions.has(valid.id)) {
       throw new SessionPersistenceError('E_EXISTS', `session '${valid.id}' already exists`, { sessionId: valid.id })
     }
-    this.#track(valid, 0)
+    this.#track(valid, 0, undefined)
   }
 
-  #track(meta: SessionMeta, nextSeq: number): void {
-    this.#open.set(meta.id, { meta, nextSeq, queue: new PQueue({ concurrency: 1 }), closing: undefined })
+  #track(meta: SessionMeta, nextSeq: number, stored: StoredSession | undefined): void {
+    this.#open.set(meta.id, { meta, nextSeq, stored, queue: new PQueue({ concurrency: 1 }), closing: undefined })
   }
 
   async append(id: string, events: readonly SessionEvent[]): Promise<void> {
@@ -112,10 +114,14 @@ class MemoryPersistence implements SessionStore {
       }
       this.#lock(id)
       let stored = this.#store.sessions.get(id)
-      if (!stored) {
-        // Materialization re-checks under the lock, as the JSONL backend does.
-        if (s.nextSeq !== 0) throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted`, { sessionId: id })
+      if (s.stored === undefined) {
+        // Materialization re-checks under the lock, as the JSONL backend does: another instance
+        // may have published this id since `create`, and its log must not get these lines.
+        if (stored) throw new SessionPersistenceError('E_EXISTS', `a log for session '${id}' already exists`, { sessionId: id })
         stored = this.#publish(s.meta, [])
+        s.stored = stored
+      } else if (stored !== s.stored) {
+        throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted`, { sessionId: id })
       }
       stored.lines.push(...lines)
       stored.bytes += batch.bytes.length
@@ -168,7 +174,7 @@ class MemoryPersistence implements SessionStore {
       stored.bytes += Buffer.byteLength(line) + 1
       stored.mtimeMs = Date.now()
     }
-    this.#track(stored.meta, all.length)
+    this.#track(stored.meta, all.length, stored)
     const loaded: LoadedSession = { meta: structuredClone(stored.meta), events: all }
     if (closers.length > 0) {
       loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
@@ -230,11 +236,12 @@ class MemoryPersistence implements SessionStore {
     if (this.#open.has(meta.id) || this.#store.sessions.has(meta.id)) {
       throw new SessionPersistenceError('E_EXISTS', `session '${meta.id}' already exists`, { sessionId: meta.id })
     }
+    let stored: StoredSession | undefined
     if (seedLength > 0) {
       this.#lock(meta.id)
-      this.#publish(meta, parent.lines.slice(0, seedLength))
+      stored = this.#publish(meta, parent.lines.slice(0, seedLength))
     }
-    this.#track(meta, seedLength)
+    this.#track(meta, seedLength, stored)
     return structuredClone(meta)
   }
 

@@ -33,6 +33,8 @@ export interface RunningAgent {
   loading: Promise<void>
   /** Resolves when the agent has stopped itself inside its load (`stopInLoad`). */
   stopped: Promise<void>
+  /** Resolves once the agent has printed `n` acknowledgements. */
+  acknowledged: (n: number) => Promise<void>
   /** Resolves once the process has exited and its output has been read to the end. */
   exited: Promise<number | null>
   /** Sessions the agent acknowledged something of. */
@@ -58,6 +60,13 @@ export function startAgent(root: string, seed: number, mainId: string, acked: Ac
   const readyP = new Promise<void>((r) => (ready = r))
   const loadingP = new Promise<void>((r) => (loading = r))
   const stoppedP = new Promise<void>((r) => (stopped = r))
+  let acks = 0
+  const waiting: { n: number; resolve: () => void }[] = []
+  const acknowledged = (n: number) =>
+    new Promise<void>((resolve) => {
+      if (acks >= n) resolve()
+      else waiting.push({ n, resolve })
+    })
   createInterface({ input: child.stdout! }).on('line', (line) => {
     let msg: { id: string; count?: number; digest?: string; phase?: 'load' | 'loaded' | 'stopped' }
     try {
@@ -80,13 +89,15 @@ export function startAgent(root: string, seed: number, mainId: string, acked: Ac
     }
     if (typeof msg.count !== 'number' || typeof msg.digest !== 'string') return
     ready()
+    acks++
+    for (const w of waiting) if (acks >= w.n) w.resolve()
     touched.add(msg.id)
     const prev = acked.get(msg.id)
     if (!prev || msg.count >= prev.count) acked.set(msg.id, { count: msg.count, digest: msg.digest })
   })
   // 'close' comes after the output has been read to the end: the last phase seen is the last written.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
-  return { child, ready: readyP, loading: loadingP, stopped: stoppedP, exited, touched, inLoad: () => loadingNow, stderr: () => err }
+  return { child, ready: readyP, loading: loadingP, stopped: stoppedP, acknowledged, exited, touched, inLoad: () => loadingNow, stderr: () => err }
 }
 
 /**

@@ -72,7 +72,7 @@ if (want('kills')) {
 if (want('two-process')) {
   const t = Date.now()
   const r = await enumerateTwoProcessCrashes({ maxImagesPerPoint: n(values['two-process-images'], 256, 32) })
-  line(`two-process crash states: ${r.schedules} interleavings, ${r.crashPoints} crash points, ${r.states} states checked, ${r.failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s); ${bounds(r.unexplored)}`)
+  line(`two-process crash states: ${r.schedules} interleavings, ${r.crashPoints} crash points, ${r.states} states checked, ${r.failedStates} failed, ${r.failures.length} failures listed (${((Date.now() - t) / 1000).toFixed(0)} s); ${bounds(r.unexplored)}`)
   for (const f of r.failures.slice(0, 10)) line(`  ${f}`)
   failed ||= r.failures.length > 0
 }

@@ -36,6 +36,11 @@ export function powerCutUnavailable(fsType: 'ext4' | 'xfs'): string | undefined 
       return `${tool} is not installed (Debian: ${tool === 'losetup' ? 'mount' : fsType === 'ext4' && tool !== 'xfs_io' ? 'e2fsprogs' : 'xfsprogs'})`
     }
   }
+  try {
+    run('losetup', ['-f']) // prints the first free loop device; fails when there is none
+  } catch {
+    return 'no free loop device (/dev/loop*)'
+  }
   return undefined
 }
 
@@ -73,8 +78,14 @@ export async function runPowerCuts(config: PowerCutConfig, cuts: number, seed = 
     for (let c = 0; c < cuts; c++) {
       mount()
       const agent = startAgent(root, Math.floor(rand() * 2 ** 31), `main-${Math.floor(c / 10)}`, acked)
-      await Promise.race([agent.ready, agent.exited])
-      await new Promise((r) => setTimeout(r, Math.floor(rand() * 200)))
+      // The cut comes after a chosen number of acknowledgements (explicit, not a sleep): every
+      // cut has acknowledged history to lose, however slow the machine.
+      await Promise.race([agent.acknowledged(8 + Math.floor(rand() * 24)), agent.exited])
+      if (agent.child.exitCode !== null) {
+        failures.push(`cut ${c + 1}: the agent exited by itself: ${agent.stderr().trim().split('\n').slice(-3).join(' | ')}`)
+        umount()
+        break
+      }
       // A power cut stops the process and the disk at the same instant. Freeze the agent first:
       // every acknowledgement it printed then had its sync return before the cut. (Killing it
       // after the shutdown let an fdatasync racing the shutdown report success; such a late

@@ -25,6 +25,8 @@ export interface TwoProcessResult {
   /** Distinct (state, expectation) pairs recovered and checked. */
   states: number
   unexplored: UnexploredStates
+  /** Every state that failed its check (the list of failures stops at 40). */
+  failedStates: number
   failures: string[]
 }
 
@@ -112,6 +114,7 @@ async function checkPoints(rec: Recorder, seen: Set<string>, result: TwoProcessR
       seen.add(key)
       result.states++
       const problem = await checkImage(image, point.expect, { root: ROOT, ageMs: STALE_MS + 1, staleLockMs: STALE_MS })
+      if (problem) result.failedStates++
       if (problem && result.failures.length < 40) result.failures.push(`${label}, crash point ${i}: ${problem}`)
     }
   }
@@ -267,7 +270,7 @@ async function takeover(result: TwoProcessResult, options: { maxImagesPerPoint: 
 /** Runs every two-process scenario at every pause point. */
 export async function enumerateTwoProcessCrashes(options: { maxImagesPerPoint?: number; maxSchedules?: number } = {}): Promise<TwoProcessResult> {
   const opts = { maxImagesPerPoint: options.maxImagesPerPoint ?? 256, maxSchedules: options.maxSchedules ?? 200 }
-  const result: TwoProcessResult = { schedules: 0, crashPoints: 0, states: 0, unexplored: noneUnexplored(), failures: [] }
+  const result: TwoProcessResult = { schedules: 0, crashPoints: 0, states: 0, unexplored: noneUnexplored(), failedStates: 0, failures: [] }
   for (const rootExists of [true, false]) {
     for (const sameBucket of [true, false]) await sharedDirectories({ rootExists, sameBucket }, result, opts)
   }

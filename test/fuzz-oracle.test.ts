@@ -1,4 +1,6 @@
 import { describe, expect, test } from 'vitest'
+import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import type { SessionEvent } from '../src/core/schema.js'
 import type { JsonlSessionPersistence, LoadedSession } from '../src/persistence.js'
 import { expectedClosers } from '../src/torture/closers-oracle.js'
@@ -57,12 +59,34 @@ describe('the oracle: what a load must make of a log, read from its bytes', () =
 
   test('a turn/end line that is not valid UTF-8 is not a commit boundary, before or after the first defect', () => {
     const turnEnd = Buffer.from(`${ev(2, 'turn/end', { turn: 1, reason: { kind: 'completed' } })}\n`)
-    const broken = Buffer.concat([turnEnd.subarray(0, 20), Buffer.from([0xff]), turnEnd.subarray(20)])
+    const broken = Buffer.concat([turnEnd.subarray(0, turnEnd.length - 8), Buffer.from([0xff]), turnEnd.subarray(turnEnd.length - 8)])
     const bytes = Buffer.concat([log(`${ev(0, 'turn/start', { turn: 1 })}\n`, '\n'), broken])
     const v = expectLoad(bytes, 'f')
     if (v.refuse) throw new Error('refused')
     expect(v.kept).toHaveLength(1)
     expect(v.droppedLines).toBe(2)
+  })
+})
+
+describe('the backend reads a log the way its bytes say', () => {
+  test('a turn/end line that is not valid UTF-8 after the first defect does not make the log refused', async () => {
+    // The oracle and the backend agree on this line when it is the first defect (it is cut);
+    // after an earlier defect it must not count as a commit boundary either.
+    const turnEnd = Buffer.from(`${ev(2, 'turn/end', { turn: 1, reason: { kind: 'completed' } })}\n`)
+    const broken = Buffer.concat([turnEnd.subarray(0, turnEnd.length - 8), Buffer.from([0xff]), turnEnd.subarray(turnEnd.length - 8)])
+    const bytes = Buffer.concat([log(`${ev(0, 'turn/start', { turn: 1 })}\n`, '\n'), broken])
+    const fs = createCrashFileSystem()
+    await fs.mkdir('/r', 0o700)
+    await fs.mkdir('/r/_no-cwd', 0o700)
+    const h = await fs.open('/r/_no-cwd/f.jsonl', 'wx')
+    await h.write(bytes, 0, bytes.length, 0)
+    await h.close()
+    const p = createJsonlPersistence({ root: '/r', fs })
+    const v = expectLoad(bytes, 'f')
+    if (v.refuse) throw new Error('the oracle refused')
+    const inspected = await p.inspect('f')
+    expect(inspected.events).toEqual([...v.kept, ...v.closers])
+    expect(inspected.repair?.truncatedAtByte).toBe(v.cutAt)
   })
 })
 

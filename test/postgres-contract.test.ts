@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { afterAll, describe, test } from 'vitest'
 import { runPersistenceContract } from '../src/contract/index.js'
 import { createPostgresPersistence } from '../src/postgres/index.js'
@@ -5,22 +6,31 @@ import { dropSchemas, freshSchema, pgUrl } from './helpers/pg-env.js'
 
 const url = pgUrl()
 const schemas = new Map<string, string>()
-const opened: { end(): Promise<void> }[] = []
+const opened = new Map<string, { end(): Promise<void> }[]>()
+let ending: Promise<unknown> = Promise.resolve()
 
 if (url) {
-  // The contract hands each test a fresh directory: each directory gets its own schema.
+  // The contract hands each test fresh directories: each directory gets its own schema. Once
+  // the contract has removed a directory (after its test), that directory's stores are ended,
+  // so the shared server never holds every test's connections at once.
   runPersistenceContract({
     name: 'PostgreSQL',
-    factory: (dir) => {
+    factory: async (dir) => {
+      for (const [d, stores] of opened) {
+        if (existsSync(d)) continue
+        opened.delete(d)
+        ending = Promise.all([ending, ...stores.map((st) => st.end())])
+      }
+      await ending
       let schema = schemas.get(dir)
       if (!schema) schemas.set(dir, (schema = freshSchema('contract')))
       const store = createPostgresPersistence({ connectionString: url, schema, poolSize: 4 })
-      opened.push(store)
+      opened.set(dir, [...(opened.get(dir) ?? []), store])
       return store
     },
   })
   afterAll(async () => {
-    await Promise.all(opened.map((s) => s.end()))
+    await Promise.all([ending, ...[...opened.values()].flat().map((st) => st.end())])
     await dropSchemas(url, schemas.values())
   })
 } else {

@@ -88,6 +88,19 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
       await short.append('gave-up', batch) // the same batch again is still acknowledged, not stored again
       await short.append('gave-up', workerEvents(7, 1, 'w'))
       expect(await seqsOf('gave-up')).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
+
+      // Given up on a batch that never arrived: the next append finds it absent and continues
+      // from the stored length (its own batch at seq 8 is written; the lost one is not).
+      proxy.cutBeforeRequest('spj_append')
+      const lost = await short.append('gave-up', workerEvents(8, 2, 'lost')).then(
+        () => 'resolved',
+        (e: { code: string }) => e.code,
+      )
+      expect(lost).toBe('E_IO')
+      await short.append('gave-up', workerEvents(8, 1, 'w'))
+      const lines = await storedLines(url!, schema, 'gave-up')
+      expect(lines.map((l) => l.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8])
+      expect(lines[8]?.line).toBe(JSON.stringify(workerEvents(8, 1, 'w')[0]))
     } finally {
       await short.end()
     }

@@ -152,6 +152,16 @@ describe('session-jsonl prune', () => {
     expect((await logs(root)).size).toBe(1)
   })
 
+  test('an id given to prune is refused, never ignored: prune has no per-session form, so this must not delete every old session', async () => {
+    const { root, writer } = await agedRoot()
+    const before = await logs(root)
+    const r = await run(['--root', root, 'prune', '--older-than', '30d', 'old-a'])
+    expect([r.code, r.stderr]).toEqual([2, "session-jsonl: prune takes no session id (got 'old-a') (see session-jsonl --help)\n"])
+    expect(await logs(root)).toEqual(before)
+    for (const command of [['ls'], ['verify']]) expect((await run(['--root', root, ...command, 'old-a'])).code).toBe(2)
+    await writer.closeAll()
+  })
+
   test('units: 90m, 12h and 1d12h are minutes, hours and their sums', async () => {
     const { root, paths } = await rootWith(['h2', 'h13', 'd2'])
     const now = Date.now()

@@ -62,6 +62,7 @@ const HINTS: Record<string, string> = {
 class UsageError extends Error {}
 
 const GLOBAL_OPTIONS = ['root', 'json', 'help']
+const NO_ID = new Set(['ls', 'verify', 'prune'])
 const OPTIONS: Record<string, string[]> = {
   ls: ['cwd'],
   show: ['raw'],
@@ -114,6 +115,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
     return 0
   }
   if (extra.length > 0 && command !== 'copy') throw new UsageError(`unexpected argument '${extra[0]}'`)
+  // Nor is an id a command does not take: `prune --older-than 30d <id>` must not prune everything.
+  if (arg !== undefined && NO_ID.has(command)) throw new UsageError(`${command} takes no session id (got '${arg}')`)
   // An option a command does not take is an error, never silently ignored: `rm x --dry-run`
   // must not delete anything.
   for (const token of parsed.tokens ?? []) {

@@ -248,8 +248,9 @@ describe('dispose', () => {
     const plugin = sessionPersistencePlugin({ root, flushDelayMs: 5 })
     const applying = plugin.apply(host)
     await plugin.dispose()
-    await applying
+    // Durable when dispose settles, before anyone awaits apply (which would wait for the seed itself).
     expect((await createJsonlPersistence({ root }).inspect(s.meta.id)).events).toEqual(s.events)
+    await applying
   })
 
   test('Symbol.asyncDispose disposes (await using)', async () => {

@@ -1,7 +1,15 @@
 import { afterEach, expect, test, vi } from 'vitest'
-import { EventDroppedError, type SessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
-import { createMemoryPersistence, createReferenceHost } from '../src/testing/index.js'
+import {
+  createJsonlPersistence,
+  EventDroppedError,
+  HOST_SESSION_EVENT_NAMES,
+  isSessionPersistenceError,
+  type SessionPersistenceError,
+  sessionPersistencePlugin,
+} from '../src/index.js'
+import { createFaultInjectingFileSystem, createMemoryPersistence, createReferenceHost } from '../src/testing/index.js'
 import { nextError, oneTurn, scriptedBackend } from './helpers/plugin-setup.js'
+import { tmpRoot } from './helpers/tmp-root.js'
 
 afterEach(() => {
   vi.useRealTimers()
@@ -57,4 +65,28 @@ test('regression: a close that fails at session/disposed is reported, rejects no
   } finally {
     process.off('unhandledRejection', onUnhandled)
   }
+})
+
+test('a backend close that fails in dispose is reported as a package error; dispose still unsubscribes from the host', async () => {
+  const root = await tmpRoot()
+  const writer = createJsonlPersistence({ root })
+  await writer.create({ id: 'read-only', createdAt: 1, delegationDepth: 0 })
+  await writer.append('read-only', [{ seq: 0, type: 'note', time: 1 }])
+  await writer.closeAll()
+  const fs = createFaultInjectingFileSystem()
+  const plugin = sessionPersistencePlugin({ root, fs })
+  const errors: SessionPersistenceError[] = []
+  plugin.on('error', (e) => errors.push(e))
+  const host = createReferenceHost()
+  await plugin.apply(host)
+  const s = host.startSession({ id: 'live' })
+  s.runTurn(oneTurn(1))
+  await plugin.flush()
+  await plugin.persistence.load('read-only') // opened by the host and never handed to the plugin
+  fs.inject({ op: 'close', path: /read-only/, code: 'EIO' })
+
+  await plugin.dispose() // every tracked event is durable: nothing to reject with
+  expect(errors.map((e) => [e.code, isSessionPersistenceError(e)])).toEqual([['E_IO', true]])
+  expect(HOST_SESSION_EVENT_NAMES.map((name) => host.sessionEvents.listenerCount(name))).toEqual([0, 0, 0, 0])
+  expect((await createJsonlPersistence({ root }).inspect('live')).events).toEqual(s.events)
 })

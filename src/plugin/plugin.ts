@@ -1,7 +1,7 @@
 import { EventEmitter } from 'eventemitter3'
 import { defaultLogger } from '../core/logger.js'
 import type { Logger } from '../core/schema.js'
-import { SessionPersistenceError } from '../errors.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import { createJsonlPersistence } from '../jsonl-persistence.js'
 import type { JsonlSessionPersistence, SessionPersistence } from '../persistence.js'
 import { SessionAdopter } from './adoption.js'
@@ -145,7 +145,9 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
         if (error && error.code !== 'E_EXISTS') failures.push({ id: ch.id, error })
       }),
     )
-    if (this.#ownsBackend) await (this.#backend as JsonlSessionPersistence).closeAll()
+    // A failed close loses no event (every drain has settled): it is reported, as at
+    // session/disposed, and the host is unsubscribed whatever happened.
+    if (this.#ownsBackend) await (this.#backend as JsonlSessionPersistence).closeAll().catch((err: unknown) => this.#report(closeAllError(err)))
     this.#intake.channels.clear()
     this.#intake.closing.clear()
     this.#intake.unsubscribe()
@@ -162,6 +164,11 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
     if (this.listenerCount('recovered') > 0) this.emit('recovered', sessionId, after)
     else if (this.listenerCount('error') === 0) this.#logger.warn(`session '${sessionId}': drains succeed again after ${after.code}`)
   }
+}
+
+function closeAllError(err: unknown): SessionPersistenceError {
+  if (isSessionPersistenceError(err)) return err
+  return new SessionPersistenceError('E_IO', `closing the persistence at dispose failed: ${String(err)}`, { cause: err })
 }
 
 function aggregate(what: string, failures: { id: string; error: SessionPersistenceError }[]): AggregateError {

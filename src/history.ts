@@ -121,8 +121,9 @@ export function toModelHistory(events: readonly SessionEvent[]): ModelHistory {
   }
   for (const e of events) {
     const data = asObject(e.data)
-    if (e.type === 'tool/call' && !rewound(e.seq) && typeof data?.callId === 'string' && !messageCalls.has(data.callId)) {
-      shownCalls.add(data.callId)
+    if (e.type === 'tool/call') {
+      // A call only a `tool/call` records is shown (synthetic message below) unless rewound.
+      if (typeof data?.callId === 'string' && !messageCalls.has(data.callId)) (rewound(e.seq) ? hiddenCalls : shownCalls).add(data.callId)
     } else if (e.type === 'assistant/message') {
       for (const id of toolCallIds(data?.content)) (rewound(e.seq) ? hiddenCalls : shownCalls).add(id)
     } else if (e.type === 'tool/result' && !rewound(e.seq) && typeof data?.callId === 'string') {

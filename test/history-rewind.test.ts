@@ -167,3 +167,20 @@ describe('history/rewind in toModelHistory (properties)', () => {
     )
   })
 })
+
+describe('history/rewind of a call recorded only as tool/call', () => {
+  const ev = (seq: number, type: string, data: SessionEvent['data']): SessionEvent => ({ seq, type, time: 1, data })
+  test('a rewound tool/call takes its later result with it: no result without its call', () => {
+    const events = [
+      ev(0, 'user/message', { content: 'go' }),
+      ev(1, 'tool/call', { turn: 1, step: 0, callId: 'x', name: 't', arguments: {} }),
+      ev(2, 'history/rewind', { to: 1 }),
+      ev(3, 'tool/result', { turn: 1, step: 0, callId: 'x', content: [{ type: 'text', text: 'late' }] }),
+      ev(4, 'user/message', { content: 'again' }),
+    ]
+    expect(toModelHistory(events).messages.map((m) => [m.role, m.seq])).toEqual([
+      ['user', 0],
+      ['user', 4],
+    ])
+  })
+})

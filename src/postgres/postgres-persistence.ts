@@ -160,12 +160,17 @@ class PostgresPersistence implements PostgresSessionPersistence {
     if (s.epoch !== undefined) return
     // Both are safe to repeat: a lock taken on a connection that then died went with it.
     const deadline = Date.now() + this.#c.retryTimeoutMs
-    const [locked, epoch] = await Promise.all([
+    const [locked, epoch] = await Promise.allSettled([
       retrying(deadline, () => this.#lock.tryLock(this.#key(s.id))),
       retrying(deadline, () => nextEpoch(this.#db, this.#c.schema)),
     ])
-    if (!locked) throw await lockedBy(this.#db, this.#c.schema, s.id, s.path)
-    s.epoch = epoch
+    if (locked.status === 'rejected') throw locked.reason
+    if (!locked.value) throw await lockedBy(this.#db, this.#c.schema, s.id, s.path)
+    if (epoch.status === 'rejected') {
+      await this.#lock.unlock(this.#key(s.id)) // all or nothing: never a lock without its token
+      throw epoch.reason
+    }
+    s.epoch = epoch.value
   }
 
   async load(id: string, options: LoadOptions = {}): Promise<LoadedSession> {

@@ -82,3 +82,15 @@ test("a host's own emitter with only on and off works too", async () => {
   await plugin.dispose()
   expect([...sessionEvents.listeners.values()].map((s) => s.size)).toEqual([0, 0, 0, 0])
 })
+
+test('a host without an on/off emitter or liveSessions is refused with E_CONFIG, and the plugin can still be applied to a real host', async () => {
+  const plugin = sessionPersistencePlugin({ persistence: createMemoryPersistence() })
+  const bad = [undefined, {}, { sessionEvents: {}, liveSessions: () => [] }, { sessionEvents: new EventEmitter() }] as unknown as AgentHost[]
+  for (const host of bad) {
+    expect(await plugin.apply(host).then(() => 'applied', (e: { code?: string }) => e.code ?? String(e))).toBe('E_CONFIG')
+  }
+  const host = new NodeEventsHost()
+  await plugin.apply(host)
+  expect(HOST_SESSION_EVENT_NAMES.map((name) => host.sessionEvents.listenerCount(name))).toEqual([1, 1, 1, 1])
+  await plugin.dispose()
+})

@@ -1,3 +1,4 @@
+import { asObject } from '../core/as-object.js'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
 
 /** What an agent host emits about its sessions (docs/contract.md §8). */
@@ -39,4 +40,11 @@ export interface LiveSession {
 export interface AgentHost {
   readonly sessionEvents: SessionEventSource<HostSessionEvents>
   liveSessions(): Iterable<LiveSession>
+}
+
+/** Whether `value` has what the plugin uses of a host: an on/off emitter and `liveSessions()`. */
+export function isAgentHost(value: unknown): value is AgentHost {
+  const host = asObject(value)
+  const events = asObject(host?.sessionEvents)
+  return typeof events?.on === 'function' && typeof events.off === 'function' && typeof host?.liveSessions === 'function'
 }

@@ -7,7 +7,7 @@ import type { JsonlSessionPersistence, SessionPersistence } from '../persistence
 import { SessionAdopter } from './adoption.js'
 import { BufferBudget } from './buffer-budget.js'
 import { type BackendPluginConfig, type JsonlPluginConfig, parsePluginConfig, type PluginConfig } from './config.js'
-import type { AgentHost, HostSessionEvents } from './host.js'
+import { type AgentHost, type HostSessionEvents, isAgentHost } from './host.js'
 import { HostIntake } from './host-intake.js'
 import { asPersistenceError, disposedError } from './plugin-errors.js'
 import { type DrainContext, SessionDrainer } from './session-drain.js'
@@ -86,6 +86,9 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
     if (this.#disposed) throw disposedError('apply')
     if (this.#applied) {
       throw new SessionPersistenceError('E_CONFIG', 'this plugin is already applied to a host; create one plugin per host')
+    }
+    if (!isAgentHost(host)) {
+      throw new SessionPersistenceError('E_CONFIG', 'apply needs an AgentHost: sessionEvents with on(name, listener) and off(name, listener), and liveSessions()')
     }
     this.#applied = true
     this.#seeding = this.#intake.subscribe(host)

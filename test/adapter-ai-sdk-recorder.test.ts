@@ -194,6 +194,9 @@ describe('the recorder around failures and misuse', () => {
     for (const bad of [{ role: 'robot', content: 'x' }, { role: 'user', content: 42 }, { role: 'tool', content: 'x' }, [{ role: 'user', content: [{ text: 'no type' }] }], null, 7]) {
       expect(await codeOf(Promise.resolve().then(() => session.turn(bad as never)))).toBe('E_INVALID_EVENT')
     }
+    for (const bad of [null, 'durable', { durableInput: 'yes' }, { durable: true }]) {
+      expect(await codeOf(Promise.resolve().then(() => session.turn('x', bad as never)))).toBe('E_CONFIG')
+    }
     expect(session.currentTurn).toBeUndefined()
     expect(await codeOf(openAiSdkSession({ persistence, sessionId: 'z', cwd: 'relative/dir' }).then((s) => s.turn('x').end()))).toBe('E_INVALID_META')
   })

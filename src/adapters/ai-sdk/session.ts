@@ -43,10 +43,7 @@ export type AiSdkTurnInput = string | ModelMessage | readonly ModelMessage[]
 export async function openAiSdkSession(options: AiSdkSessionOptions): Promise<AiSdkSession> {
   const parsed = OptionsSchema.safeParse(options)
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw new SessionPersistenceError('E_CONFIG', `invalid AI SDK session options: ${issue?.path.join('.') || 'options'}: ${issue?.message}`, {
-      cause: parsed.error,
-    })
+    throw new SessionPersistenceError('E_CONFIG', `invalid AI SDK session options: ${describeIssue(parsed.error)}`, { cause: parsed.error })
   }
   const { persistence, sessionId, cwd, meta } = options
   const now = options.now ?? Date.now
@@ -129,8 +126,12 @@ export class AiSdkSession {
         sessionId: this.id,
       })
     }
+    const parsedOptions = TurnOptionsSchema.safeParse(options)
+    if (!parsedOptions.success) {
+      throw new SessionPersistenceError('E_CONFIG', `invalid turn options: ${describeIssue(parsedOptions.error)}`, { cause: parsedOptions.error })
+    }
     const messages = inputMessages(input)
-    const turn = new AiSdkTurn(this.#writer, ++this.#lastTurn, messages, options, () => {
+    const turn = new AiSdkTurn(this.#writer, ++this.#lastTurn, messages, parsedOptions.data, () => {
       if (this.#turn === turn) this.#turn = undefined
     })
     turn.settings.messages = toAiSdkMessages(this.#writer.preview(turn.inputDrafts))
@@ -155,6 +156,13 @@ export class AiSdkSession {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close()
   }
+}
+
+const TurnOptionsSchema = z.strictObject({ durableInput: z.boolean().optional() })
+
+const describeIssue = (error: z.ZodError): string => {
+  const issue = error.issues[0]
+  return `${issue?.path.join('.') || 'options'}: ${issue?.message}`
 }
 
 const Part = z.looseObject({ type: z.string() })

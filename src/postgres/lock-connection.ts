@@ -26,6 +26,10 @@ export class LockConnection {
   readonly #held = new Set<string>()
   /** Keys that were held on a connection that died: to take again when possible. */
   readonly #orphans = new Set<string>()
+  /** Orphans being taken again right now, and those of them released meanwhile (to let go). */
+  readonly #retaking = new Set<string>()
+  readonly #dropped = new Set<string>()
+  #reacquiring: Promise<void> | undefined
   #ended = false
   /** One query at a time on the connection (pg 9 refuses overlapping queries on one client). */
   readonly #serial = new SerialOps()
@@ -87,6 +91,7 @@ export class LockConnection {
 
   async unlock(key: string): Promise<void> {
     this.#orphans.delete(key)
+    if (this.#retaking.has(key)) this.#dropped.add(key)
     if (!this.#held.delete(key)) return
     const opened = this.#current
     if (!opened) return
@@ -99,15 +104,29 @@ export class LockConnection {
    * again, so the holder is seen alive once more. Best effort: whoever took one meanwhile has
    * also moved the session's writer epoch, and the epoch is what rejects our next batch.
    */
-  async reacquire(): Promise<void> {
+  reacquire(): Promise<void> {
+    // One pass at a time: two passes taking one key would hold it twice (advisory locks are
+    // re-entrant), and one unlock would not release it.
+    this.#reacquiring ??= this.#reacquirePass().finally(() => {
+      this.#reacquiring = undefined
+    })
+    return this.#reacquiring
+  }
+
+  async #reacquirePass(): Promise<void> {
     for (const key of [...this.#orphans]) {
       this.#orphans.delete(key)
+      this.#retaking.add(key)
       try {
         await this.tryLock(key)
       } catch {
-        this.#orphans.add(key)
+        if (!this.#dropped.delete(key)) this.#orphans.add(key)
         return
+      } finally {
+        this.#retaking.delete(key)
       }
+      // Its session was closed while the lock was being taken again: let it go.
+      if (this.#dropped.delete(key)) await this.unlock(key)
     }
   }
 

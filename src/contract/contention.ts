@@ -6,6 +6,16 @@ import { codeOf, completeTurn, type ContractContext, meta } from './fixtures.js'
  * §5.3, §4.4): one writer per session, and a reader polling for a session never delays its writer.
  */
 export function contentionTests({ open }: ContractContext): void {
+  /** Two instances that both created `id` while nothing was stored (both may). */
+  const bothCreate = async (id: string) => {
+    const a = await open()
+    const b = await open()
+    await a.create(meta(id))
+    await b.create(meta(id))
+    return [a, b] as const
+  }
+  const otherBatch = [...completeTurn(0, 7), ...completeTurn(4, 8)]
+
   describe('two instances contending for one session', () => {
     test('the second gets E_LOCKED while the first writes; after the first closes it loads and continues', async () => {
       const a = await open()
@@ -47,12 +57,9 @@ export function contentionTests({ open }: ContractContext): void {
     })
 
     test('two instances materializing one new id at once: exactly one wins, the other writes nothing', async () => {
-      const a = await open()
-      const b = await open()
-      await a.create(meta('race'))
-      await b.create(meta('race')) // nothing is stored yet, so both may create
+      const [a, b] = await bothCreate('race')
       const batchA = completeTurn(0, 1)
-      const batchB = [...completeTurn(0, 7), ...completeTurn(4, 8)]
+      const batchB = otherBatch
       const [ra, rb] = await Promise.allSettled([a.append('race', batchA), b.append('race', batchB)])
       const outcomes = [ra.status, rb.status].sort()
       expect(outcomes).toEqual(['fulfilled', 'rejected'])
@@ -65,13 +72,10 @@ export function contentionTests({ open }: ContractContext): void {
     })
 
     test('an instance that created an id another instance has since published writes nothing into that log', async () => {
-      const a = await open()
-      const b = await open()
-      await a.create(meta('taken'))
-      await b.create(meta('taken')) // nothing is stored yet, so both may create
+      const [a, b] = await bothCreate('taken')
       await a.append('taken', completeTurn(0, 1))
       await a.close('taken') // published, and the lock is free again
-      expect(await codeOf(b.append('taken', [...completeTurn(0, 7), ...completeTurn(4, 8)]))).toBe('E_EXISTS')
+      expect(await codeOf(b.append('taken', otherBatch))).toBe('E_EXISTS')
       expect((await b.inspect('taken')).events).toEqual(completeTurn(0, 1))
       await b.close('taken')
       const c = await open()

@@ -34,8 +34,12 @@ export class LockConnection {
   /** One query at a time on the connection (pg 9 refuses overlapping queries on one client). */
   readonly #serial = new SerialOps()
 
-  constructor(open: () => Promise<OpenedLockClient>) {
+  readonly #stillOurs: (key: string) => Promise<boolean>
+
+  /** `stillOurs(key)`: after a re-take, whether the session is still ours (else the lock goes). */
+  constructor(open: () => Promise<OpenedLockClient>, stillOurs: (key: string) => Promise<boolean> = async () => true) {
     this.#open = open
+    this.#stillOurs = stillOurs
   }
 
   /** False after the connection died while holding locks that are not taken again yet. */
@@ -125,8 +129,11 @@ export class LockConnection {
       } finally {
         this.#retaking.delete(key)
       }
-      // Its session was closed while the lock was being taken again: let it go.
-      if (this.#dropped.delete(key)) await this.unlock(key)
+      // Its session was closed while the lock was being taken again, or another host took it
+      // meanwhile (this holder is fenced): let it go rather than look alive for it.
+      if (this.#dropped.delete(key) || (this.#held.has(key) && !(await this.#stillOurs(key).catch(() => true)))) {
+        await this.unlock(key)
+      }
     }
   }
 

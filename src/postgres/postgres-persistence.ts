@@ -47,6 +47,7 @@ export function createPostgresPersistence(config: PostgresConfig): PostgresSessi
   // Operators see whose connections these are in pg_stat_activity (and can terminate them).
   const applicationName = `session-persistence-jsonl ${c.host}`.slice(0, 63)
   const db = c.pool ? new Db(c.pool, false, logger) : Db.open(c.connectionString!, c.poolSize, logger, applicationName)
+  const sessions = new Map<string, Tracked>()
   const lock = new LockConnection(async () => {
     // Its own connection, never a pool slot: with a caller's pool it uses the pool's settings,
     // so a small pool cannot be starved by the locks it holds.
@@ -55,22 +56,32 @@ export function createPostgresPersistence(config: PostgresConfig): PostgresSessi
     client.on('error', () => {})
     await client.connect()
     return { client, close: () => client.end() }
+  }, async (key) => {
+    // A session is still ours while its row carries our token (or it has no row yet).
+    const s = sessions.get(key.slice(c.schema.length + 1))
+    if (s?.epoch === undefined) return false
+    const { rows } = await db.query<{ ours: boolean }>(
+      `SELECT writer_epoch = $2::bigint AS ours FROM "${c.schema}".sessions WHERE session_id = $1`,
+      [s.id, s.epoch],
+    )
+    return rows[0]?.ours ?? !s.stored
   })
-  return new PostgresPersistence(c, db, lock)
+  return new PostgresPersistence(c, db, lock, sessions)
 }
 
 class PostgresPersistence implements PostgresSessionPersistence {
   readonly #c: ResolvedPostgresConfig
   readonly #db: Db
   readonly #lock: LockConnection
-  readonly #sessions = new Map<string, Tracked>()
+  readonly #sessions: Map<string, Tracked>
   #ready: Promise<void> | undefined
   #ended: Promise<void> | undefined
 
-  constructor(c: ResolvedPostgresConfig, db: Db, lock: LockConnection) {
+  constructor(c: ResolvedPostgresConfig, db: Db, lock: LockConnection, sessions: Map<string, Tracked>) {
     this.#c = c
     this.#db = db
     this.#lock = lock
+    this.#sessions = sessions
   }
 
   get schema(): string {

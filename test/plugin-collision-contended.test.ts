@@ -2,7 +2,7 @@
 // (E_EXISTS, nothing written, never retried), not a lock wait or a retry loop.
 import { afterEach, expect, test, vi } from 'vitest'
 import { createJsonlPersistence, type SessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
-import { createReferenceHost } from '../src/testing/index.js'
+import { createMemoryPersistence, createReferenceHost } from '../src/testing/index.js'
 import { oneTurn, scriptedBackend } from './helpers/plugin-setup.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
@@ -71,4 +71,49 @@ test('two instances creating one new id: the one that materializes second report
   expect(b.errors.at(-1)?.code).toBe('E_EXISTS')
   expect(await stored('race')).toEqual(sa.events)
   await b.plugin.dispose()
+})
+
+test('a resumed session waiting for a lock held elsewhere: the stored log is read once, then adopted when the lock is free', async () => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+  const memory = createMemoryPersistence()
+  let inspects = 0
+  const counted = new Proxy(memory, {
+    get(target, prop) {
+      if (prop === 'inspect') return (id: string) => (inspects++, target.inspect(id))
+      const value = Reflect.get(target, prop, target) as unknown
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+  const scripted = scriptedBackend(counted)
+  const plugin = sessionPersistencePlugin({ persistence: scripted.backend, flushDelayMs: 100 })
+  const errors: SessionPersistenceError[] = []
+  plugin.on('error', (e) => errors.push(e))
+  const host = createReferenceHost()
+  await plugin.apply(host)
+  const first = host.startSession({ id: 'held' })
+  first.runTurn(oneTurn(1))
+  await plugin.flush('held')
+  const closed = scripted.next((c) => c.op === 'close')
+  first.dispose()
+  await closed
+
+  scripted.holdLock('held') // another instance writes it meanwhile
+  const resumed = host.resume(await memory.inspect('held'))
+  inspects = 0
+  resumed.runTurn(oneTurn(2))
+  expect(await plugin.flush('held').catch((e: unknown) => (e as SessionPersistenceError).code)).toBe('E_LOCKED')
+  for (let i = 0; i < 3; i++) {
+    const retried = scripted.next((c) => c.op === 'load')
+    await vi.advanceTimersToNextTimerAsync()
+    expect(await retried).toMatchObject({ outcome: 'E_LOCKED' })
+  }
+  expect(inspects).toBe(1)
+  scripted.releaseLock('held')
+  const adopted = scripted.next((c) => c.op === 'append')
+  await vi.advanceTimersToNextTimerAsync()
+  await adopted
+  await plugin.flush('held')
+  expect((await memory.inspect('held')).events).toEqual(resumed.events)
+  expect(errors.map((e) => e.code)).toEqual(['E_LOCKED'])
+  await plugin.dispose()
 })

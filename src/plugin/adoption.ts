@@ -12,6 +12,8 @@ export class SessionAdopter {
   readonly #backend: SessionPersistence
   /** Sessions the host opened through `plugin.persistence.load`: id → stored event count. */
   readonly #hostLoads = new Map<string, number>()
+  /** Channels whose stored log, read while another instance held its lock, their events continued. */
+  readonly #coveredWhileLocked = new WeakSet<SessionChannel>()
 
   constructor(backend: SessionPersistence) {
     this.#backend = backend
@@ -77,10 +79,15 @@ export class SessionAdopter {
     } catch (err) {
       if (isSessionPersistenceError(err, 'E_LOCKED')) {
         // Another instance is writing it. Whether the host's events continue that log can be
-        // read without the lock: if they do not, waiting for the lock would only delay the verdict.
-        const inspected = await this.#backend.inspect(ch.id)
-        const events = inspected.events.slice(0, inspected.events.length - (inspected.repair?.closers.length ?? 0))
-        if (!ch.covers(events)) return mismatch(ch, events.length)
+        // read without the lock: if they do not, waiting for the lock would only delay the
+        // verdict. Read once per channel (a large log is not read again on every retry); the
+        // load that finally gets the lock checks again.
+        if (!this.#coveredWhileLocked.has(ch)) {
+          const inspected = await this.#backend.inspect(ch.id)
+          const events = inspected.events.slice(0, inspected.events.length - (inspected.repair?.closers.length ?? 0))
+          if (!ch.covers(events)) return mismatch(ch, events.length)
+          this.#coveredWhileLocked.add(ch)
+        }
         throw err
       }
       if (ch.everOpened || !isSessionPersistenceError(err, 'E_SESSION_LIVE')) throw err

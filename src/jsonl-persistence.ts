@@ -221,7 +221,10 @@ class JsonlPersistence implements JsonlSessionPersistence {
       await s.ops.idle()
       try {
         // Nothing of this session writes any more: close the log and release the lock at once.
-        await Promise.all([s.writer?.close(), s.lock?.release()])
+        // Both always run to the end; the first failure is reported as E_IO.
+        const results = await Promise.allSettled([s.writer?.close(), s.lock?.release()])
+        const failed = results.find((r) => r.status === 'rejected')
+        if (failed) throw this.#wrap(failed.reason, `close session '${id}'`, s)
       } finally {
         if (this.#sessions.get(id) === s) this.#sessions.delete(id)
       }

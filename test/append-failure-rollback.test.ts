@@ -117,3 +117,19 @@ describe('a failed append is rolled back (SPEC 5.2)', () => {
     await b.closeAll()
   })
 })
+
+describe('close', () => {
+  test('a log whose close fails: E_IO with the cause, the lock is released all the same, the session can be loaded again', async () => {
+    const { root, fs, p, path, first } = await setup()
+    const undo = fs.inject({ op: 'close', path, code: 'EIO', times: 1 })
+    let err: unknown
+    await p.close('w').catch((e) => (err = e))
+    undo()
+    expect(isSessionPersistenceError(err, 'E_IO')).toBe(true)
+    expect((err as { cause: { code: string } }).cause.code).toBe('EIO')
+    // Released: another instance takes the lock at once and reads every acknowledged event.
+    const other = createJsonlPersistence({ root })
+    expect((await other.load('w')).events).toEqual(first)
+    await other.closeAll()
+  })
+})

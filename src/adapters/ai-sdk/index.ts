@@ -1,4 +1,4 @@
-// session-persistence-jsonl/ai-sdk: the AI SDK 6 adapter (docs/adapters-ai-sdk.md). This entry point is
+// session-persistence-jsonl/ai-sdk: the AI SDK 6 adapter (docs/adapters.md). This entry point is
 // the only one that refers to `ai`, and only for types: importing the package's main entry
 // never loads the framework.
 export { toAiSdkMessages } from './to-messages.js'

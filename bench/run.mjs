@@ -14,6 +14,7 @@ import { growthRun, noSyncRun, sqliteAppendRun, sqliteLoadRun } from './scenario
 import { loadSqlite } from './scenarios/sqlite-install.mjs'
 import { stats } from './lib.mjs'
 
+const started = Date.now()
 const quick = process.argv.includes('--quick')
 const noSqlite = process.argv.includes('--no-sqlite')
 const RUNS = quick ? 5 : 7
@@ -226,3 +227,4 @@ console.log()
 console.log(missed.length === 0 ? 'All targets met.' : `Targets not met: ${missed.map((r) => r.name).join('; ')}`)
 const stretchMissed = rows.filter((r) => r.stretchMet === false)
 if (stretchMissed.length > 0) console.log(`Stretch goals not met: ${stretchMissed.map((r) => r.name).join('; ')}`)
+console.log(`(${((Date.now() - started) / 1000).toFixed(0)} s)`)

@@ -18,19 +18,28 @@ const rand = () => {
 // TORTURE_SYNC=none shows that the checks have teeth: power cuts then lose acknowledged events.
 const sync = process.env.TORTURE_SYNC === 'none' ? 'none' : 'data'
 // TORTURE_STOP_IN_LOAD=n: the agent stops itself (SIGSTOP) just before the n-th file-system
-// call of its start-up load and says so; the runner then kills it there. Kills land at exact
-// steps of the lock takeover and the repair, not only where the timing happens to put them.
+// call of its start-up load and says so; the runner then kills it there. With
+// TORTURE_STOP_IN_REPAIR=n it stops before the n-th call with which that load repairs the log
+// (its cut, the closers' write, their syncs). Kills land at exact steps of the lock takeover
+// and the repair, not only where the timing happens to put them.
 const stopAt = Number(process.env.TORTURE_STOP_IN_LOAD ?? 0)
+const stopInRepair = Number(process.env.TORTURE_STOP_IN_REPAIR ?? 0)
+const REPAIR_OPS = new Set<FsOp>(['truncate', 'write', 'datasync', 'sync'])
 const fs = createFaultInjectingFileSystem()
 let loading = false
 let loadCalls = 0
+let repairCalls = 0
 const ALL_OPS: FsOp[] = ['mkdir', 'open', 'link', 'unlink', 'readdir', 'stat', 'chmod', 'rename', 'utimes', 'readlink', 'syncDir', 'read', 'write', 'sync', 'datasync', 'truncate', 'fstat', 'fchmod', 'close']
-if (stopAt > 0) {
+if (stopAt > 0 || stopInRepair > 0) {
   fs.inject({
     op: ALL_OPS,
     before: (call) => {
-      if (!loading || ++loadCalls !== stopAt) return
-      process.stdout.write(`${JSON.stringify({ phase: 'stopped', id: mainId, op: call.op })}\n`)
+      if (!loading) return
+      loadCalls++
+      if (REPAIR_OPS.has(call.op) && call.path.endsWith('.jsonl')) repairCalls++
+      const here = stopAt > 0 ? loadCalls === stopAt : REPAIR_OPS.has(call.op) && call.path.endsWith('.jsonl') && repairCalls === stopInRepair
+      if (!here) return
+      process.stdout.write(`${JSON.stringify({ phase: 'stopped', id: mainId, op: call.op, path: call.path })}\n`)
       process.kill(process.pid, 'SIGSTOP')
     },
   })

@@ -12,6 +12,8 @@ export interface KillReport {
   killsDuringRepair: number
   /** Agents that stopped themselves at a chosen step of their start-up load and were killed there. */
   stops: number
+  /** Of those, stops just before the repair's own writes to the log (its cut, the closers, their syncs). */
+  stopsInRepairWrites: number
   /** Agents that started on a session whose log needed a repair (a torn tail or an open turn). */
   repairsAttempted: number
   sessions: number
@@ -24,6 +26,10 @@ export interface KillReport {
 export type Acked = Map<string, { count: number; digest: string }>
 
 const AGENT = fileURLToPath(new URL('./agent.js', import.meta.url))
+/** Stops are drawn from the first this many file-system calls of a load (a repairing takeover makes about 50). */
+const LOAD_CALLS = 56
+/** The calls with which a load repairs the log itself. */
+const REPAIR_WRITES = new Set(['truncate', 'write', 'datasync', 'sync'])
 
 export interface RunningAgent {
   child: ChildProcess
@@ -31,8 +37,8 @@ export interface RunningAgent {
   ready: Promise<void>
   /** Resolves when the agent announces that it starts loading a session. */
   loading: Promise<void>
-  /** Resolves when the agent has stopped itself inside its load (`stopInLoad`). */
-  stopped: Promise<void>
+  /** Resolves with the call the agent stopped itself before, inside its load (`stopInLoad`). */
+  stopped: Promise<{ op: string; path: string }>
   /** Resolves once the agent has printed `n` acknowledgements. */
   acknowledged: (n: number) => Promise<void>
   /** Resolves once the process has exited and its output has been read to the end. */
@@ -45,8 +51,16 @@ export interface RunningAgent {
 }
 
 /** Starts the torture agent; every acknowledgement it prints is recorded in `acked`. */
-export function startAgent(root: string, seed: number, mainId: string, acked: Acked, options: { stopInLoad?: number } = {}): RunningAgent {
-  const env = options.stopInLoad ? { ...process.env, TORTURE_STOP_IN_LOAD: String(options.stopInLoad) } : process.env
+export function startAgent(
+  root: string,
+  seed: number,
+  mainId: string,
+  acked: Acked,
+  options: { stopInLoad?: number | undefined; stopInRepair?: number | undefined } = {},
+): RunningAgent {
+  const env = { ...process.env }
+  if (options.stopInLoad) env.TORTURE_STOP_IN_LOAD = String(options.stopInLoad)
+  if (options.stopInRepair) env.TORTURE_STOP_IN_REPAIR = String(options.stopInRepair)
   const child = spawn(process.execPath, [AGENT, root, String(seed), mainId], { stdio: ['ignore', 'pipe', 'pipe'], env })
   let err = ''
   child.stderr!.on('data', (d: Buffer) => {
@@ -56,10 +70,10 @@ export function startAgent(root: string, seed: number, mainId: string, acked: Ac
   let loadingNow: string | undefined
   let ready!: () => void
   let loading!: () => void
-  let stopped!: () => void
+  let stopped!: (at: { op: string; path: string }) => void
   const readyP = new Promise<void>((r) => (ready = r))
   const loadingP = new Promise<void>((r) => (loading = r))
-  const stoppedP = new Promise<void>((r) => (stopped = r))
+  const stoppedP = new Promise<{ op: string; path: string }>((r) => (stopped = r))
   let acks = 0
   const waiting: { n: number; resolve: () => void }[] = []
   const acknowledged = (n: number) =>
@@ -68,7 +82,7 @@ export function startAgent(root: string, seed: number, mainId: string, acked: Ac
       else waiting.push({ n, resolve })
     })
   createInterface({ input: child.stdout! }).on('line', (line) => {
-    let msg: { id: string; count?: number; digest?: string; phase?: 'load' | 'loaded' | 'stopped' }
+    let msg: { id: string; count?: number; digest?: string; phase?: 'load' | 'loaded' | 'stopped'; op?: string; path?: string }
     try {
       msg = JSON.parse(line)
     } catch {
@@ -80,7 +94,7 @@ export function startAgent(root: string, seed: number, mainId: string, acked: Ac
       return
     }
     if (msg.phase === 'stopped') {
-      stopped()
+      stopped({ op: msg.op ?? '', path: msg.path ?? '' })
       return
     }
     if (msg.phase === 'loaded') {
@@ -159,15 +173,31 @@ export async function runKillTorture(options: { root: string; kills: number; see
   let repairsAttempted = 0
   let needsRepair = new Set<string>()
   let stops = 0
+  let stopsInRepairWrites = 0
   for (let k = 0; k < options.kills; k++) {
     const mainId = `main-${Math.floor(k / 25)}`
-    // A third of the agents stop themselves before the n-th file-system call of their start-up
-    // load (its lock takeover, its repair) and are killed right there; the rest are killed at a
-    // random moment while turns, appends and forks run.
-    const stopInLoad = rand() < 1 / 3 ? 1 + Math.floor(rand() * 24) : undefined
-    const agent = startAgent(options.root, Math.floor(rand() * 2 ** 31), mainId, acked, { stopInLoad })
-    const first = await Promise.race([agent.stopped.then(() => 'stopped' as const), agent.ready.then(() => 'ready' as const), agent.exited.then(() => 'exited' as const)])
+    // A sixth of the agents stop themselves before the n-th file-system call of their start-up
+    // load, a third before the n-th call with which that load repairs the log (when it has one
+    // to do), and are killed right there; the rest, and those whose load had no repair to do,
+    // are killed at a random moment while turns, appends and forks run.
+    // A load that takes over a dead agent's lock and repairs its log makes about 50 calls: the
+    // look-up, the process identity, the lock file, the takeover marker, the rename, the scan,
+    // then the cut and the closers with their syncs (up to 4 repair calls).
+    const aim = rand()
+    const stopInLoad = aim < 1 / 6 ? 1 + Math.floor(rand() * LOAD_CALLS) : undefined
+    const stopInRepair = aim >= 1 / 6 && aim < 1 / 2 ? 1 + Math.floor(rand() * 4) : undefined
+    const agent = startAgent(options.root, Math.floor(rand() * 2 ** 31), mainId, acked, { stopInLoad, stopInRepair })
+    let stoppedAt: { op: string; path: string } | undefined
+    const first = await Promise.race([
+      agent.stopped.then((at) => {
+        stoppedAt = at
+        return 'stopped' as const
+      }),
+      agent.ready.then(() => 'ready' as const),
+      agent.exited.then(() => 'exited' as const),
+    ])
     if (first === 'stopped') stops++
+    if (stoppedAt && REPAIR_WRITES.has(stoppedAt.op) && stoppedAt.path.endsWith('.jsonl')) stopsInRepairWrites++
     if (first === 'ready') {
       // The delay only picks the moment of the kill; nothing waits on it for correctness.
       const delay = Math.floor(rand() * (options.maxDelayMs ?? 150))
@@ -198,6 +228,7 @@ export async function runKillTorture(options: { root: string; kills: number; see
     killsDuringLoad,
     killsDuringRepair,
     stops,
+    stopsInRepairWrites,
     repairsAttempted,
     sessions: acked.size,
     ackedEvents: countAcked(acked),

@@ -159,9 +159,9 @@ export function countAcked(acked: Acked): number {
  * Runs the torture agent in a child process and kills it with SIGKILL, `kills` times; after
  * every kill, inspects (never repairs) the sessions it touched and checks that each event the
  * agent saw acknowledged is present and unchanged (hash chain). The next agent resumes from
- * there with its own load, which repairs what the kill left: one kill in three is aimed at that
- * load (sent as soon as the agent announces it), so kills land inside repairs. At the end every
- * session is loaded (repaired) and checked once more.
+ * there with its own load, which repairs what the kill left; half of the agents stop themselves
+ * at a chosen step of that load and are killed there, so kills land inside takeovers and
+ * repairs. At the end every session is loaded (repaired) and checked once more.
  */
 export async function runKillTorture(options: { root: string; kills: number; seed?: number; maxDelayMs?: number }): Promise<KillReport> {
   const acked: Acked = new Map()

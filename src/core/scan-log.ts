@@ -126,7 +126,9 @@ export async function scanLog(
       }
       if (defect !== undefined) {
         droppedLines++
-        if (complete && start !== end) {
+        // Only JSON text (valid UTF-8) can be a commit boundary: decoding invalid bytes with
+        // replacement characters would make a damaged turn/end look committed.
+        if (complete && start !== end && (decoded !== undefined || isUtf8(buf.subarray(start, end)))) {
           const parsed = parseJson(decoded ?? buf.toString('utf8', start, end))
           if (parsed.ok && isTurnEnd(parsed.value)) {
             commitLine = lineNo

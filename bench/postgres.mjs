@@ -45,42 +45,38 @@ try {
     const jsonl = createJsonlPersistence({ root })
     const N = quick ? 100 : 200
     let session = 0
-    const contenders = {
-      package: async () => {
-        const id = `a${session++}`
-        await store.create({ id, createdAt: 1, delegationDepth: 0 })
-        await store.append(id, events(0, 10))
-        const t = now()
-        for (let i = 1; i <= N; i++) await store.append(id, events(i * 10, 10))
-        const ms = (now() - t) / N
-        await store.close(id)
-        return ms
-      },
-      raw: async () => {
-        const id = `r${session++}`
-        const batches = Array.from({ length: N + 1 }, (_, i) => lines(i * 10, 10))
-        const t = now()
-        for (let i = 1; i <= N; i++) {
-          await raw.query(
-            'INSERT INTO raw_events (session_id, seq, line) SELECT $1, $2::bigint + u.ord - 1, u.line FROM unnest($3::text[]) WITH ORDINALITY AS u(line, ord)',
-            [id, i * 10, batches[i]],
-          )
-        }
-        return (now() - t) / N
-      },
-      jsonl: async () => {
-        const id = `j${session++}`
-        await jsonl.create({ id, createdAt: 1, delegationDepth: 0 })
-        await jsonl.append(id, events(0, 10))
-        const t = now()
-        for (let i = 1; i <= N; i++) await jsonl.append(id, events(i * 10, 10))
-        const ms = (now() - t) / N
-        await jsonl.close(id)
-        return ms
-      },
-    }
+    // Interleaved per batch (the order rotating), so the disk's slow and fast moments fall on
+    // every contender alike: one run is N batches of each, timed one by one.
     const got = { package: [], raw: [], jsonl: [] }
-    for (let r = 0; r < RUNS; r++) for (const k of rotate(Object.keys(contenders), r)) got[k].push(await contenders[k]())
+    for (let r = 0; r < RUNS; r++) {
+      const ids = { package: `a${session}`, raw: `r${session}`, jsonl: `j${session}` }
+      session++
+      await store.create({ id: ids.package, createdAt: 1, delegationDepth: 0 })
+      await store.append(ids.package, events(0, 10))
+      await jsonl.create({ id: ids.jsonl, createdAt: 1, delegationDepth: 0 })
+      await jsonl.append(ids.jsonl, events(0, 10))
+      const batches = Array.from({ length: N + 1 }, (_, i) => lines(i * 10, 10))
+      const spent = { package: 0, raw: 0, jsonl: 0 }
+      const one = {
+        package: (i) => store.append(ids.package, events(i * 10, 10)),
+        raw: (i) =>
+          raw.query(
+            'INSERT INTO raw_events (session_id, seq, line) SELECT $1, $2::bigint + u.ord - 1, u.line FROM unnest($3::text[]) WITH ORDINALITY AS u(line, ord)',
+            [ids.raw, i * 10, batches[i]],
+          ),
+        jsonl: (i) => jsonl.append(ids.jsonl, events(i * 10, 10)),
+      }
+      for (let i = 1; i <= N; i++) {
+        for (const k of rotate(Object.keys(one), i + r)) {
+          const t = now()
+          await one[k](i)
+          spent[k] += now() - t
+        }
+      }
+      for (const k of Object.keys(spent)) got[k].push(spent[k] / N)
+      await store.close(ids.package)
+      await jsonl.close(ids.jsonl)
+    }
     report('append batch 10: package', got.package, 'ms')
     report('append batch 10: raw pg multi-row INSERT (floor)', got.raw, 'ms')
     report('append batch 10: JSONL backend', got.jsonl, 'ms')

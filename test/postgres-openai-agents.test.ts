@@ -1,32 +1,26 @@
 // JsonlSession and trackToolCalls over the PostgreSQL backend: a tracked run, a run "crashed"
 // (its backend dropped without closing, the way a killed process leaves it) and resumed.
-// Starts its own throwaway server; where none can be had it says why and skips, except under CI.
+// Runs on the suite's shared throwaway server (test/helpers/pg-global-setup.ts).
 import { Agent, type AgentInputItem, run, tool } from '@openai/agents'
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-core/testing'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { JsonlSession, trackToolCalls } from '../src/adapters/openai-agents/index.js'
 import { INTERRUPTED_TOOL_TEXT } from '../src/core/closers.js'
 import { createPostgresPersistence } from '../src/postgres/index.js'
-import { startThrowawayPostgres, type ThrowawayPostgres, throwawayPostgresUnavailable } from '../src/torture/postgres-server.js'
-import { pgRequired } from './helpers/pg-required.js'
+import { dropSchemas, freshSchema, pgUrl } from './helpers/pg-env.js'
 
 process.env.OPENAI_AGENTS_DISABLE_TRACING = '1'
-const unavailable = throwawayPostgresUnavailable()
-if (unavailable && pgRequired()) throw new Error(`PostgreSQL is required here: ${unavailable}`)
-if (unavailable) console.warn(`adapter PostgreSQL tests skipped: ${unavailable}`)
+const url = pgUrl()
+const schema = freshSchema('oa_adapter')
+afterAll(async () => {
+  if (url) await dropSchemas(url, [schema])
+})
 
-describe.skipIf(unavailable !== undefined)('JsonlSession over PostgreSQL', () => {
-  let server: ThrowawayPostgres
-  beforeAll(async () => {
-    server = await startThrowawayPostgres()
-  }, 120_000)
-  afterAll(async () => {
-    await server?.stop()
-  })
+describe.skipIf(!url)('JsonlSession over PostgreSQL', () => {
 
   it('a tracked run comes back deep-equal; a run cut in its tool resumes with the crash text', async () => {
-    const open = () => createPostgresPersistence({ connectionString: server.url, schema: 'oa_adapter', poolSize: 2 })
+    const open = () => createPostgresPersistence({ connectionString: url!, schema, poolSize: 2 })
     const echo = tool({ name: 'echo', description: 'echo', parameters: z.object({ s: z.string() }), execute: async ({ s }) => s })
 
     const first = open()

@@ -47,7 +47,7 @@ export interface ListOptions {
 }
 
 /**
- * The seam between a host's write path and a storage backend (SPEC 4). The plugin depends on
+ * The seam between a host's write path and a storage backend (docs/contract.md §4). The plugin depends on
  * this interface only; the JSONL backend and the in-memory reference both implement it.
  */
 export interface SessionPersistence {

@@ -17,7 +17,7 @@ async function setup() {
   return { root, fs, p, path, first, acked: await readFile(path) }
 }
 
-describe('a failed append is rolled back (SPEC 5.2)', () => {
+describe('a failed append is rolled back (docs/contract.md §5.2)', () => {
   for (const [op, code] of [
     ['write', 'EIO'],
     ['write', 'ENOSPC'],

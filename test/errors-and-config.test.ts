@@ -9,7 +9,7 @@ import {
   SessionPersistenceError,
 } from '../src/index.js'
 
-describe('errors (SPEC 9)', () => {
+describe('errors (docs/contract.md §9)', () => {
   test('every code of the table exists, and the two subclasses carry theirs', () => {
     expect([...ERROR_CODES].sort()).toEqual(
       [

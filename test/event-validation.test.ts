@@ -6,7 +6,7 @@ import { meta } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 import { rejection } from './helpers/codes.js'
 
-describe('E_NOT_JSON names the event type, its seq, the path and what was found (SPEC 4.3)', () => {
+describe('E_NOT_JSON names the event type, its seq, the path and what was found (docs/contract.md §4.3)', () => {
   class Point {
     x = 1
   }
@@ -84,7 +84,7 @@ test('property: the allocation-free JSON check agrees with the precise walk', as
   expect(plainJsonProblem(deep, 'data')).toBeUndefined() // …and the precise walk accepts it
 })
 
-describe('the hot-path envelope check agrees with the zod schema (STYLE 9)', () => {
+describe('the hot-path envelope check agrees with the zod schema (the schema is the source of truth)', () => {
   const near = fc.record(
     {
       seq: fc.oneof(fc.integer({ min: -3, max: 5 }), fc.double(), fc.constant(2 ** 53), fc.string(), fc.constant(null)),

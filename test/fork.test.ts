@@ -15,7 +15,7 @@ async function parentWithTwoTurns() {
   return { root, p, events, parentPath, parentBytes: await readFile(parentPath) }
 }
 
-describe('fork (SPEC 4.7)', () => {
+describe('fork (docs/contract.md §4.7)', () => {
   test('the child starts with a byte-for-byte copy of the seed, durable and open for appends; the parent is untouched', async () => {
     const { p, events, parentPath, parentBytes } = await parentWithTwoTurns()
     const child = await p.fork('parent', { id: 'child', seedLength: 4, createdAt: 42 })

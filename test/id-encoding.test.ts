@@ -15,7 +15,7 @@ const codeOf = (fn: () => unknown) => {
   }
 }
 
-describe('session id encoding (SPEC 3.2)', () => {
+describe('session id encoding (docs/contract.md §3.2)', () => {
   test('keeps [a-z0-9_-] and escapes every other UTF-8 byte as %XX uppercase', () => {
     expect(encodeSessionId('abc-0_9')).toBe('abc-0_9')
     expect(encodeSessionId('A')).toBe('%41')

@@ -7,7 +7,7 @@ import { ev, meta, turn } from './helpers/events.js'
 import { HEADER, line, writeRawLog } from './helpers/raw-log.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
-describe('list (SPEC 4.6)', () => {
+describe('list (docs/contract.md §4.6)', () => {
   test('reads one small block per file, never the whole log', async () => {
     const root = await tmpRoot()
     const fs = createFaultInjectingFileSystem()

@@ -26,7 +26,7 @@ async function expectExists(create: Promise<void>, path: string): Promise<void> 
   expect(err.message).toContain(path)
 }
 
-describe('looking an id up in every bucket (SPEC 4.2, 5.1, 5.3)', () => {
+describe('looking an id up in every bucket (docs/contract.md §4.2, 5.1, 5.3)', () => {
   test('create finds the id in a bucket other than its own: E_EXISTS naming that log', async () => {
     const root = await tmpRoot()
     const other = createJsonlPersistence({ root }).locate(meta('x', { cwd: '/elsewhere' })).path

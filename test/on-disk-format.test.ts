@@ -7,7 +7,7 @@ import { createFaultInjectingFileSystem, MUTATING_OPS } from '../src/testing/ind
 import { ev, meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
-describe('layout and lines (SPEC 3)', () => {
+describe('layout and lines (docs/contract.md §3)', () => {
   test('bucket is cwd-<sha256(cwd)[:12]> or _no-cwd; header and event lines are exact', async () => {
     const root = await tmpRoot()
     const p = createJsonlPersistence({ root })
@@ -54,7 +54,7 @@ describe('layout and lines (SPEC 3)', () => {
   })
 })
 
-describe('durability protocol (SPEC 5)', () => {
+describe('durability protocol (docs/contract.md §5)', () => {
   test('constructing, locate and create do no file-system writes', async () => {
     const root = await tmpRoot()
     const fs = createFaultInjectingFileSystem()

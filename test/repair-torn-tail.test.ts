@@ -35,7 +35,7 @@ const closersAfter = (last: SessionEvent): SessionEvent[] => [
   { seq: last.seq + 3, type: 'turn/end', time: last.time, data: { turn: 2, reason: { kind: 'interrupted' } } },
 ]
 
-describe('torn tail repair (SPEC 6.3–6.4, 6.1)', () => {
+describe('torn tail repair (docs/contract.md §6, §6.1)', () => {
   test('a last record cut at every byte offset repairs to the same valid prefix plus the exact closers', async () => {
     const root = await tmpRoot()
     const prefix = HEADER('t') + [...committed, ...openTurn].map(line).join('')

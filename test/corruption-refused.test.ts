@@ -31,7 +31,7 @@ async function refuse(content: string | Buffer) {
   return { err: loadErr as SessionPersistenceCorruptionError, path }
 }
 
-describe('damage at or before the commit boundary is refused (docs/contract.md §6 (rule 3))', () => {
+describe('damage at or before the commit boundary is refused (docs/contract.md §6, rule 3)', () => {
   const t1 = [e(0, 'turn/start', { turn: 1 }), e(1, 'user/message', { content: 'a' }), turnEnd(2, 1)]
   const head = HEADER('bad')
   const offsetOfLine = (lines: string[], n: number) => Buffer.byteLength(lines.slice(0, n - 1).join(''))

@@ -20,7 +20,7 @@ const CHUNK_BYTES = 1 << 20
 
 /**
  * Reads `[from, to)` of a file as a stream of lines, never holding the file as one string or
- * one buffer (docs/contract.md §6 (rule 5)): memory is one chunk plus the longest line. Resolves with the offset
+ * one buffer (docs/contract.md §6, rule 5): memory is one chunk plus the longest line. Resolves with the offset
  * reading stopped at.
  */
 export async function forEachLine(

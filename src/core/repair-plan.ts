@@ -24,7 +24,7 @@ export interface RepairPlan {
 }
 
 /**
- * Decides between "fine", "repair the torn tail" and "refuse" (docs/contract.md §6 (rule 3)–6.4). Throws E_CORRUPT
+ * Decides between "fine", "repair the torn tail" and "refuse" (docs/contract.md §6, rules 3–4). Throws E_CORRUPT
  * when the first defect lies at or before the commit boundary, unless it holds a NUL byte.
  */
 export function planRepair(

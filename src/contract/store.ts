@@ -112,6 +112,10 @@ export function storeTests({ open, openOther }: ContractContext): void {
       expect(refused).not.toBe('resolved')
       expect(refused).not.toBe('foreign error')
       expect(await codeOf(target.inspect('renamed'))).toBe('E_NOT_FOUND')
+
+      const newer = { ...raw, id: 'newer', headerLine: raw.headerLine.replace('"version":0', '"version":1').replace('"id":"moved"', '"id":"newer"') }
+      expect(await codeOf(target.importRaw(newer))).toBe('E_FORMAT_UNSUPPORTED')
+      expect(await codeOf(target.inspect('newer'))).toBe('E_NOT_FOUND')
     })
   })
 }

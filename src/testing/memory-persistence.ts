@@ -5,7 +5,7 @@ import { headerLine, validateMeta } from '../core/meta.js'
 import { bucketName, logFileName } from '../core/paths.js'
 import { prepareBatch } from '../core/prepare-batch.js'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
-import { SessionPersistenceError } from '../errors.js'
+import { SessionFormatUnsupportedError, SessionPersistenceError } from '../errors.js'
 import type {
   ForkChild,
   ListOptions,
@@ -259,6 +259,9 @@ class MemoryPersistence implements SessionStore {
       throw new SessionPersistenceError('E_CORRUPT', `the header line of '${log.id}' is not JSON`, { sessionId: log.id, cause: err })
     }
     const { type, version, ...rest } = (header ?? {}) as Record<string, unknown>
+    if (type === 'session' && typeof version === 'number' && version !== 0) {
+      throw new SessionFormatUnsupportedError(version, `the header line of '${log.id}' is format version ${version}; this release reads version 0`, { sessionId: log.id })
+    }
     if (type !== 'session' || version !== 0) {
       throw new SessionPersistenceError('E_CORRUPT', `the header line of '${log.id}' is not a version 0 session header`, { sessionId: log.id })
     }

@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest'
 import { createJsonlPersistence } from '../src/jsonl-persistence.js'
 import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { meta, turn } from './helpers/events.js'
-import { codeOf } from './helpers/storage-codes.js'
+import { codeOf } from './helpers/codes.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 async function seeded(root: string, id: string, turns = 1) {

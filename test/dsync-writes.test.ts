@@ -6,7 +6,7 @@ import { createJsonlPersistence } from '../src/jsonl-persistence.js'
 import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { createFaultInjectingFileSystem, type FaultInjectingFileSystem } from '../src/testing/fault-injection.js'
 import { meta, turn } from './helpers/events.js'
-import { codeOf } from './helpers/storage-codes.js'
+import { codeOf } from './helpers/codes.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 /** Node's seam, recording calls, and saying it supports O_DSYNC as Node's own seam does on Linux. */

@@ -3,7 +3,7 @@ import type { FileSystem } from '../src/fs/file-system.js'
 import { createJsonlPersistence } from '../src/jsonl-persistence.js'
 import { type CrashFileSystem, createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { meta, turn } from './helpers/events.js'
-import { codeOf } from './helpers/storage-codes.js'
+import { codeOf } from './helpers/codes.js'
 
 const ROOT = '/r'
 

@@ -3,7 +3,7 @@ import { createJsonlPersistence } from '../src/jsonl-persistence.js'
 import type { FileSystem } from '../src/fs/file-system.js'
 import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { createFaultInjectingFileSystem } from '../src/testing/fault-injection.js'
-import { codeOf } from './helpers/storage-codes.js'
+import { codeOf } from './helpers/codes.js'
 import { meta, turn } from './helpers/events.js'
 
 const ROOT = '/root'

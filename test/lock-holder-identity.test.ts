@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from 'vitest'
 import { createJsonlPersistence } from '../src/jsonl-persistence.js'
 import { hasExited, parseStartTime } from '../src/lock/process-identity.js'
 import { meta, turn } from './helpers/events.js'
-import { rejection } from './helpers/storage-codes.js'
+import { rejection } from './helpers/codes.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 const linux = process.platform === 'linux'

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest'
 import { createJsonlPersistence } from '../src/jsonl-persistence.js'
 import type { FileSystem } from '../src/fs/file-system.js'
 import { createFaultInjectingFileSystem, type FaultInjectingFileSystem } from '../src/testing/fault-injection.js'
-import { rejection } from './helpers/storage-codes.js'
+import { rejection } from './helpers/codes.js'
 import { meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 

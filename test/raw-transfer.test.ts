@@ -7,7 +7,7 @@ import type { RawSessionLog } from '../src/persistence.js'
 import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { HEADER, writeRawLog } from './helpers/raw-log.js'
 import { meta, turn } from './helpers/events.js'
-import { codeOf } from './helpers/storage-codes.js'
+import { codeOf } from './helpers/codes.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 // Lines no serializer of ours would write but load accepts: key order, spacing, escapes,

@@ -9,7 +9,7 @@ import { claimTakeover } from '../src/lock/takeover.js'
 import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { parseStartTime } from '../src/lock/process-identity.js'
 import { meta, turn } from './helpers/events.js'
-import { rejection } from './helpers/storage-codes.js'
+import { rejection } from './helpers/codes.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 const STALE = 1000

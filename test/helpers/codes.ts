@@ -1,4 +1,6 @@
-import { isSessionPersistenceError } from '../../src/index.js'
+// Imports the storage core's errors only (not the package index), so storage tests do not depend
+// on the plugin or the CLI compiling.
+import { isSessionPersistenceError } from '../../src/errors.js'
 
 /** The error a promise rejects with; fails the test if it resolves. */
 export async function rejection(p: Promise<unknown>): Promise<Error & { code: string }> {

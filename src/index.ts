@@ -28,6 +28,7 @@ export { computeClosers, INTERRUPTED_TOOL_TEXT } from './core/closers.js'
 export type {
   ForkChild,
   JsonlSessionPersistence,
+  DeleteOptions,
   ListOptions,
   ListProblem,
   LoadedSession,

@@ -19,7 +19,9 @@ import { createStoreContext, type StoreContext } from './core/store-context.js'
 import { alreadyTracked, newTracked, notWritable, type Tracked } from './core/tracked.js'
 import { ioError, isSessionPersistenceError, SessionPersistenceError } from './errors.js'
 import { SessionLocks } from './lock/session-lock.js'
+import { assertNotWrittenSince, parseDeleteOptions } from './delete-options.js'
 import type {
+  DeleteOptions,
   ForkChild,
   JsonlLocation,
   JsonlSessionPersistence,
@@ -232,14 +234,19 @@ class JsonlPersistence implements JsonlSessionPersistence {
     return s.closing
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     encodeSessionId(id)
+    const condition = parseDeleteOptions(options, id)
     const s = this.#track(id, 'E_SESSION_LIVE')
     await this.#run(s, async () => {
       // As load: an id with no log is never locked.
       await findOneLog(this.#ctx, id)
       s.lock = await this.#locks.acquire(id)
       const path = await findOneLog(this.#ctx, id)
+      // Read under the lock: no writer can touch the log between this check and the unlink.
+      if (condition.ifLastWriteAtOrBefore !== undefined) {
+        assertNotWrittenSince(condition, (await this.#ctx.fs.stat(path)).mtimeMs, { sessionId: id, path })
+      }
       await this.#ctx.fs.unlink(path)
       await syncDir(this.#ctx, dirname(path))
     })

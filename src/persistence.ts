@@ -42,6 +42,15 @@ export interface LoadOptions {
   closeOpenTurn?: boolean
 }
 
+export interface DeleteOptions {
+  /**
+   * Delete only if the log's last write is at or before this time (epoch ms, as
+   * `SessionListing.mtimeMs`); otherwise reject with `E_SESSION_LIVE`, writing nothing. Checked
+   * under the session's lock, so a session written after it was listed is never deleted.
+   */
+  ifLastWriteAtOrBefore?: number
+}
+
 export interface ListOptions {
   onProblem?: (problem: ListProblem) => void
 }
@@ -60,9 +69,10 @@ export interface SessionPersistence {
   /**
    * Removes a session's log durably. `E_NOT_FOUND` when there is none, `E_SESSION_LIVE` when
    * this instance has it open, `E_LOCKED` when another instance holds its lock. Forks of it keep
-   * their copied seed.
+   * their copied seed. With `ifLastWriteAtOrBefore`, `E_SESSION_LIVE` also when the log was
+   * written after that time (see `DeleteOptions`); nothing is deleted then.
    */
-  delete(id: string): Promise<void>
+  delete(id: string, options?: DeleteOptions): Promise<void>
   close(id: string): Promise<void>
 }
 

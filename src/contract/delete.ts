@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest'
+import type { SessionPersistence } from '../persistence.js'
 import { codeOf, completeTurn, type ContractContext, isStore, meta, storedSession } from './fixtures.js'
 
 /** `delete` (docs/contract.md §4.9). */
@@ -58,6 +59,59 @@ export function deleteTests({ open }: ContractContext): void {
       await a.close('again')
     })
 
+    test('ifLastWriteAtOrBefore deletes a session last written at or before that time, the listed time itself included', async () => {
+      const a = await open()
+      await storedSession(a, 'idle', 2)
+      await storedSession(a, 'idle-too')
+      const b = await open()
+      const listed = await lastWriteOf(b, 'idle')
+      await b.delete('idle', { ifLastWriteAtOrBefore: listed }) // exactly the listed time
+      expect(await codeOf(b.inspect('idle'))).toBe('E_NOT_FOUND')
+      await b.delete('idle-too', { ifLastWriteAtOrBefore: (await lastWriteOf(b, 'idle-too')) + 60_000 })
+      expect(await codeOf(a.inspect('idle-too'))).toBe('E_NOT_FOUND')
+      expect(await a.list()).toEqual([])
+      expect(await codeOf(b.delete('idle', { ifLastWriteAtOrBefore: listed }))).toBe('E_NOT_FOUND')
+    })
+
+    test('ifLastWriteAtOrBefore refuses with E_SESSION_LIVE, deleting nothing, a session written after that time', async () => {
+      const a = await open()
+      const events = await storedSession(a, 'resumed')
+      const b = await open()
+      const listed = await lastWriteOf(b, 'resumed')
+      // Another instance resumes the session after the listing, appends and closes it. Where
+      // timestamps are coarse the append may carry the listed time itself, so write again until
+      // the store reports a later last write (on most systems the first append does).
+      for (let turn = 2; (await lastWriteOf(b, 'resumed')) <= listed; turn++) {
+        expect(turn).toBeLessThan(10_000)
+        await a.load('resumed')
+        const more = completeTurn(events.length, turn)
+        await a.append('resumed', more)
+        await a.close('resumed')
+        events.push(...more)
+      }
+      expect(await codeOf(b.delete('resumed', { ifLastWriteAtOrBefore: listed }))).toBe('E_SESSION_LIVE')
+      expect((await a.inspect('resumed')).events).toEqual(events)
+      expect((await b.list()).map((l) => l.meta.id)).toEqual(['resumed'])
+      // The refusal left it neither open nor locked: both instances can still resume it.
+      expect((await a.load('resumed')).events).toEqual(events)
+      await a.close('resumed')
+      expect((await b.load('resumed')).events).toEqual(events)
+      await b.close('resumed')
+      // A time taken after that write allows the delete.
+      await b.delete('resumed', { ifLastWriteAtOrBefore: await lastWriteOf(b, 'resumed') })
+      expect(await codeOf(a.inspect('resumed'))).toBe('E_NOT_FOUND')
+    })
+
+    test('an ifLastWriteAtOrBefore that is not a finite number is E_CONFIG and deletes nothing', async () => {
+      const a = await open()
+      const events = await storedSession(a, 'guarded')
+      for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, '0', null]) {
+        expect(await codeOf(a.delete('guarded', { ifLastWriteAtOrBefore: bad as number }))).toBe('E_CONFIG')
+      }
+      expect((await a.load('guarded')).events).toEqual(events)
+      await a.close('guarded')
+    })
+
     test('forks of a deleted session keep their copied seed and stay loadable', async (ctx) => {
       const a = await open()
       if (!isStore(a)) return ctx.skip() // fork is part of a full backend, not of the seam
@@ -72,4 +126,11 @@ export function deleteTests({ open }: ContractContext): void {
       await b.close('child')
     })
   })
+}
+
+/** The session's last write as the store's own listing reports it. */
+async function lastWriteOf(p: SessionPersistence, id: string): Promise<number> {
+  const listing = (await p.list()).find((l) => l.meta.id === id)
+  expect(listing).toBeDefined()
+  return listing!.mtimeMs
 }

@@ -5,7 +5,9 @@ import { defaultLogger } from '../core/logger.js'
 import { headerLine, metaFromHeader, validateMeta } from '../core/meta.js'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
+import { assertNotWrittenSince, parseDeleteOptions } from '../delete-options.js'
 import type {
+  DeleteOptions,
   ForkChild,
   ListOptions,
   LoadedSession,
@@ -271,8 +273,9 @@ class PostgresPersistence implements PostgresSessionPersistence {
     })
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     checkId(id)
+    const condition = parseDeleteOptions(options, id)
     const path = this.#path(id)
     if (this.#sessions.has(id)) {
       throw new SessionPersistenceError('E_SESSION_LIVE', `session '${id}' is open in this instance; close it first`, {
@@ -286,7 +289,9 @@ class PostgresPersistence implements PostgresSessionPersistence {
       if (!(await sessionExists(this.#db, this.#c.schema, id))) throw notFound(id, path)
       if (!(await this.#lock.tryLock(key))) throw await lockedBy(this.#db, this.#c.schema, id, path)
       try {
-        if (!(await deleteSession(this.#db, this.#c.schema, id))) throw notFound(id, path)
+        const outcome = await deleteSession(this.#db, this.#c.schema, id, condition.ifLastWriteAtOrBefore)
+        if (outcome.kind === 'missing') throw notFound(id, path)
+        if (outcome.kind === 'written-since') assertNotWrittenSince(condition, outcome.lastWriteMs, { sessionId: id, path })
       } finally {
         await this.#lock.unlock(key)
       }

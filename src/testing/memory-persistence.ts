@@ -6,7 +6,9 @@ import { bucketName, logFileName } from '../core/paths.js'
 import { prepareBatch } from '../core/prepare-batch.js'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
 import { SessionFormatUnsupportedError, SessionPersistenceError } from '../errors.js'
+import { assertNotWrittenSince, parseDeleteOptions } from '../delete-options.js'
 import type {
+  DeleteOptions,
   ForkChild,
   ListOptions,
   LoadedSession,
@@ -203,13 +205,21 @@ class MemoryPersistence implements SessionStore {
       .sort((a, b) => b.meta.createdAt - a.meta.createdAt || (a.meta.id < b.meta.id ? -1 : a.meta.id > b.meta.id ? 1 : 0))
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     encodeSessionId(id)
+    const condition = parseDeleteOptions(options, id)
     if (this.#open.has(id)) {
       throw new SessionPersistenceError('E_SESSION_LIVE', `session '${id}' is open in this instance; close it first`, { sessionId: id })
     }
-    if (!this.#store.sessions.has(id)) throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}'`, { sessionId: id })
+    const stored = this.#store.sessions.get(id)
+    if (!stored) throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}'`, { sessionId: id })
     this.#lock(id)
+    try {
+      assertNotWrittenSince(condition, stored.mtimeMs, { sessionId: id })
+    } catch (err) {
+      this.#store.locks.delete(id) // refused: the lock goes, the session stays as it was
+      throw err
+    }
     this.#store.sessions.delete(id)
     this.#store.locks.delete(id)
   }

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, test, vi } from 'vitest'
 import type { StoreContext } from '../src/core/store-context.js'
 import type { FileSystem } from '../src/fs/file-system.js'
+import { createNodeFileSystem } from '../src/fs/node-file-system.js'
 import { createJsonlPersistence } from '../src/jsonl-persistence.js'
 import { claimTakeover } from '../src/lock/takeover.js'
 import { createCrashFileSystem } from '../src/testing/crash-fs.js'
@@ -187,4 +188,38 @@ test('a stalled claim, released late, leaves alone a marker another instance has
   expect((await disk.readdir('/r/.locks')).map((e) => e.name)).toEqual(['.takeover-stalelock'])
   const late = await claimTakeover(c, { dir: '/r/.locks', stale, maker: rec('late'), isStale: async () => false })
   expect(late).toBeUndefined() // the new claim still holds
+})
+
+describe.skipIf(process.platform !== 'linux')('review: takeover edge cases', () => {
+  test('a chain of ten stale markers (ten claims crashed in turn) does not lock the session for good', async () => {
+    const { root, dir, lock } = await setup('m7')
+    await plant(lock, await deadHere(), 'deadlock7')
+    let previous = 'deadlock7'
+    for (let i = 0; i < 10; i++) {
+      await plant(join(dir, `.takeover-${previous}`), await deadHere(), `crashed${i}`)
+      previous = `crashed${i}`
+    }
+    const p = createJsonlPersistence({ root, staleLockMs: STALE })
+    expect((await p.load('m7')).events).toHaveLength(4)
+    expect((await readdir(dir)).sort()).toEqual(['m7.lock'])
+    await p.closeAll()
+  })
+
+  test('a stale lock that its holder refreshes while the takeover is being claimed is not replaced', async () => {
+    const { root, lock } = await setup('m8')
+    await plant(lock, elsewhere, 'remote8')
+    const old = new Date(Math.floor(Date.now() / 1000) * 1000 - 10 * STALE)
+    await utimes(lock, old, old)
+    // The remote holder wakes and refreshes its lock just as this instance publishes its claim.
+    const real = createNodeFileSystem()
+    const fs: FileSystem = Object.assign(Object.create(real) as FileSystem, {
+      async link(from: string, to: string) {
+        if (to.includes('.takeover-')) await utimes(lock, new Date(), new Date())
+        return real.link(from, to)
+      },
+    })
+    const p = createJsonlPersistence({ root, staleLockMs: STALE, fs })
+    expect((await rejection(p.load('m8'))).code).toBe('E_LOCKED')
+    expect(JSON.parse(await readFile(lock, 'utf8')).token).toBe('remote8')
+  })
 })

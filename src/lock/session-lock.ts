@@ -101,8 +101,10 @@ export class SessionLocks {
     })
     if (!claim) throw lockedError(sessionId, path, stale.owner, 'another instance is taking over its stale lock')
     try {
+      // The same file, not refreshed since it was judged stale: a holder that woke up and
+      // refreshed it meanwhile holds a fresh lease and must not be replaced (look again).
       const still = await observeRecord(this.#ctx.fs, path)
-      if (still?.ino !== stale.ino || !(await claim.stillOurs())) return undefined
+      if (still?.ino !== stale.ino || still.mtimeMs !== stale.mtimeMs || !(await claim.stillOurs())) return undefined
       await this.#ctx.fs.rename(candidate.file.tmp, path)
       return this.#lease(sessionId, path, candidate)
     } finally {

@@ -4,8 +4,6 @@ import { type LockOwner, type ObservedRecord, observeRecord, recordKey } from '.
 import { linkRecord, writeRecordFile } from './record-file.js'
 
 export const MARKER_PREFIX = '.takeover-'
-/** How many leftover markers in a row one claim may step over before giving up. */
-const MAX_CHAIN = 8
 
 /** A claim on replacing one stale lock: only its holder may replace it. */
 export interface TakeoverClaim {
@@ -42,9 +40,13 @@ export async function claimTakeover(ctx: StoreContext, options: ClaimOptions): P
   const file = await writeRecordFile(ctx, dir, maker)
   const steppedOver: Marker[] = []
   let key = recordKey(options.stale)
+  // No bound on the chain: each crashed claim adds one stale marker, and a bound would let
+  // enough crashes lock the session for good. Only a loop (markers planted by hand) stops it.
+  const seen = new Set<string>()
   try {
     await file.close()
-    for (let i = 0; i < MAX_CHAIN; i++) {
+    while (!seen.has(key)) {
+      seen.add(key)
       const marker = join(dir, `${MARKER_PREFIX}${key}`)
       if (await linkRecord(ctx, file, marker)) {
         return claim(ctx, join(dir, `${MARKER_PREFIX}${maker.token}`), [{ path: marker, ino: file.ino }, ...steppedOver])

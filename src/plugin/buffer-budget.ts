@@ -13,7 +13,7 @@ export function eventBytes(event: SessionEvent): number {
   }
 }
 
-/** The bytes buffered over all sessions while their drains fail, against `maxBufferedBytes`. */
+/** The bytes buffered over all sessions while their drains fail or hang, against `maxBufferedBytes`. */
 export class BufferBudget {
   readonly maxBytes: number
   #retained = 0
@@ -44,9 +44,9 @@ export class BufferBudget {
 }
 
 /**
- * The share of one session: its buffered events are sized only while its drains fail (sizing
- * every event on the host's hot path would cost a serialization each), and counted until its
- * buffer is empty again.
+ * The share of one session: its buffered events are sized only while its drains fail or one has
+ * been in flight too long (sizing every event on the host's hot path would cost a serialization
+ * each), and counted until its buffer is empty again.
  */
 export class BufferShare {
   readonly #budget: BufferBudget
@@ -69,7 +69,7 @@ export class BufferShare {
     return true
   }
 
-  /** Recounts what `buffer` holds now; `keepSizing` while a failure is unresolved. */
+  /** Recounts what `buffer` holds now; `keepSizing` while a failure or a stall is unresolved. */
   recount(buffer: readonly SessionEvent[], options: { keepSizing: boolean }): void {
     this.#budget.release(this.#bytes)
     this.#bytes = 0

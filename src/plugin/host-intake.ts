@@ -131,6 +131,6 @@ export class HostIntake {
   }
 
   #dropped(ch: SessionChannel, event: SessionEvent): EventDroppedError {
-    return new EventDroppedError(ch.id, event, this.#budget.maxBytes, ch.failure ?? ch.lastFailure)
+    return new EventDroppedError(ch.id, event, this.#budget.maxBytes, ch.failure ?? ch.stall ?? ch.lastFailure)
   }
 }

@@ -63,10 +63,32 @@ export function divergedError(sessionId: string, what: string): SessionPersisten
 }
 
 /**
- * One host event the plugin dropped because `maxBufferedBytes` were buffered while drains failed.
- * Its `code` is the code of the drain failure that kept the events in memory (`E_IO` for a full
- * disk, `E_LOCKED` for a lock held elsewhere…), and that failure is its `cause`; `name`, `seq`
- * and `eventType` tell it apart from the failure's own report.
+ * A drain of the session has been in flight for `afterMs` without settling: the backend has
+ * not answered (a stalled network mount, a database server that stopped responding). It is not
+ * a failure the backend reported; its code is `E_IO` because the storage does not answer. From
+ * then on the session's buffered events count against `maxBufferedBytes`, and this is the
+ * `cause` of every event dropped while the drain hangs.
+ */
+export class DrainStalledError extends SessionPersistenceError {
+  readonly afterMs: number
+
+  constructor(sessionId: string, afterMs: number) {
+    super(
+      'E_IO',
+      `session '${sessionId}': a drain has been in flight for ${afterMs} ms and the backend has not answered; buffered events count against maxBufferedBytes until it does`,
+      { sessionId },
+    )
+    this.name = 'DrainStalledError'
+    this.afterMs = afterMs
+  }
+}
+
+/**
+ * One host event the plugin dropped because `maxBufferedBytes` were buffered while drains failed
+ * or hung. Its `code` is the code of the drain failure that kept the events in memory (`E_IO` for
+ * a full disk, `E_LOCKED` for a lock held elsewhere…), and that failure is its `cause`; for a
+ * drain that hangs, the cause is a `DrainStalledError` (`E_IO`). `name`, `seq` and `eventType`
+ * tell it apart from the failure's own report.
  */
 export class EventDroppedError extends SessionPersistenceError {
   readonly seq: number
@@ -76,7 +98,7 @@ export class EventDroppedError extends SessionPersistenceError {
   constructor(sessionId: string, event: SessionEvent, maxBufferedBytes: number, failure: SessionPersistenceError | undefined) {
     super(
       failure?.code ?? 'E_IO',
-      `session '${sessionId}': event ${event.seq} (${event.type}) dropped: ${maxBufferedBytes} bytes are buffered over all sessions while drains fail${failure ? ` (${failure.code})` : ''}; nothing from the first dropped event on is written for this session`,
+      `session '${sessionId}': event ${event.seq} (${event.type}) dropped: ${maxBufferedBytes} bytes are buffered over all sessions while drains ${why(failure)}; nothing from the first dropped event on is written for this session`,
       { sessionId, cause: failure },
     )
     this.name = 'EventDroppedError'
@@ -84,4 +106,9 @@ export class EventDroppedError extends SessionPersistenceError {
     this.eventType = event.type
     this.maxBufferedBytes = maxBufferedBytes
   }
+}
+
+function why(failure: SessionPersistenceError | undefined): string {
+  if (failure instanceof DrainStalledError) return `fail or hang (a drain got no answer from the backend for ${failure.afterMs} ms)`
+  return `fail${failure ? ` (${failure.code})` : ''}`
 }

@@ -32,7 +32,9 @@ export class SessionChannel {
   halted: SessionPersistenceError | undefined
   /** The passing failure last reported, until a drain succeeds. */
   failure: SessionPersistenceError | undefined
-  /** The last passing failure, kept after recovery (what a drop is blamed on). */
+  /** Set while a drain has been in flight too long without settling (the backend does not answer). */
+  stall: SessionPersistenceError | undefined
+  /** The last passing failure or stall, kept after recovery (what a drop is blamed on). */
   lastFailure: SessionPersistenceError | undefined
   flushTimer: NodeJS.Timeout | undefined
   /** A drain requested but not yet queued: later requests join it. */

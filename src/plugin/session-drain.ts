@@ -2,12 +2,23 @@ import type { SessionEvent } from '../core/schema.js'
 import type { SessionPersistenceError } from '../errors.js'
 import type { SessionPersistence } from '../persistence.js'
 import type { SessionAdopter } from './adoption.js'
-import { appendFailureClass, asPersistenceError, EventRefusedError } from './plugin-errors.js'
+import { appendFailureClass, asPersistenceError, DrainStalledError, EventRefusedError } from './plugin-errors.js'
 import type { SessionChannel } from './session-channel.js'
 
 const MIN_RETRY_MS = 50
 const MAX_RETRY_MS = 5_000
+/** The least time a drain may be in flight before it counts as stalled (a slow fsync is not a stall). */
+export const STALLED_DRAIN_MIN_MS = 1_000
 const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * How long a drain may stay in flight before the session's buffer is sized as if drains
+ * failed: `flushDelayMs`, since a healthy session already holds that long's events unsized, but
+ * at least `STALLED_DRAIN_MIN_MS`.
+ */
+export function stalledAfterMs(flushDelayMs: number): number {
+  return Math.max(flushDelayMs, STALLED_DRAIN_MIN_MS)
+}
 
 /** What the drain needs from the plugin. */
 export interface DrainContext {
@@ -27,9 +38,11 @@ export interface DrainContext {
  */
 export class SessionDrainer {
   readonly #ctx: DrainContext
+  readonly #stalledAfterMs: number
 
   constructor(ctx: DrainContext) {
     this.#ctx = ctx
+    this.#stalledAfterMs = stalledAfterMs(ctx.flushDelayMs)
   }
 
   /**
@@ -68,14 +81,36 @@ export class SessionDrainer {
     ch.scheduledDrain = undefined
     ch.clearFlushTimer()
     try {
-      await ch.queue.add(() => this.#drainJob(ch))
+      await ch.queue.add(() => this.#watched(ch, () => this.#drainJob(ch)))
     } catch (err) {
       const error = asPersistenceError(err, ch.id)
       if (error !== ch.halted) this.#failed(ch, error)
+      // A halted session writes what it still holds and keeps nothing after: its share shrinks with its buffer.
+      else if (ch.share.sizing) ch.share.recount(ch.buffer, { keepSizing: false })
       throw error
     }
     ch.retryDelayMs = 0
     if (ch.share.sizing) ch.share.recount(ch.buffer, { keepSizing: false })
+  }
+
+  /**
+   * Runs one drain job. If it is still in flight after `stalledAfterMs` (the backend does not
+   * answer: it neither succeeds nor fails), the session's buffer, the batch in flight included,
+   * is sized from then on as while drains fail, so a hanging backend is bounded by
+   * `maxBufferedBytes` too. A job that settles in time costs one timer and sizes nothing.
+   */
+  async #watched(ch: SessionChannel, job: () => Promise<void>): Promise<void> {
+    const watchdog = setTimeout(() => {
+      ch.stall = new DrainStalledError(ch.id, this.#stalledAfterMs)
+      ch.lastFailure = ch.stall
+      if (!ch.share.sizing) ch.share.recount(ch.buffer, { keepSizing: true })
+    }, this.#stalledAfterMs)
+    try {
+      await job()
+    } finally {
+      clearTimeout(watchdog)
+      ch.stall = undefined
+    }
   }
 
   async #drainJob(ch: SessionChannel): Promise<void> {

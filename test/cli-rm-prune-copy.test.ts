@@ -7,10 +7,12 @@ import { promisify } from 'node:util'
 import { describe, expect, test } from 'vitest'
 import { main } from '../src/cli/main.js'
 import type { Io } from '../src/cli/commands.js'
-import { DEFAULT_PG_SCHEMA, isPostgresUrl, parsePostgresUrl } from '../src/cli/open-root.js'
+import { prune } from '../src/cli/maintenance.js'
+import { DEFAULT_PG_SCHEMA, isPostgresUrl, type OpenedRoot, parsePostgresUrl } from '../src/cli/open-root.js'
 import { makeStyle } from '../src/cli/render.js'
 import { isSessionPersistenceError } from '../src/errors.js'
 import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import type { ListOptions } from '../src/persistence.js'
 import { ev, meta, turn } from './helpers/events.js'
 import { runCli as run } from './helpers/run-cli.js'
 import { tmpRoot } from './helpers/tmp-root.js'
@@ -160,6 +162,59 @@ describe('session-jsonl prune', () => {
     expect(await logs(root)).toEqual(before)
     for (const command of [['ls'], ['verify']]) expect((await run(['--root', root, ...command, 'old-a'])).code).toBe(2)
     await writer.closeAll()
+  })
+
+  // prune is called directly with a store whose list() lets another writer resume, append to
+  // and close a session after listing it, right before prune deletes anything.
+  async function prunedWhileWritten(json: boolean) {
+    const { root, paths } = await rootWith(['old-a', 'old-b'])
+    const now = Date.now()
+    for (const id of ['old-a', 'old-b']) await utimes(paths[id]!, new Date(now - 40 * DAY), new Date(now - 40 * DAY))
+    const store = createJsonlPersistence({ root })
+    const writer = createJsonlPersistence({ root })
+    const written = turn(8, 3)
+    const listThenWrite = async (options?: ListOptions) => {
+      const listed = await store.list(options)
+      await writer.load('old-b')
+      await writer.append('old-b', written)
+      await writer.close('old-b')
+      return listed
+    }
+    const racing = new Proxy(store, {
+      get: (target, prop) => {
+        if (prop === 'list') return listThenWrite
+        const value: unknown = Reflect.get(target, prop, target)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const out: string[] = []
+    const err: string[] = []
+    const io: Io = { out: (s) => out.push(s), err: (s) => err.push(s), style: makeStyle(false), progress: undefined }
+    const opened: OpenedRoot = { store: racing, name: root, directory: root, close: () => store.closeAll() }
+    const code = await prune(opened, io, { json, dryRun: false, olderThan: '30d', olderThanMs: 30 * DAY, now })
+    await opened.close()
+    return { code, stdout: out.join(''), stderr: err.join(''), paths, root, written }
+  }
+
+  test('a session listed as old but written after the listing is kept and reported as skipped; exit 0', async () => {
+    const r = await prunedWhileWritten(false)
+    expect(r.code).toBe(0)
+    expect(r.stdout.split('\n').filter((l) => / \(last write /.test(l)).map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual(['removed old-a'])
+    expect(r.stderr).toBe('skipped old-b: E_SESSION_LIVE: written since it was listed\n')
+    expect(r.stdout).toContain('removed 1 session(s)')
+    expect(r.stdout).toContain('1 skipped')
+    expect([await exists(r.paths['old-a']!), await exists(r.paths['old-b']!)]).toEqual([false, true])
+    // Nothing acknowledged was lost: the log holds both earlier turns and the one written after the listing.
+    const kept = (await createJsonlPersistence({ root: r.root }).inspect('old-b')).events
+    expect(kept.map((e) => e.seq)).toEqual([...Array(12).keys()])
+    expect(kept.slice(8)).toEqual(r.written)
+
+    const json = await prunedWhileWritten(true)
+    expect(json.code).toBe(0)
+    const parsed = JSON.parse(json.stdout)
+    expect(parsed.removed.map((s: { id: string }) => s.id)).toEqual(['old-a'])
+    expect(parsed.skipped).toEqual([{ id: 'old-b', code: 'E_SESSION_LIVE', message: 'written since it was listed' }])
+    expect(await exists(json.paths['old-b']!)).toBe(true)
   })
 
   test('units: 90m, 12h and 1d12h are minutes, hours and their sums', async () => {

@@ -31,9 +31,13 @@ interface Skipped {
   message: string
 }
 
-// Refusals that leave the session as it was and that prune expects: a writer holds it, or
-// someone removed it between the listing and its turn.
+// Refusals that leave the session as it was and that prune expects: a writer holds it, someone
+// wrote it (E_SESSION_LIVE) or removed it between the listing and its turn.
 const EXPECTED_SKIPS = new Set(['E_LOCKED', 'E_SESSION_LIVE', 'E_NOT_FOUND'])
+
+// What prune says of a session written after it was listed: prune's own store never has a
+// session open, so from it E_SESSION_LIVE can only mean the last-write condition failed.
+const WRITTEN_SINCE_LISTED = 'written since it was listed'
 
 export async function prune(
   root: OpenedRoot,
@@ -54,13 +58,16 @@ export async function prune(
       continue
     }
     try {
-      await root.store.delete(l.meta.id)
+      // Decided on the last write that was listed, and checked again under the session's lock:
+      // one resumed, written and closed since the listing is not old any more and is kept.
+      await root.store.delete(l.meta.id, { ifLastWriteAtOrBefore: l.mtimeMs })
       removed.push(l)
       if (!opts.json) io.out(`removed ${describe(l)}\n`)
     } catch (err) {
       if (!isSessionPersistenceError(err)) throw err
-      skipped.push({ id: l.meta.id, code: err.code, message: err.message })
-      if (!opts.json) io.err(`skipped ${l.meta.id}: ${err.code}: ${oneLine(err.message, 200)}\n`)
+      const message = err.code === 'E_SESSION_LIVE' ? WRITTEN_SINCE_LISTED : err.message
+      skipped.push({ id: l.meta.id, code: err.code, message })
+      if (!opts.json) io.err(`skipped ${l.meta.id}: ${err.code}: ${oneLine(message, 200)}\n`)
     }
     io.progress?.('prune', i + 1, stale.length)
   }

@@ -243,3 +243,34 @@ test('a backend that hangs while the session is being created is bounded the sam
   expect(await t.stored('new')).toEqual(s.events.slice(0, drops[0]!.seq))
   await t.plugin.dispose().catch(() => {})
 })
+
+test('one stalled session does not hold up or size a healthy one', async () => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+  const t = await setup({ flushDelayMs: 100, maxBufferedBytes: 3_000 })
+  const stuck = t.host.startSession({ id: 'stuck' })
+  const fine = t.host.startSession({ id: 'fine' })
+  stuck.runTurn(oneTurn(1))
+  fine.runTurn(oneTurn(1))
+  await t.plugin.flush()
+
+  const stalled = t.stall('append', 'stuck')
+  stuck.emit('filler', filler())
+  stuck.flush()
+  await stalled.started
+  await vi.advanceTimersByTimeAsync(stalledAfterMs(100))
+  for (let i = 0; i < 10; i++) stuck.emit('filler', filler()) // fills the budget: drops
+  const stuckDrops = t.drops().length
+  expect(stuckDrops).toBeGreaterThan(0)
+
+  // The budget is exhausted, yet the healthy session buffers and writes past it, unsized.
+  for (let i = 0; i < 10; i++) fine.emit('filler', filler())
+  await t.plugin.flush('fine')
+  expect(await t.stored('fine')).toEqual(fine.events)
+  expect(t.drops().length).toBe(stuckDrops)
+  expect(t.drops().every((d) => d.sessionId === 'stuck')).toBe(true)
+
+  stalled.release()
+  await t.plugin.flush('stuck').catch(() => {})
+  const err = (await t.plugin.dispose().catch((e: unknown) => e)) as AggregateError
+  expect(err.errors.map((e: SessionPersistenceError) => e.sessionId)).toEqual(['stuck'])
+})

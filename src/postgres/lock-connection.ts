@@ -29,6 +29,8 @@ export class LockConnection {
   /** Orphans being taken again right now, and those of them released meanwhile (to let go). */
   readonly #retaking = new Set<string>()
   readonly #dropped = new Set<string>()
+  /** Keys whose lock query is in flight. */
+  readonly #taking = new Set<string>()
   #reacquiring: Promise<void> | undefined
   #ended = false
   /** One query at a time on the connection (pg 9 refuses overlapping queries on one client). */
@@ -75,17 +77,27 @@ export class LockConnection {
     opened.close().catch(() => {})
   }
 
-  /** Takes the lock of `key` without waiting; false when another connection holds it. */
+  /**
+   * Takes the lock of `key` without waiting; false when another connection holds it, or when
+   * this one holds it or is taking it already: advisory locks are re-entrant, so a second take
+   * would need a second unlock, and the one unlock of its holder would leave it held for good.
+   */
   async tryLock(key: string): Promise<boolean> {
     this.#orphans.delete(key)
-    const opened = await this.#get()
-    const { rows } = await this.#serial.run(() => opened.client.query<{ locked: boolean }>(TRY_LOCK, [key]))
-    const locked = rows[0]?.locked === true
-    if (locked) {
-      if (this.#current === opened) this.#held.add(key)
-      else return false // the connection died while answering: the lock went with it
+    if (this.#held.has(key) || this.#taking.has(key)) return false
+    this.#taking.add(key)
+    try {
+      const opened = await this.#get()
+      const { rows } = await this.#serial.run(() => opened.client.query<{ locked: boolean }>(TRY_LOCK, [key]))
+      const locked = rows[0]?.locked === true
+      if (locked) {
+        if (this.#current === opened) this.#held.add(key)
+        else return false // the connection died while answering: the lock went with it
+      }
+      return locked
+    } finally {
+      this.#taking.delete(key)
     }
-    return locked
   }
 
   /** Whether the lock of `key` is held on the live connection right now (no I/O). */
@@ -119,7 +131,8 @@ export class LockConnection {
 
   async #reacquirePass(): Promise<void> {
     for (const key of [...this.#orphans]) {
-      this.#orphans.delete(key)
+      // Taken again by a new holder, or released, while the pass was busy: not an orphan any more.
+      if (!this.#orphans.delete(key)) continue
       this.#retaking.add(key)
       try {
         await this.tryLock(key)

@@ -67,6 +67,6 @@ export {
 export { type PluginConfig, PluginConfigSchema, PluginJsonConfigSchema } from './plugin/config.js'
 export { type AgentHost, HOST_SESSION_EVENT_NAMES, type HostSessionEventName,
   type HostSessionEvents, type LiveSession } from './plugin/host.js'
-export { EventDroppedError, EventRefusedError } from './plugin/plugin-errors.js'
+export { DrainStalledError, EventDroppedError, EventRefusedError } from './plugin/plugin-errors.js'
 export type { BackendPluginConfig, JsonlPluginConfig } from './plugin/config.js'
 export type { SessionEventSource } from './plugin/host.js'

@@ -15,7 +15,7 @@ const pluginFields = {
     .int()
     .positive()
     .default(256 * 1024 * 1024)
-    .describe('While drains fail, buffered events are kept up to this many bytes over all sessions; past it new events are dropped and reported.'),
+    .describe('While drains fail or hang, buffered events are kept up to this many bytes over all sessions; past it new events are dropped and reported.'),
 }
 
 /** The JSON-representable plugin configuration: what `plugin.manifest.json` publishes as JSON Schema. */

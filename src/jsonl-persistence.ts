@@ -151,7 +151,8 @@ class JsonlPersistence implements JsonlSessionPersistence {
       await findOneLog(this.#ctx, id)
       s.lock = await this.#locks.acquire(id)
       const path = await findOneLog(this.#ctx, id)
-      const { writer, loaded } = await openLog(this.#ctx, id, path, { closeOpenTurn })
+      const lock = s.lock
+      const { writer, loaded } = await openLog(this.#ctx, id, path, { closeOpenTurn, beforeWrite: () => lock.assertHeld() })
       Object.assign(s, { writer, path, meta: loaded.meta, nextSeq: loaded.events.length })
       return { ...loaded, meta: { ...loaded.meta } }
     })

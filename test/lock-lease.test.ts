@@ -154,3 +154,34 @@ test('a lock published while closing its temporary file failed is still held, an
   expect((await other.load('closing')).events).toHaveLength(4)
   await other.closeAll()
 })
+
+describe('review: a load repairs a torn tail only while it still holds the lock', () => {
+  test('a lock lost while the log was being read: the load rejects E_LOCKED and cuts nothing', async () => {
+    const root = await tmpRoot()
+    const first = createJsonlPersistence({ root, staleLockMs: STALE })
+    await first.create(meta('torn'))
+    await first.append('torn', turn(0, 1))
+    const log = first.locate(meta('torn')).path
+    await first.closeAll()
+    await writeFile(log, '{"seq":4,"type":"turn/st', { flag: 'a' }) // a torn tail to cut
+    const before = await readFile(log)
+    vi.useFakeTimers({ toFake: ['performance', 'setInterval', 'clearInterval'] })
+    const lock = join(root, '.locks', 'torn.lock')
+    const inner = createFaultInjectingFileSystem()
+    const fs = Object.create(inner) as FileSystem
+    fs.open = async (path, flags, mode) => {
+      const h = await inner.open(path, flags, mode)
+      if (path === log && flags !== 'r') {
+        // While the log is read, the lease runs out with no heartbeat, and the lock is removed
+        // by hand (another instance may now load and append).
+        vi.clearAllTimers()
+        vi.advanceTimersByTime(STALE / 2 + 1)
+        await unlink(lock)
+      }
+      return h
+    }
+    const p = createJsonlPersistence({ root, fs, staleLockMs: STALE })
+    expect((await rejection(p.load('torn'))).code).toBe('E_LOCKED')
+    expect(await readFile(log)).toEqual(before)
+  })
+})

@@ -16,7 +16,14 @@ export async function openLog(
   ctx: StoreContext,
   id: string,
   path: string,
-  options: { closeOpenTurn: boolean },
+  options: {
+    closeOpenTurn: boolean
+    /**
+     * Confirms the writer lock before the repair writes anything (the writer lock's lease:
+     * reading a large log may outlast it, and a lock lost meanwhile must cut nothing).
+     */
+    beforeWrite?: () => Promise<void> | undefined
+  },
 ): Promise<{ writer: LogWriter; loaded: LoadedSession }> {
   const handle = await ctx.fs.open(path, writeFlags(ctx, 'r+'))
   const writer = new LogWriter(ctx, id, path, handle, 0)
@@ -24,6 +31,7 @@ export async function openLog(
     const scan = await scanLog(handle, { path, sessionId: id })
     const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: options.closeOpenTurn })
     writer.size = scan.size
+    if (plan.truncateAt !== undefined || plan.closers.length > 0) await options.beforeWrite?.()
     if (plan.truncateAt !== undefined) await writer.truncate(plan.truncateAt)
     if (plan.closers.length > 0) await writer.append(prepareBatch(id, plan.closers).bytes)
     const events = plan.closers.length > 0 ? [...scan.events, ...plan.closers] : scan.events

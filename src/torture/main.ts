@@ -1,4 +1,4 @@
-// `npm run torture [-- --kills N --crash-workloads N --fuzz N --power-cuts N --disk-full N --two-process-images N --quick --only NAME]`
+// `npm run torture [-- --kills N --crash-workloads N --fuzz N --power-cuts N --disk-full N --two-process-images N --pg-kills N --quick --only NAME]`
 // The long forms of the crash proofs (docs/reliability.md). Prints one line per proof and exits
 // non-zero if anything acknowledged was lost or anything unexpected was thrown.
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -10,6 +10,8 @@ import { diskFullBytes, mountTmpfs, runDiskFull } from './disk-full.js'
 import { runFuzz } from './fuzz.js'
 import { runKillTorture } from './kill-runner.js'
 import { POWER_CUT_CONFIGS, powerCutUnavailable, runPowerCuts } from './power-cut.js'
+import { runPostgresTorturePhase } from './postgres-kills.js'
+import { throwawayPostgresUnavailable } from './postgres-server.js'
 import { enumerateTwoProcessCrashes } from './two-process.js'
 import type { UnexploredStates } from '../testing/crash-fs.js'
 
@@ -22,6 +24,7 @@ const { values } = parseArgs({
     'power-cuts': { type: 'string' },
     'disk-full': { type: 'string' },
     'two-process-images': { type: 'string' },
+    'pg-kills': { type: 'string' },
     only: { type: 'string', multiple: true },
   },
 })
@@ -112,6 +115,21 @@ if (want('power-cuts')) {
     }
     const r = await runPowerCuts(config, perConfig)
     line(`power cuts (${config.name}): ${r.cuts} cuts, ${r.ackedEvents} acknowledged events checked, ${r.failures.length} failures`)
+    for (const f of r.failures.slice(0, 10)) line(`  ${f}`)
+    failed ||= r.failures.length > 0
+  }
+}
+
+if (want('postgres')) {
+  // SIGKILLs of writer processes appending to a PostgreSQL server (SPJ_PG_URL, or a throwaway
+  // server of Debian's postgresql-15 started for this phase).
+  const url = process.env.SPJ_PG_URL
+  const why = url ? undefined : throwawayPostgresUnavailable()
+  if (why) line(`PostgreSQL SIGKILL: NOT RUN — ${why}`)
+  else {
+    const t = Date.now()
+    const r = await runPostgresTorturePhase({ kills: n(values['pg-kills'], 2000, 100), ...(url ? { url } : {}) })
+    line(`PostgreSQL SIGKILL: ${r.kills} kills, ${r.ackedEvents} acknowledged events checked, ${r.failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s)`)
     for (const f of r.failures.slice(0, 10)) line(`  ${f}`)
     failed ||= r.failures.length > 0
   }

@@ -1,10 +1,11 @@
 // A connection cut while a batch commits: the append is retried on a new connection and the
 // outcome is resolved — stored exactly once either way, acknowledged, and the log goes on. An
 // append is the named statement spj_append_<schema>: its name is in every message that runs it.
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
 import { workerEvents } from '../src/torture/postgres-worker.js'
-import { dropSchemas, freshSchema, pgUrl, storedLines } from './helpers/pg-env.js'
+import { dropSchemas, freshSchema, pgUrl, sql, storedLines } from './helpers/pg-env.js'
 import { PgCutProxy } from './helpers/pg-proxy.js'
 
 const url = pgUrl()
@@ -102,6 +103,53 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
       expect(lines.map((l) => l.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8])
       expect(lines[8]?.line).toBe(JSON.stringify(workerEvents(8, 1, 'w')[0]))
     } finally {
+      await short.end()
+    }
+  })
+  test('the unanswered batch commits only after the retry found it absent: the retry acknowledges it, stored once', async () => {
+    const short = createPostgresPersistence({
+      connectionString: `postgres://postgres@127.0.0.1:${proxy.port}${new URL(url!).pathname}`,
+      schema,
+      poolSize: 1,
+      retryTimeoutMs: 0,
+    })
+    const late = new pg.Client({ connectionString: url })
+    await late.connect()
+    try {
+      await short.create({ id: 'late-commit', createdAt: 1, delegationDepth: 0 })
+      await short.append('late-commit', workerEvents(0, 2, 'w'))
+      proxy.cutBeforeRequest('spj_append')
+      const batch = workerEvents(2, 3, 'w')
+      const first = await short.append('late-commit', batch).then(
+        () => 'resolved',
+        (e: { code: string }) => e.code,
+      )
+      expect(first).toBe('E_IO')
+      // The original attempt, still in flight on the server (e.g. waiting for a synchronous
+      // standby): it holds the session's row and commits late.
+      const [row] = await sql<{ epoch: string }>(url!, `SELECT writer_epoch::text AS epoch FROM "${schema}".sessions WHERE session_id = $1`, ['late-commit'])
+      await late.query('BEGIN')
+      await late.query(
+        `WITH claim AS (UPDATE "${schema}".sessions SET length = length + 3 WHERE session_id = $1 AND writer_epoch = $2::bigint AND length = 2 RETURNING session_id)
+         INSERT INTO "${schema}".events (session_id, seq, line) SELECT claim.session_id, 2 + u.ord - 1, u.line FROM claim, unnest($3::text[]) WITH ORDINALITY AS u(line, ord)`,
+        ['late-commit', row!.epoch, batch.map((e) => JSON.stringify(e))],
+      )
+      const retry = short.append('late-commit', batch).then(
+        () => 'resolved',
+        (e: { code: string }) => e.code,
+      )
+      // The retry found it absent and now waits for the row: then the original commits.
+      for (;;) {
+        const waiting = await sql(url!, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%"${schema}".sessions%'`)
+        if (waiting.length > 0) break
+        await new Promise((r) => setImmediate(r))
+      }
+      await late.query('COMMIT')
+      expect(await retry).toBe('resolved')
+      await short.append('late-commit', workerEvents(5, 1, 'w'))
+      expect(await seqsOf('late-commit')).toEqual([0, 1, 2, 3, 4, 5])
+    } finally {
+      await late.end()
       await short.end()
     }
   })

@@ -95,7 +95,10 @@ export async function appendBatch(
         : await db.query(APPEND(schema), params, `spj_append_${schema}`)
       if (result.rowCount === lines.length) return
       // Nothing was inserted: find out why (a unique violation cannot happen, the length check comes first).
-      if ((await storedState(db, schema, batch, options.path)) === 'stored' && ambiguous) return
+      // Found stored, it is acknowledged even on a first attempt: an earlier attempt whose outcome
+      // was unknown (found absent then) may have committed late, e.g. after waiting for a
+      // synchronous standby, while this one waited for the session's row.
+      if ((await storedState(db, schema, batch, options.path)) === 'stored') return
       throw new SessionPersistenceError('E_IO', `session '${sessionId}': the batch was refused for no known reason`, {
         sessionId,
         path: options.path,

@@ -94,6 +94,9 @@ describe.skipIf(!url)('byte-identical copy between JSONL and PostgreSQL', () => 
     expect(await codeOf(pg.importRaw({ id: 'other', headerLine: header, eventLines: [] }))).toBe('E_CORRUPT')
     expect(await codeOf(pg.importRaw({ id: 'bad', headerLine: header.replace('"version":0', '"version":3'), eventLines: [] }))).toBe('E_FORMAT_UNSUPPORTED')
     expect(await codeOf(pg.importRaw({ id: 'nul\u0000id', headerLine: header, eventLines: [] }))).toBe('E_INVALID_ID')
+    // A lone surrogate has no UTF-8 form: stored, it would come back as U+FFFD, not byte for byte.
+    expect(await codeOf(pg.importRaw({ id: 'bad', headerLine: header, eventLines: ['{"seq":0,"type":"x","time":1,"s":"\ud800"}'] }))).toBe('E_CORRUPT')
+    expect(await codeOf(pg.importRaw({ id: 'bad', headerLine: header.replace('}', ',"m":"\udc00"}'), eventLines: [] }))).toBe('E_CORRUPT')
     expect(await pg.list()).toEqual([])
     await pg.importRaw({ id: 'bad', headerLine: header, eventLines: ['{"seq":0,"type":"x","time":1}'] })
     expect(await codeOf(pg.importRaw({ id: 'bad', headerLine: header, eventLines: [] }))).toBe('E_EXISTS')

@@ -7,7 +7,7 @@ import type { SessionHeader } from './schema.js'
 
 // In a `u` regex a surrogate pair is one code point, so this matches lone surrogates only:
 // such a string has no UTF-8 form, so it could not come back byte for byte.
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u
+export const LONE_SURROGATE = /[\uD800-\uDFFF]/u
 
 /**
  * The exact lines of a log read as `[0, end)`: the header line and one line per valid event,

@@ -1,4 +1,5 @@
 import type { RawSessionLog } from '../persistence.js'
+import { LONE_SURROGATE } from '../core/raw-log.js'
 import { SessionPersistenceError } from '../errors.js'
 import type { Db } from './db.js'
 import { parseEventLine, parseStoredHeader } from './read-session.js'
@@ -27,11 +28,19 @@ export function checkRawLog(log: RawSessionLog, path: string): number {
   if (log.headerLine.includes('\n')) {
     throw new SessionPersistenceError('E_CORRUPT', 'the header line holds a newline', { sessionId: log.id, path })
   }
+  // A lone surrogate has no UTF-8 form: the driver would store U+FFFD, not the line given.
+  const unicode = (line: string, what: string) => {
+    if (LONE_SURROGATE.test(line)) {
+      throw new SessionPersistenceError('E_CORRUPT', `${what} is not well-formed Unicode (lone surrogate)`, { sessionId: log.id, path })
+    }
+  }
+  unicode(log.headerLine, 'the header line')
   const header = parseStoredHeader(log.headerLine, log.id, path)
   log.eventLines.forEach((line, i) => {
     if (typeof line !== 'string') {
       throw new SessionPersistenceError('E_INVALID_EVENT', `event line ${i} is not a string`, { sessionId: log.id, path })
     }
+    unicode(line, `event line ${i}`)
     parseEventLine(line, i, path, log.id)
   })
   return header.createdAt

@@ -113,6 +113,9 @@ describe('one writer per session, in one process', () => {
     const lock = await seeded(root, 'remote')
     const foreign = { pid: 1, host: 'other-host', bootId: 'b', pidNs: 'n', since: Date.now(), staleLockMs: 1000, token: 'tok-remote' }
     await writeFile(lock, JSON.stringify(foreign))
+    // Refreshed a minute from now: fresh however slowly this machine runs the next steps.
+    const fresh = new Date(Date.now() + 60_000)
+    await utimes(lock, fresh, fresh)
     const p = createJsonlPersistence({ root })
     const err = await rejection(p.load('remote'))
     expect(err.code).toBe('E_LOCKED')

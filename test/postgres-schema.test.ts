@@ -116,6 +116,27 @@ describe.skipIf(!url)('PostgreSQL durability settings', () => {
     }
   })
 
+  test('synchronous_commit is on for its own pool even when the connection string carries options setting it off', async () => {
+    const s = schema()
+    const target = new URL(url!)
+    target.searchParams.set('options', '-c synchronous_commit=off')
+    const store = open(s, { connectionString: target.toString() })
+    await store.list() // creates the schema
+    // Each stored line records the synchronous_commit of the transaction that inserted it.
+    await sql(url!, `CREATE TABLE "${s}".seen (setting text)`)
+    await sql(
+      url!,
+      `CREATE FUNCTION "${s}".record_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN INSERT INTO "${s}".seen VALUES (current_setting('synchronous_commit')); RETURN NEW; END $$`,
+    )
+    await sql(url!, `CREATE TRIGGER record AFTER INSERT ON "${s}".events FOR EACH ROW EXECUTE FUNCTION "${s}".record_setting()`)
+    await store.create({ id: 'sc-url', createdAt: 1, delegationDepth: 0 })
+    await store.append('sc-url', workerEvents(0, 2, 'x'))
+    await store.append('sc-url', workerEvents(2, 1, 'x'))
+    const seen = await sql<{ setting: string }>(url!, `SELECT setting FROM "${s}".seen`)
+    expect(seen.map((r) => r.setting)).toEqual(['on', 'on', 'on'])
+  })
+
   test('a server running with fsync off is reported once through the logger', async () => {
     const server = await startThrowawayPostgres({ settings: { fsync: 'off' } })
     try {

@@ -57,8 +57,9 @@ export class Db {
         // A connection that dies while checked out also emits 'error': the failed query
         // reports it, so the event itself must not crash the host.
         client.on('error', () => {})
-        // A caller's pool may hand out connections set up with anything: enforce ours.
-        if (!this.owned) await client.query('SET synchronous_commit = on')
+        // A caller's pool may hand out connections set up with anything, and on our own pool a
+        // connection string's `options` parameter replaces our startup option: enforce it here.
+        await client.query('SET synchronous_commit = on')
         this.#ready.add(client)
       }
       return await fn(client)

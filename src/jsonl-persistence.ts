@@ -1,4 +1,5 @@
 import { dirname } from 'node:path'
+import { callOptions } from './core/call-options.js'
 import { syncDir } from './core/durable.js'
 import { findLogs, findOneLog } from './core/find-logs.js'
 import { assertSeedLength, forkMeta } from './core/fork-point.js'
@@ -140,9 +141,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
     }
   }
 
-  async load(id: string, options: LoadOptions = {}): Promise<LoadedSession> {
+  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
     encodeSessionId(id)
-    const closeOpenTurn = options.closeOpenTurn !== false
+    const closeOpenTurn = callOptions(options, 'load').closeOpenTurn !== false
     const s = this.#track(id, 'E_SESSION_LIVE')
     return this.#run(s, async () => {
       // Find first, then lock, then find again under the lock: an id with no log is never
@@ -186,8 +187,8 @@ class JsonlPersistence implements JsonlSessionPersistence {
     }
   }
 
-  async list(options: ListOptions = {}): Promise<SessionListing[]> {
-    const onProblem = options.onProblem ?? ((p) => this.#ctx.logger.warn(`skipped ${p.path}: ${p.message}`, p))
+  async list(options?: ListOptions): Promise<SessionListing[]> {
+    const onProblem = callOptions(options, 'list').onProblem ?? ((p) => this.#ctx.logger.warn(`skipped ${p.path}: ${p.message}`, p))
     try {
       return await listSessions(this.#ctx, onProblem)
     } catch (err) {

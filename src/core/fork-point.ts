@@ -1,11 +1,15 @@
 import { SessionPersistenceError } from '../errors.js'
 import type { ForkChild } from '../persistence.js'
+import { asObject } from './as-object.js'
 import { validateMeta } from './meta.js'
 import type { LogScan } from './scan-log.js'
 import type { SessionMeta } from './schema.js'
 
-/** `E_INVALID_META` unless `seedLength` is a non-negative integer. */
+/** `E_INVALID_META` unless `child` is an object whose `seedLength` is a non-negative integer. */
 export function assertSeedLength(child: ForkChild): void {
+  if (asObject(child) === undefined) {
+    throw new SessionPersistenceError('E_INVALID_META', 'the fork child must be an object { id, seedLength, … }')
+  }
   const { seedLength } = child
   if (!Number.isSafeInteger(seedLength) || seedLength < 0) {
     throw new SessionPersistenceError('E_INVALID_META', `seedLength must be a non-negative integer`, {

@@ -1,4 +1,5 @@
 import pg from 'pg'
+import { callOptions } from '../core/call-options.js'
 import { computeClosers } from '../core/closers.js'
 import { describeLocation } from '../core/location.js'
 import { defaultLogger } from '../core/logger.js'
@@ -186,9 +187,9 @@ class PostgresPersistence implements PostgresSessionPersistence {
     s.epoch = epoch.value
   }
 
-  async load(id: string, options: LoadOptions = {}): Promise<LoadedSession> {
+  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
     checkId(id)
-    const closeOpenTurn = options.closeOpenTurn !== false
+    const closeOpenTurn = callOptions(options, 'load').closeOpenTurn !== false
     const s = this.#track(id, 'E_SESSION_LIVE')
     return this.#run(s, async () => {
       await this.#ready_()
@@ -227,9 +228,10 @@ class PostgresPersistence implements PostgresSessionPersistence {
     }
   }
 
-  async list(options: ListOptions = {}): Promise<SessionListing[]> {
+  async list(options?: ListOptions): Promise<SessionListing[]> {
+    const given = callOptions(options, 'list')
     await this.#ready_()
-    const onProblem = options.onProblem ?? ((p) => this.#db.logger.warn(`skipped ${p.path}: ${p.message}`, p))
+    const onProblem = given.onProblem ?? ((p) => this.#db.logger.warn(`skipped ${p.path}: ${p.message}`, p))
     try {
       return await listSessions(this.#db, this.#c.schema, onProblem)
     } catch (err) {

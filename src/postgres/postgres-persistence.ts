@@ -39,6 +39,10 @@ export interface PostgresSessionPersistence extends SessionStore {
   end(): Promise<void>
 }
 
+/** Server-side TCP keepalives of the lock connection (settable by any user, per session). */
+export const LOCK_CONNECTION_KEEPALIVES =
+  'SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 30000'
+
 /**
  * Opens the PostgreSQL backend. No I/O happens here: the first operation creates or migrates
  * the schema. Give `connectionString` (the backend opens and ends its own pool) or `pool` (a
@@ -58,6 +62,10 @@ export function createPostgresPersistence(config: PostgresConfig): PostgresSessi
     const client = new pg.Client({ ...settings, application_name: applicationName })
     client.on('error', () => {})
     await client.connect()
+    // The server drops this connection, and with it our advisory locks, about 30 s after our
+    // host stops answering (a power loss), instead of after Linux's default two hours of
+    // keepalive silence: a dead host's sessions become writable elsewhere that soon.
+    await client.query(LOCK_CONNECTION_KEEPALIVES)
     return { client, close: () => client.end() }
   }, async (key) => {
     // A session is still ours while its row carries our token (or it has no row yet).

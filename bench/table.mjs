@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 const r = JSON.parse(readFileSync(new URL('./results.json', import.meta.url), 'utf8'))
 const fmt = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(3))
 const sign = (t) => t.replaceAll('<=', '≤').replaceAll('>=', '≥')
-console.log(`Measured ${r.date.slice(0, 16).replace('T', ' ')} UTC by \`${r.command ?? `npm run bench${r.mode === 'quick' ? ' -- --quick' : ''}`}\` (${r.mode} run), node ${r.node}, ${r.cpus} × ${r.cpu}.\n`)
+console.log(`Finished ${r.date.slice(0, 16).replace('T', ' ')} UTC, printed by \`${r.command ?? `npm run bench${r.mode === 'quick' ? ' -- --quick' : ''}`}\` (${r.mode} run), node ${r.node}, ${r.cpus} × ${r.cpu}.\n`)
 console.log('| figure | median | min – max | target |')
 console.log('|---|---:|---:|---|')
 for (const row of r.rows) {

@@ -3,8 +3,8 @@ import { basename, dirname } from 'node:path'
 import type { DirEntry, FileHandle, FileStat, FileSystem } from '../fs/file-system.js'
 
 /**
- * An in-memory file system that remembers what a crash could leave (STYLE 6, NOTES "Testing
- * crashes for real"): for every file, the content as of its last sync and its current content;
+ * An in-memory file system that remembers what a crash could leave (crashes are tested by
+ * modelling what the disk keeps, not by hoping for one): for every file, the content as of its last sync and its current content;
  * for every directory, its entries as of its last sync and its current entries. `crashImages()`
  * enumerates the states a power cut at this instant may leave on a Linux file system:
  *

@@ -19,8 +19,8 @@ describe.skipIf(!url)('the lock connection', () => {
     const connect = pg.Client.prototype.connect
     vi.spyOn(pg.Client.prototype, 'connect').mockImplementation(function (this: pg.Client, ...args: unknown[]) {
       clients.push(this)
-      return (connect as (...a: unknown[]) => Promise<void>).apply(this, args)
-    } as typeof connect)
+      return (connect as unknown as (...a: unknown[]) => Promise<void>).apply(this, args)
+    } as unknown as typeof connect)
     const store = createPostgresPersistence({ connectionString: url!, schema, poolSize: 2 })
     try {
       await store.create({ id: 'k', createdAt: 1, delegationDepth: 0 })

@@ -2,6 +2,7 @@ import pg from 'pg'
 import { callOptions } from '../core/call-options.js'
 import { computeClosers } from '../core/closers.js'
 import { describeLocation } from '../core/location.js'
+import { alreadyTracked } from '../core/tracked.js'
 import { defaultLogger } from '../core/logger.js'
 import { headerLine, metaFromHeader, validateMeta } from '../core/meta.js'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
@@ -417,15 +418,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
 
   /** Registers `id` synchronously, so a concurrent create/load/fork of it is refused with `code`. */
   #track(id: string, code: 'E_EXISTS' | 'E_SESSION_LIVE'): Tracked {
-    if (this.#sessions.has(id)) {
-      throw new SessionPersistenceError(
-        code,
-        code === 'E_EXISTS'
-          ? `session '${id}' is already open in this instance`
-          : `session '${id}' is being written by this instance; close it before loading it again`,
-        { sessionId: id },
-      )
-    }
+    if (this.#sessions.has(id)) throw alreadyTracked(id, code)
     const s = newTracked(id, this.#path(id))
     this.#sessions.set(id, s)
     return s

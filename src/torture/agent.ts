@@ -4,16 +4,11 @@
 import { createJsonlPersistence, isSessionPersistenceError, sessionPersistencePlugin } from '../index.js'
 import { createFaultInjectingFileSystem, createReferenceHost, type FsOp, type ReferenceSession } from '../testing/index.js'
 import { HashChain } from './hash-chain.js'
+import { seededRandom } from './random.js'
 
 const [root, seedArg, mainId = 'main'] = process.argv.slice(2)
 if (!root) throw new Error('usage: agent <root> [seed]')
-let seed = Number(seedArg ?? Date.now()) >>> 0
-const rand = () => {
-  seed = (seed + 0x6d2b79f5) >>> 0
-  let t = Math.imul(seed ^ (seed >>> 15), seed | 1)
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
+const rand = seededRandom(Number(seedArg ?? Date.now()))
 
 // TORTURE_SYNC=none shows that the checks have teeth: power cuts then lose acknowledged events.
 const sync = process.env.TORTURE_SYNC === 'none' ? 'none' : 'data'

@@ -6,6 +6,7 @@ import { createJsonlPersistence } from '../jsonl-persistence.js'
 import type { JsonlSessionPersistence, LoadedSession } from '../persistence.js'
 import { createCrashFileSystem } from '../testing/crash-fs.js'
 import { expectLoad, expectedFileAfterLoad, type OracleVerdict } from './log-oracle.js'
+import { seededRandom } from './random.js'
 
 export interface FuzzReport {
   cases: number
@@ -239,13 +240,7 @@ async function checkMutant(original: SessionEvent[], mutant: Buffer, wrap: Wrap)
  */
 export async function runFuzz(options: { cases: number; seed?: number; hugeLine?: boolean; wrap?: Wrap }): Promise<FuzzReport> {
   const wrap = options.wrap ?? ((p) => p)
-  let seed = options.seed ?? 7
-  const rand: Rand = () => {
-    seed = (seed + 0x6d2b79f5) >>> 0
-    let t = Math.imul(seed ^ (seed >>> 15), seed | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
+  const rand: Rand = seededRandom(options.seed ?? 7)
   const bases = baseLogs()
   const report: FuzzReport = { cases: 0, repairedOrIntact: 0, refused: 0, undetectable: 0, failures: [], byMutation: {} }
   const record = async (name: string, original: SessionEvent[], mutant: Buffer) => {

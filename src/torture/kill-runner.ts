@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { createJsonlPersistence } from '../jsonl-persistence.js'
 import { HashChain } from './hash-chain.js'
+import { seededRandom } from './random.js'
 
 export interface KillReport {
   kills: number
@@ -141,13 +142,6 @@ export async function verifyAcked(root: string, acked: Acked, only?: Set<string>
   }
 }
 
-export function lcg(seed: number): () => number {
-  let s = seed >>> 0
-  return () => {
-    s = (s * 1103515245 + 12345) % 2147483648
-    return s / 2147483648
-  }
-}
 
 export function countAcked(acked: Acked): number {
   let n = 0
@@ -166,7 +160,7 @@ export function countAcked(acked: Acked): number {
 export async function runKillTorture(options: { root: string; kills: number; seed?: number; maxDelayMs?: number }): Promise<KillReport> {
   const acked: Acked = new Map()
   const failures: string[] = []
-  const rand = lcg(options.seed ?? 1)
+  const rand = seededRandom(options.seed ?? 1)
   let kills = 0
   let killsDuringLoad = 0
   let killsDuringRepair = 0

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { startThrowawayPostgres } from './postgres-server.js'
+import { seededRandom } from './random.js'
 import { workerEvents } from './postgres-worker.js'
 
 export interface PostgresKillReport {
@@ -22,16 +23,6 @@ const WORKER = HERE.endsWith('.ts')
   ? fileURLToPath(new URL('../../dist/torture/postgres-worker.js', import.meta.url))
   : fileURLToPath(new URL('./postgres-worker.js', import.meta.url))
 
-/** A tiny deterministic PRNG, so a failing seed can be replayed. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1
-  return () => {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    return (x >>> 0) / 2 ** 32
-  }
-}
 
 interface Reply {
   ok: boolean
@@ -94,7 +85,7 @@ export async function runPostgresKillTorture(options: {
   sessions?: number
 }): Promise<PostgresKillReport> {
   const { url, schema, kills, seed } = options
-  const random = rng(seed)
+  const random = seededRandom(seed)
   const ids = Array.from({ length: options.sessions ?? 3 }, (_, i) => `lane${seed}-s${i}`)
   const acked = new Map<string, number>(ids.map((id) => [id, 0]))
   const failures: string[] = []

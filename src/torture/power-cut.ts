@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type Acked, countAcked, lcg, startAgent, verifyAcked } from './kill-runner.js'
+import { type Acked, countAcked, startAgent, verifyAcked } from './kill-runner.js'
+import { seededRandom } from './random.js'
 
 export interface PowerCutConfig {
   name: string
@@ -57,7 +58,7 @@ export async function runPowerCuts(config: PowerCutConfig, cuts: number, seed = 
   mkdirSync(mnt)
   const failures: string[] = []
   const acked: Acked = new Map()
-  const rand = lcg(seed)
+  const rand = seededRandom(seed)
   let dev: string | undefined
   let mounted = false
   const mount = () => {

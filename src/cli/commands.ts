@@ -7,7 +7,7 @@ import type { ListProblem, LoadedSession, SessionListing, SessionStore } from '.
 import { formatBytes, formatTime, oneLine, renderMarkdown, renderTranscript, type Style } from './render.js'
 import { describeLocation } from '../core/location.js'
 import type { OpenedRoot } from './open-root.js'
-import { type LockEntry, readLockEntries } from '../lock/lock-report.js'
+import { describeLockVerdict, lockVerdicts } from './lock-verdicts.js'
 
 export interface Io {
   out: (s: string) => void
@@ -191,7 +191,7 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
   const temps = root.directory === undefined ? [] : await staleTempFiles(root.directory)
   // What a crash can leave in the lock directory (a dead writer's lock, a takeover marker, a
   // temporary lock file) delays loads for up to staleLockMs; an operator looks here for it.
-  const locks = root.directory === undefined ? [] : (await readLockEntries(root.directory)).map(lockVerdict)
+  const locks = root.directory === undefined ? [] : await lockVerdicts(root.directory)
   const order = { corrupt: 0, unsupported: 1, repairable: 2, ok: 3 }
   verdicts.sort((a, b) => order[a.status] - order[b.status] || (a.path < b.path ? -1 : 1))
   const count = (s: Verdict['status']) => verdicts.filter((v) => v.status === s).length
@@ -216,36 +216,6 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
   for (const l of locks) io.out(`${describeLockVerdict(l)}\n`)
   io.out(`${summary.logs} log(s): ${summary.ok} ok, ${summary.repairable} repairable, ${summary.corrupt} corrupt, ${summary.unsupported} unsupported${temps.length ? `; ${temps.length} temporary file(s)` : ''}\n`)
   return failed ? 1 : 0
-}
-
-interface LockVerdict {
-  kind: LockEntry['kind']
-  path: string
-  sessionId?: string
-  writer: LockEntry['writer']
-  stale: boolean
-  ageMs: number
-  holder?: { pid: number; host: string; since: number }
-}
-
-function lockVerdict(e: LockEntry): LockVerdict {
-  return {
-    kind: e.kind,
-    path: e.path,
-    ...(e.sessionId !== undefined ? { sessionId: e.sessionId } : {}),
-    writer: e.writer,
-    stale: e.stale,
-    ageMs: Math.round(e.ageMs),
-    ...(e.owner ? { holder: { pid: e.owner.pid, host: e.owner.host, since: e.owner.since } } : {}),
-  }
-}
-
-function describeLockVerdict(l: LockVerdict): string {
-  const who = l.holder ? `pid ${l.holder.pid} on ${l.holder.host} since ${formatTime(l.holder.since)}` : 'an unreadable record'
-  const state = l.stale ? 'stale: the next load steps over it' : l.writer === 'alive' ? 'alive' : `refreshed ${Math.round(l.ageMs / 1000)} s ago`
-  if (l.kind === 'lock') return `lock         ${l.sessionId ?? l.path}: held by ${who} (${state})`
-  if (l.kind === 'marker') return `marker       ${l.path}: takeover by ${who} (${state})`
-  return `lock temp    ${l.path} (left by an interrupted lock write; safe to delete when no writer runs)`
 }
 
 async function staleTempFiles(root: string): Promise<string[]> {

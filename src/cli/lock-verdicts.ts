@@ -1,0 +1,41 @@
+import { type LockEntry, readLockEntries } from '../lock/lock-report.js'
+import { formatTime } from './render.js'
+
+// What `verify` shows of a root's lock directory: a dead writer's lock, a takeover marker or a
+// temporary lock file a crash left can delay loads for up to staleLockMs, and an operator who
+// wonders why a session does not load looks at `verify`.
+
+/** The lock directory's entries, judged as a takeover would judge them. */
+export async function lockVerdicts(root: string): Promise<LockVerdict[]> {
+  return (await readLockEntries(root)).map(lockVerdict)
+}
+
+export interface LockVerdict {
+  kind: LockEntry['kind']
+  path: string
+  sessionId?: string
+  writer: LockEntry['writer']
+  stale: boolean
+  ageMs: number
+  holder?: { pid: number; host: string; since: number }
+}
+
+function lockVerdict(e: LockEntry): LockVerdict {
+  return {
+    kind: e.kind,
+    path: e.path,
+    ...(e.sessionId !== undefined ? { sessionId: e.sessionId } : {}),
+    writer: e.writer,
+    stale: e.stale,
+    ageMs: Math.round(e.ageMs),
+    ...(e.owner ? { holder: { pid: e.owner.pid, host: e.owner.host, since: e.owner.since } } : {}),
+  }
+}
+
+export function describeLockVerdict(l: LockVerdict): string {
+  const who = l.holder ? `pid ${l.holder.pid} on ${l.holder.host} since ${formatTime(l.holder.since)}` : 'an unreadable record'
+  const state = l.stale ? 'stale: the next load steps over it' : l.writer === 'alive' ? 'alive' : `refreshed ${Math.round(l.ageMs / 1000)} s ago`
+  if (l.kind === 'lock') return `lock         ${l.sessionId ?? l.path}: held by ${who} (${state})`
+  if (l.kind === 'marker') return `marker       ${l.path}: takeover by ${who} (${state})`
+  return `lock temp    ${l.path} (left by an interrupted lock write; safe to delete when no writer runs)`
+}

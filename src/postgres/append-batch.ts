@@ -142,7 +142,7 @@ export async function storedState(db: Db, schema: string, batch: Batch, path: st
     if (row.epoch === batch.epoch) return 'absent'
     throw new SessionPersistenceError('E_EXISTS', `a log for session '${id}' already exists`, { sessionId: id, path })
   }
-  if (row.epoch !== batch.epoch) throw lockedError(id, row, path, true)
+  if (row.epoch !== batch.epoch) throw lockedError(id, row, path, { lost: true })
   if (row.length !== firstSeq) {
     throw new SessionPersistenceError(
       'E_SEQ_NOT_CONTIGUOUS',

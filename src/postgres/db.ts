@@ -29,7 +29,7 @@ export class Db {
   readonly #ready = new WeakSet<pg.PoolClient>()
   #fsyncChecked = false
 
-  constructor(pool: pg.Pool, owned: boolean, logger: Logger) {
+  constructor(pool: pg.Pool, { owned, logger }: { owned: boolean; logger: Logger }) {
     this.pool = pool
     this.owned = owned
     this.logger = logger
@@ -45,7 +45,7 @@ export class Db {
       options: '-c synchronous_commit=on',
     })
     pool.on('error', () => {}) // an idle connection that dies is replaced on next use
-    return new Db(pool, true, logger)
+    return new Db(pool, { owned: true, logger })
   }
 
   /** Runs `fn` on one connection; a connection that failed is destroyed, not reused. */

@@ -54,7 +54,7 @@ export function createPostgresPersistence(config: PostgresConfig): PostgresSessi
   const logger = c.logger ?? defaultLogger()
   // Operators see whose connections these are in pg_stat_activity (and can terminate them).
   const applicationName = `session-persistence-jsonl ${c.host}`.slice(0, 63)
-  const db = c.pool ? new Db(c.pool, false, logger) : Db.open(c.connectionString!, c.poolSize, logger, applicationName)
+  const db = c.pool ? new Db(c.pool, { owned: false, logger }) : Db.open(c.connectionString!, c.poolSize, logger, applicationName)
   const sessions = new Map<string, Tracked>()
   const lock = new LockConnection(async () => {
     // Its own connection, never a pool slot: with a caller's pool it uses the pool's settings,

@@ -41,7 +41,7 @@ export async function readSessionRow(db: Db, schema: string, id: string): Promis
 }
 
 /** `E_LOCKED`, naming the holder the session's row records (host, pid, since when). */
-export function lockedError(id: string, row: SessionRow | undefined, path: string, lost = false): SessionPersistenceError {
+export function lockedError(id: string, row: SessionRow | undefined, path: string, { lost = false }: { lost?: boolean } = {}): SessionPersistenceError {
   const holder =
     row?.holderHost != null
       ? `host ${row.holderHost}, pid ${row.holderPid ?? '?'}, since ${row.holderSince?.toISOString() ?? '?'}`

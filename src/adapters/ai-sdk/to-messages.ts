@@ -64,7 +64,7 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
   let orphanMessage: AssistantModelMessage | undefined // the assistant message built from `tool/call` events
   const approvalFor = new Map<string, string>() // approvalId -> callId, from tool-approval-request parts
   const approved = new Set<string>() // calls whose approval response is in the history
-  const closePending = (atEnd = false) => {
+  const closePending = ({ atEnd = false }: { atEnd?: boolean } = {}) => {
     const results: ModelMessage[] = []
     for (const [toolCallId, toolName] of pending) {
       // A call whose approval was answered stays open at the end: the AI SDK runs it (or records
@@ -158,7 +158,7 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
       }
     }
   }
-  closePending(true)
+  closePending({ atEnd: true })
   return out
 }
 

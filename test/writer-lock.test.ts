@@ -208,3 +208,28 @@ describe('regressions', () => {
     expect(await readdir(join(root, '.locks'))).toEqual([])
   })
 })
+
+describe('the lock temporary name', () => {
+  test('a first append does not wait for the lock temporary name to go; close waits for it, and leaves none', async () => {
+    const { createFaultInjectingFileSystem } = await import('../src/testing/index.js')
+    const root = await tmpRoot()
+    const fs = createFaultInjectingFileSystem()
+    let letUnlinkGo!: () => void
+    const gate = new Promise<void>((resolve) => (letUnlinkGo = resolve))
+    fs.inject({ op: 'unlink', path: (p) => p.includes('/.locks/.tmp-'), times: 1, before: () => gate })
+    const p = createJsonlPersistence({ root, fs })
+    await p.create(meta('t'))
+    await p.append('t', turn(0, 1)) // the temporary name's unlink is still held at the gate
+    let closed = false
+    const closing = p.close('t').then(() => (closed = true))
+    // Give every other step of close (the log's close, the lock's stat and unlink: a few
+    // thread-pool trips) ample turns of the event loop: only the held temporary name may keep
+    // close from settling, and the lock file stays until it has.
+    for (let i = 0; i < 50 && !closed; i++) await readdir(join(root, '.locks'))
+    expect(closed).toBe(false)
+    expect(await readdir(join(root, '.locks'))).toContain('t.lock')
+    letUnlinkGo()
+    await closing
+    expect((await readdir(join(root, '.locks'))).filter((n) => n.startsWith('.tmp-'))).toEqual([])
+  })
+})

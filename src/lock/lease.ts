@@ -21,6 +21,8 @@ export interface LeaseOptions {
   staleLockMs: number
   /** Monotonic time (ms) at or before which the lock file's mtime was last set by us. */
   confirmedAt: number
+  /** Cleanup of the taking still in flight (the temporary name's unlink); `release` waits for it. */
+  settling?: Promise<void>
 }
 
 /** The monotonic clock of the lease (never the wall clock, which may jump). */
@@ -99,7 +101,7 @@ export class Lease implements HeldLock {
     if (this.#released) return
     this.#released = true
     clearInterval(this.#timer)
-    await this.#refreshing?.catch(() => {})
+    await Promise.all([this.#refreshing?.catch(() => {}), this.#o.settling])
     if (this.#lost) return // not ours any more: leave the new holder's lock alone
     let ino: number | undefined
     try {

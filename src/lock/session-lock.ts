@@ -66,20 +66,26 @@ export class SessionLocks {
   /** One try: the lock, `E_LOCKED`, or undefined when the lock changed under us (try again). */
   async #attempt(sessionId: string, path: string, self: ProcessIdentity): Promise<HeldLock | undefined> {
     const candidate = await this.#write(self)
+    let discarding: Promise<void> | undefined
     try {
       // Closing the temporary file and publishing it are independent: overlap them. Once
       // published, the lock is ours whatever the close did (its bytes were written before):
       // throwing then would leave a lock of a live process that nobody ever releases.
       const [closed, linked] = await Promise.allSettled([candidate.file.close(), linkRecord(this.#ctx, candidate.file, path)])
       if (linked.status === 'rejected') throw linked.reason
-      if (linked.value) return this.#lease(sessionId, path, candidate)
+      if (linked.value) {
+        // The temporary name goes while the caller carries on (its re-check under the lock need
+        // not wait for it); releasing the lock waits for it.
+        discarding = candidate.file.discard()
+        return this.#lease(sessionId, path, candidate, discarding)
+      }
       if (closed.status === 'rejected') throw closed.reason
       const current = await observeRecord(this.#ctx.fs, path)
       if (!current) return undefined // released meanwhile
       if (!(await this.#lockIsStale(current, self))) throw lockedError(sessionId, path, current.owner)
       return await this.#takeOver(sessionId, path, candidate, current)
     } finally {
-      await candidate.file.discard()
+      if (!discarding) await candidate.file.discard()
     }
   }
 
@@ -112,13 +118,14 @@ export class SessionLocks {
     }
   }
 
-  #lease(sessionId: string, path: string, candidate: Candidate): HeldLock {
+  #lease(sessionId: string, path: string, candidate: Candidate, settling?: Promise<void>): HeldLock {
     return new Lease(this.#ctx, {
       sessionId,
       path,
       ino: candidate.file.ino,
       staleLockMs: this.#staleLockMs,
       confirmedAt: candidate.writtenAt,
+      ...(settling ? { settling } : {}),
     })
   }
 

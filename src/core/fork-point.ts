@@ -35,13 +35,22 @@ export function forkMeta(parent: { id: string; path: string; scan: LogScan }, ch
       { sessionId: parent.id, path: parent.path },
     )
   }
-  const cwd = child.cwd ?? header.cwd
+  return childMeta(parent.id, header, child)
+}
+
+/**
+ * The meta of a fork's child: its own id and createdAt (now unless given), the parent's `cwd`
+ * unless given, `parentSession`, `seedLength` and the parent's `delegationDepth`. Every backend
+ * builds it here.
+ */
+export function childMeta(parentId: string, parent: { cwd?: string | undefined; delegationDepth: number }, child: ForkChild): SessionMeta {
+  const cwd = child.cwd ?? parent.cwd
   return validateMeta({
     id: child.id,
     createdAt: child.createdAt ?? Date.now(),
     ...(cwd === undefined ? {} : { cwd }),
-    parentSession: parent.id,
-    seedLength,
-    delegationDepth: header.delegationDepth,
+    parentSession: parentId,
+    seedLength: child.seedLength,
+    delegationDepth: parent.delegationDepth,
   })
 }

@@ -1,3 +1,4 @@
+import { assertSeedLength, childMeta } from '../core/fork-point.js'
 import pg from 'pg'
 import { callOptions } from '../core/call-options.js'
 import { computeClosers } from '../core/closers.js'
@@ -250,24 +251,14 @@ class PostgresPersistence implements PostgresSessionPersistence {
 
   async fork(parentId: string, child: ForkChild): Promise<SessionMeta> {
     checkId(parentId)
-    const seedLength = child?.seedLength
-    if (!Number.isSafeInteger(seedLength) || seedLength < 0) {
-      throw new SessionPersistenceError('E_INVALID_META', 'seedLength must be a non-negative integer', { sessionId: child?.id })
-    }
+    assertSeedLength(child)
+    const { seedLength } = child
     checkId(child.id)
     const s = this.#track(child.id, 'E_EXISTS')
     return this.#run(s, async () => {
       await this.#ready_()
       const header = await readForkPoint(this.#db, this.#c.schema, parentId, seedLength, this.#path(parentId))
-      const cwd = child.cwd ?? header.cwd
-      const meta = validateMeta({
-        id: child.id,
-        createdAt: child.createdAt ?? Date.now(),
-        ...(cwd === undefined ? {} : { cwd }),
-        parentSession: parentId,
-        seedLength,
-        delegationDepth: header.delegationDepth,
-      })
+      const meta = childMeta(parentId, header, child)
       await this.#assertAbsent(s)
       Object.assign(s, { meta, headerLine: headerLine(meta).slice(0, -1), nextSeq: seedLength })
       if (seedLength === 0) return meta // nothing to write: the lock is taken at the first append

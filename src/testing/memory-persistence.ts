@@ -1,3 +1,4 @@
+import { assertSeedLength, childMeta } from '../core/fork-point.js'
 import PQueue from 'p-queue'
 import { computeClosers } from '../core/closers.js'
 import { encodeSessionId } from '../core/id-encoding.js'
@@ -225,24 +226,14 @@ class MemoryPersistence implements SessionStore {
   }
 
   async fork(parentId: string, child: ForkChild): Promise<SessionMeta> {
+    assertSeedLength(child)
     const { seedLength } = child
-    if (!Number.isSafeInteger(seedLength) || seedLength < 0) {
-      throw new SessionPersistenceError('E_INVALID_META', 'seedLength must be a non-negative integer', { sessionId: child.id })
-    }
     encodeSessionId(child.id)
     const { stored: parent, events } = this.#read(parentId)
     if (seedLength > events.length || (seedLength > 0 && events[seedLength - 1]?.type !== 'turn/end')) {
       throw new SessionPersistenceError('E_BAD_FORK_POINT', `cannot fork '${parentId}' at ${seedLength}`, { sessionId: parentId })
     }
-    const cwd = child.cwd ?? parent.meta.cwd
-    const meta = validateMeta({
-      id: child.id,
-      createdAt: child.createdAt ?? Date.now(),
-      ...(cwd === undefined ? {} : { cwd }),
-      parentSession: parentId,
-      seedLength,
-      delegationDepth: parent.meta.delegationDepth,
-    })
+    const meta = childMeta(parentId, parent.meta, child)
     if (this.#open.has(meta.id) || this.#store.sessions.has(meta.id)) {
       throw new SessionPersistenceError('E_EXISTS', `session '${meta.id}' already exists`, { sessionId: meta.id })
     }

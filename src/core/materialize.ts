@@ -26,9 +26,13 @@ export async function materialize(
   const handle = await inEnsuredDir(ctx, bucket, { durable: true }, () => ctx.fs.open(tmp, writeFlags(ctx, 'wx'), FILE_MODE))
   let linked = false
   try {
-    await Promise.all([handle.chmod(FILE_MODE), writeAll(handle, bytes, 0)]) // independent: overlap them
+    await writeAll(handle, bytes, 0)
     await syncWritten(ctx, handle)
     await details.beforeLink?.()
+    // Created with 0600, the file can only have lost bits to the umask. The lock record this
+    // session's writer lock was just written with (same process, same umask) shows whether it
+    // did: chmod only then, or when that is not known, and always before the log is published.
+    if (ctx.createdFilesExact !== true) await handle.chmod(FILE_MODE)
     try {
       await ctx.fs.link(tmp, finalPath)
       linked = true

@@ -18,6 +18,13 @@ export interface StoreContext {
   readonly logger: Logger
   /** Directories this instance created or found, so a first append does not mkdir them again. */
   readonly knownDirs: Set<string>
+  /**
+   * Whether the last file this instance created with `FILE_MODE` came out exactly that (as its
+   * `fstat` showed; only lock and marker records are looked at), so that the log need not be
+   * chmod'ed. Creating with 0600 can only lose bits to the umask, never gain any. Unset until
+   * a record has been written, false when the seam gives no mode.
+   */
+  createdFilesExact?: boolean
 }
 
 export const DIR_MODE = 0o700

@@ -46,6 +46,12 @@ export interface FileStat {
   mtimeMs: number
   isDirectory: boolean
   isFile: boolean
+  /**
+   * Type and permission bits, as in Node's `Stats.mode` (`mode & 0o777` is the permissions).
+   * Optional so that a seam written before it still fits: when absent, the package cannot tell
+   * whether a file it created came out `0600` and chmods it, as it always did.
+   */
+  mode?: number
 }
 
 export interface FileHandle {

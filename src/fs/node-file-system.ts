@@ -19,7 +19,7 @@ import { errno } from '../core/errno.js'
 import type { DirEntry, FileHandle, FileStat, FileSystem, OpenFlags } from './file-system.js'
 
 function toStat(s: import('node:fs').Stats): FileStat {
-  return { size: s.size, ino: s.ino, mtimeMs: s.mtimeMs, isDirectory: s.isDirectory(), isFile: s.isFile() }
+  return { size: s.size, ino: s.ino, mtimeMs: s.mtimeMs, isDirectory: s.isDirectory(), isFile: s.isFile(), mode: s.mode }
 }
 
 type Done<T> = (err: NodeJS.ErrnoException | null, value: T) => void

@@ -25,8 +25,13 @@ export async function writeRecordFile(ctx: StoreContext, dir: string, record: Lo
   const h = await inEnsuredDir(ctx, dir, { durable: false }, () => ctx.fs.open(tmp, 'wx', FILE_MODE))
   let ino: number
   try {
-    const [st] = await Promise.all([h.stat(), h.chmod(FILE_MODE), writeAll(h, Buffer.from(`${JSON.stringify(record)}\n`), 0)])
+    const [st] = await Promise.all([h.stat(), writeAll(h, Buffer.from(`${JSON.stringify(record)}\n`), 0)])
     ino = st.ino
+    // Created with 0600, the file can only have lost bits to the umask: chmod only then (or when
+    // the seam cannot tell), and let the log's materialization know whether it must.
+    const exact = st.mode !== undefined && (st.mode & 0o777) === FILE_MODE
+    ctx.createdFilesExact = exact
+    if (!exact) await h.chmod(FILE_MODE)
   } catch (err) {
     await h.close().catch(() => {})
     await ctx.fs.unlink(tmp).catch(() => {})

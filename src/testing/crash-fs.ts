@@ -79,6 +79,8 @@ interface FileNode {
   current: Buffer
   durable: Buffer
   mtimeMs: number
+  /** Permission bits: what creation under the umask left, or the last chmod. */
+  mode: number
 }
 interface DirNode {
   kind: 'dir'
@@ -86,6 +88,7 @@ interface DirNode {
   entries: Map<string, number>
   durable: Map<string, number>
   mtimeMs: number
+  mode: number
 }
 type Node = FileNode | DirNode
 
@@ -95,17 +98,25 @@ const sysError = (code: string, op: string, path: string) =>
 const BLOCK = 4096
 /** mtimes in a recovered image are this far in the past: a lock left by the crash has no heartbeat. */
 const RECOVERY_AGE_MS = 3_600_000
+/** Images keep no modes: restored files and directories get the ones the package creates. */
+const RESTORED_FILE_MODE = 0o600
+const RESTORED_DIR_MODE = 0o700
+const S_IFREG = 0o100000
+const S_IFDIR = 0o040000
 
 /**
  * A fresh, empty crash-modelling file system, or one restored from a post-crash image. The
  * restored files' modification times lie `ageMs` in the past (default one hour): a lock or
- * marker the crash left has had no heartbeat since.
+ * marker the crash left has had no heartbeat since. `umask` (default `0o022`) is applied to the
+ * mode of every file and directory created, as the kernel does; `chmod` sets it whole.
  */
-export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: number } = {}): CrashFileSystem {
+export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: number; umask?: number } = {}): CrashFileSystem {
   const nodes = new Map<number, Node>()
+  const umask = options.umask ?? 0o022
+  const created = (mode: number) => mode & 0o7777 & ~umask
   let nextIno = 1
   const rootIno = nextIno++
-  nodes.set(rootIno, { kind: 'dir', ino: rootIno, entries: new Map(), durable: new Map(), mtimeMs: Date.now() })
+  nodes.set(rootIno, { kind: 'dir', ino: rootIno, entries: new Map(), durable: new Map(), mtimeMs: Date.now(), mode: 0o755 })
 
   if (image) {
     const dirInos = new Map<string, number>([['/', rootIno]])
@@ -115,11 +126,14 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
     for (const old of image.files.keys()) fileIno.set(old, nextIno++)
     const age = Date.now() - (options.ageMs ?? RECOVERY_AGE_MS)
     for (const ino of dirInos.values()) {
-      if (ino !== rootIno) nodes.set(ino, { kind: 'dir', ino, entries: new Map(), durable: new Map(), mtimeMs: age })
+      if (ino !== rootIno) {
+        nodes.set(ino, { kind: 'dir', ino, entries: new Map(), durable: new Map(), mtimeMs: age, mode: RESTORED_DIR_MODE })
+      }
     }
     for (const [old, bytes] of image.files) {
       const ino = fileIno.get(old)!
-      nodes.set(ino, { kind: 'file', ino, current: Buffer.from(bytes), durable: Buffer.from(bytes), mtimeMs: age })
+      const restored = { current: Buffer.from(bytes), durable: Buffer.from(bytes), mtimeMs: age, mode: RESTORED_FILE_MODE }
+      nodes.set(ino, { kind: 'file', ino, ...restored })
     }
     for (const [p, entries] of image.dirs) {
       const dir = nodes.get(dirInos.get(p)!) as DirNode
@@ -144,15 +158,15 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
     currentImage: () => snapshot((d) => d.entries, (f) => f.current),
     // O_DSYNC writes are modelled as a write followed by a data sync (two crash points).
     supportsDsync: true,
-    async mkdir(path, _mode) {
+    async mkdir(path, mode) {
       const { parent, name } = parentOf(path, 'mkdir')
       if (parent.entries.has(name)) throw sysError('EEXIST', 'mkdir', path)
       const ino = nextIno++
-      nodes.set(ino, { kind: 'dir', ino, entries: new Map(), durable: new Map(), mtimeMs: Date.now() })
+      nodes.set(ino, { kind: 'dir', ino, entries: new Map(), durable: new Map(), mtimeMs: Date.now(), mode: created(mode) })
       parent.entries.set(name, ino)
       mutated('mkdir', path)
     },
-    async open(path, openFlags, _mode) {
+    async open(path, openFlags, mode = 0o666) {
       const dsync = openFlags.endsWith('dsync')
       const flags = dsync ? openFlags.slice(0, -'dsync'.length) : openFlags
       const { parent, name } = parentOf(path, 'open')
@@ -160,7 +174,8 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
       if (flags === 'wx') {
         if (ino !== undefined) throw sysError('EEXIST', 'open', path)
         ino = nextIno++
-        nodes.set(ino, { kind: 'file', ino, current: Buffer.alloc(0), durable: Buffer.alloc(0), mtimeMs: Date.now() })
+        const fresh = { current: Buffer.alloc(0), durable: Buffer.alloc(0), mtimeMs: Date.now(), mode: created(mode) }
+        nodes.set(ino, { kind: 'file', ino, ...fresh })
         parent.entries.set(name, ino)
         mutated('create', path)
       }
@@ -205,8 +220,8 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
     async stat(path) {
       return statOf(lookup(path, 'stat'))
     },
-    async chmod(path) {
-      lookup(path, 'chmod')
+    async chmod(path, mode) {
+      lookup(path, 'chmod').mode = mode & 0o7777
     },
     async utimes(path, _atime, mtime) {
       lookup(path, 'utimes').mtimeMs = mtime.getTime()
@@ -255,6 +270,7 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
       mtimeMs: node.mtimeMs,
       isDirectory: node.kind === 'dir',
       isFile: node.kind === 'file',
+      mode: (node.kind === 'file' ? S_IFREG : S_IFDIR) | node.mode,
     }
   }
 
@@ -311,8 +327,9 @@ export function createCrashFileSystem(image?: CrashImage, options: { ageMs?: num
         live('fstat')
         return statOf(node)
       },
-      async chmod() {
+      async chmod(mode) {
         live('fchmod')
+        node.mode = mode & 0o7777
       },
       async close() {
         live('close')

@@ -1,20 +1,7 @@
 import { SessionPersistenceError } from '../errors.js'
 import { backoff, type Db, isConnectionError } from './db.js'
+import type { GroupCommit } from './group-commit.js'
 import { lockedError, type SessionRow, toSessionRow } from './session-row.js'
-
-// One batch is one statement, so one transaction. The UPDATE checks both that this writer
-// still holds the session (its epoch is the row's) and that the log has the expected length;
-// the INSERT draws its rows from the UPDATE, so a stale writer or a wrong length inserts nothing.
-const APPEND = (s: string) => `
-  WITH claim AS (
-    UPDATE "${s}".sessions
-       SET length = length + $4::bigint, size_bytes = size_bytes + $5::bigint, updated_at = now()
-     WHERE session_id = $1 AND writer_epoch = $2::bigint AND length = $3::bigint
-    RETURNING session_id
-  )
-  INSERT INTO "${s}".events (session_id, seq, line)
-  SELECT claim.session_id, $3::bigint + u.ord - 1, u.line
-    FROM claim, unnest($6::text[]) WITH ORDINALITY AS u(line, ord)`
 
 // The first batch of a session publishes its row (header line, writer epoch) and its lines at once.
 const CREATE = (s: string) => `
@@ -71,6 +58,7 @@ export type Stored = 'stored' | 'absent'
  */
 export async function appendBatch(
   db: Db,
+  group: GroupCommit,
   schema: string,
   batch: Batch,
   options: { deadline: number; path: string; ambiguous?: boolean },
@@ -80,20 +68,24 @@ export async function appendBatch(
     try {
       if (ambiguous && (await storedState(db, schema, batch, options.path)) === 'stored') return
       const { sessionId, epoch, firstSeq, lines, bytes, create } = batch
-      const params: unknown[] = [sessionId, epoch, firstSeq, lines.length, bytes, lines]
-      // Named: each connection parses and plans the statement once, not on every batch.
-      const result = create
-        ? await db.query(CREATE(schema), [
-            ...params.slice(0, 4),
-            bytes + Buffer.byteLength(create.headerLine) + 1, // the new row's size counts its header line too
-            lines,
-            create.headerLine,
-            create.createdAt,
-            create.host,
-            process.pid,
-          ])
-        : await db.query(APPEND(schema), params, `spj_append_${schema}`)
-      if (result.rowCount === lines.length) return
+      // A session's later batches share their statement with other sessions' (group-commit.ts).
+      const inserted = create
+        ? (
+            await db.query(CREATE(schema), [
+              sessionId,
+              epoch,
+              firstSeq,
+              lines.length,
+              bytes + Buffer.byteLength(create.headerLine) + 1, // the new row's size counts its header line too
+              lines,
+              create.headerLine,
+              create.createdAt,
+              create.host,
+              process.pid,
+            ])
+          ).rowCount === lines.length
+        : await group.submit(batch)
+      if (inserted) return
       // Nothing was inserted: find out why (a unique violation cannot happen, the length check comes first).
       // Found stored, it is acknowledged even on a first attempt: an earlier attempt whose outcome
       // was unknown (found absent then) may have committed late, e.g. after waiting for a

@@ -28,6 +28,16 @@ export const PostgresConfigSchema = z
     logger: LoggerSchema.optional(),
     host: z.string().min(1).default(hostname()).describe('The host identity recorded as a session\'s holder.'),
     poolSize: z.number().int().min(1).max(1000).default(16).describe('Connections of the pool it opens itself.'),
+    appendStatements: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .default(2)
+      .describe(
+        'Append statements in flight at once. Batches of other sessions that arrive meanwhile share the next ' +
+          'statement: one transaction, one WAL flush, each batch still fenced on its own.',
+      ),
     retryTimeoutMs: z
       .number()
       .int()

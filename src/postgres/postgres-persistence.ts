@@ -21,6 +21,7 @@ import type {
   SessionStore,
 } from '../persistence.js'
 import { appendBatch, type Batch, OutcomeUnknown, storedState } from './append-batch.js'
+import { GroupCommit } from './group-commit.js'
 import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
 import { Db, dbError, isConnectionError, retrying } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
@@ -87,6 +88,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
   readonly #db: Db
   readonly #lock: LockConnection
   readonly #sessions: Map<string, Tracked>
+  readonly #group: GroupCommit
   #ready: Promise<void> | undefined
   #ended: Promise<void> | undefined
 
@@ -95,6 +97,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
     this.#db = db
     this.#lock = lock
     this.#sessions = sessions
+    this.#group = new GroupCommit(db, c.schema, c.appendStatements)
   }
 
   get schema(): string {
@@ -149,7 +152,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
   async #write(s: Tracked, batch: Batch, ambiguous = false): Promise<void> {
     s.resolved = undefined
     try {
-      await appendBatch(this.#db, this.#c.schema, batch, {
+      await appendBatch(this.#db, this.#group, this.#c.schema, batch, {
         deadline: Date.now() + this.#c.retryTimeoutMs,
         path: s.path,
         ambiguous,

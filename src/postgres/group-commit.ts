@@ -1,0 +1,142 @@
+import type { Batch } from './append-batch.js'
+import { type Db, isConnectionError } from './db.js'
+
+// Batches of several sessions in one statement, so one transaction and one WAL flush. Each
+// batch is still fenced on its own: the UPDATE claims a session only where the row carries the
+// batch's writer token and expected length, and the INSERT takes only the claimed batches'
+// lines. A batch that was not claimed stored nothing; the others are unaffected.
+//
+// The lines travel as one text, split on "\n" by the server: a JSON line never holds a raw
+// newline, and one text costs far less to send and parse than a text[] of quoted JSON.
+const GROUP_APPEND = (s: string) => `
+  WITH b AS (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[])
+      WITH ORDINALITY AS b(session_id, epoch, first_seq, n, bytes, bi)
+  ), claim AS (
+    UPDATE "${s}".sessions s
+       SET length = s.length + b.n, size_bytes = s.size_bytes + b.bytes, updated_at = now()
+      FROM b
+     WHERE s.session_id = b.session_id AND s.writer_epoch = b.epoch AND s.length = b.first_seq
+    RETURNING b.bi, b.session_id
+  ), inserted AS (
+    INSERT INTO "${s}".events (session_id, seq, line)
+    SELECT claim.session_id, l.seq, l.line
+      FROM ROWS FROM (string_to_table($8::text, E'\\n'), unnest($6::bigint[]), unnest($7::bigint[])) AS l(line, bi, seq)
+      JOIN claim ON claim.bi = l.bi
+    RETURNING 1
+  )
+  SELECT bi::integer AS bi FROM claim`
+
+/** At most this many lines in one statement: a group never grows into one huge message. */
+const MAX_GROUP_LINES = 5_000
+
+interface Waiter {
+  batch: Batch
+  resolve(claimed: boolean): void
+  reject(err: unknown): void
+}
+
+/**
+ * Sends appends of different sessions together: up to `slots` statements run at once, and the
+ * batches that arrive while they run share the next one. A lone batch is sent at once. The
+ * caller keeps at most one batch of a session in flight (its session queue), so no two batches
+ * of one session ever share a statement.
+ */
+export class GroupCommit {
+  readonly #db: Db
+  readonly #schema: string
+  readonly #slots: number
+  #waiting: Waiter[] = []
+  #running = 0
+
+  constructor(db: Db, schema: string, slots: number) {
+    this.#db = db
+    this.#schema = schema
+    this.#slots = slots
+  }
+
+  /**
+   * Resolves true when the batch was stored by this statement, false when its session was not
+   * claimed (another writer's token, another length, no row: nothing of it was stored). Rejects
+   * with the connection error when the statement's outcome is unknown, or with the statement's
+   * own error.
+   */
+  submit(batch: Batch): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ batch, resolve, reject })
+      this.#pump()
+    })
+  }
+
+  #pump(): void {
+    while (this.#running < this.#slots && this.#waiting.length > 0) {
+      let lines = 0
+      let take = 0
+      while (take < this.#waiting.length && (take === 0 || lines + this.#waiting[take]!.batch.lines.length <= MAX_GROUP_LINES)) {
+        lines += this.#waiting[take]!.batch.lines.length
+        take++
+      }
+      const group = this.#waiting.splice(0, take)
+      this.#running++
+      void this.#send(group).finally(() => {
+        this.#running--
+        this.#pump()
+      })
+    }
+  }
+
+  async #send(group: Waiter[]): Promise<void> {
+    try {
+      const claimed = await this.#statement(group.map((w) => w.batch))
+      for (const [i, w] of group.entries()) w.resolve(claimed.has(i + 1))
+    } catch (err) {
+      // A failed connection leaves every batch's outcome unknown: each caller finds out its own.
+      if (group.length === 1 || isConnectionError(err)) {
+        for (const w of group) w.reject(err)
+        return
+      }
+      // The statement failed and stored nothing (a deadlock, a server limit): one batch may be
+      // the cause, so each is sent alone and meets its own fate.
+      for (const w of group) {
+        try {
+          w.resolve((await this.#statement([w.batch])).has(1))
+        } catch (own) {
+          w.reject(own)
+        }
+      }
+    }
+  }
+
+  /** One statement for `batches`; resolves with the 1-based positions of the claimed ones. */
+  async #statement(batches: Batch[]): Promise<Set<number>> {
+    const ids: string[] = []
+    const epochs: string[] = []
+    const firsts: number[] = []
+    const counts: number[] = []
+    const sizes: number[] = []
+    const lineBatch: number[] = []
+    const lineSeq: number[] = []
+    const texts: string[] = []
+    for (const [i, b] of batches.entries()) {
+      // A raw newline would shift every later line to another seq: JSON lines never hold one.
+      if (b.lines.some((line) => line.includes('\n'))) throw new Error(`session '${b.sessionId}': a line holds a raw newline`)
+      ids.push(b.sessionId)
+      epochs.push(b.epoch)
+      firsts.push(b.firstSeq)
+      counts.push(b.lines.length)
+      sizes.push(b.bytes)
+      for (let k = 0; k < b.lines.length; k++) {
+        lineBatch.push(i + 1)
+        lineSeq.push(b.firstSeq + k)
+      }
+      texts.push(b.lines.join('\n'))
+    }
+    const { rows } = await this.#db.query<{ bi: number }>(
+      GROUP_APPEND(this.#schema),
+      [ids, epochs, firsts, counts, sizes, lineBatch, lineSeq, texts.join('\n')],
+      // Named: each connection parses and plans the statement once, not on every batch.
+      `spj_append_${this.#schema}`,
+    )
+    return new Set(rows.map((r) => r.bi))
+  }
+}

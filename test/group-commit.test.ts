@@ -1,0 +1,132 @@
+// The PostgreSQL backend's group commit, against a scripted database: which batches share a
+// statement, what each caller learns when the statement fails, and the newline guard that keeps
+// lines on their own seqs. (The real server runs it in test/postgres-group-commit.test.ts.)
+import { describe, expect, test } from 'vitest'
+import type { Batch } from '../src/postgres/append-batch.js'
+import type { Db } from '../src/postgres/db.js'
+import { GroupCommit } from '../src/postgres/group-commit.js'
+
+interface Call {
+  ids: string[]
+  seqs: number[]
+  text: string
+  release(result: { claimed?: number[]; error?: unknown }): void
+}
+
+/** A Db whose append statements wait until the test answers them. */
+function scriptedDb() {
+  const calls: Call[] = []
+  let arrived: (() => void) | undefined
+  const db = {
+    query(_text: string, values: unknown[]) {
+      return new Promise((resolve, reject) => {
+        const ids = values[0] as string[]
+        calls.push({
+          ids,
+          seqs: values[6] as number[],
+          text: values[7] as string,
+          release: ({ claimed, error }) => {
+            if (error !== undefined) reject(error)
+            else resolve({ rows: (claimed ?? ids.map((_, i) => i + 1)).map((bi) => ({ bi })) })
+          },
+        })
+        arrived?.()
+      })
+    },
+  } as unknown as Db
+  const nextCall = async (n: number): Promise<Call> => {
+    while (calls.length < n) await new Promise<void>((r) => (arrived = r))
+    return calls[n - 1]!
+  }
+  return { db, calls, nextCall }
+}
+
+const batch = (sessionId: string, firstSeq: number, lines = ['{"a":1}', '{"b":2}']): Batch => ({
+  sessionId,
+  epoch: '7',
+  firstSeq,
+  lines,
+  bytes: lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0),
+})
+const settle = (p: Promise<boolean>) => p.then((v) => ({ ok: v }), (e: { code?: string }) => ({ error: e.code ?? String(e) }))
+
+describe('GroupCommit', () => {
+  test('a lone batch goes at once; batches arriving while the slots are busy share the next statement', async () => {
+    const { db, calls, nextCall } = scriptedDb()
+    const group = new GroupCommit(db, 's', 1)
+    const first = group.submit(batch('a', 0))
+    const c1 = await nextCall(1)
+    expect(c1.ids).toEqual(['a'])
+    const second = group.submit(batch('b', 4))
+    const third = group.submit(batch('c', 0, ['{"c":3}']))
+    expect(calls).toHaveLength(1) // the one slot is busy: b and c wait
+    c1.release({})
+    const c2 = await nextCall(2)
+    expect(c2.ids).toEqual(['b', 'c'])
+    // Lines travel as one text, each at its own seq.
+    expect(c2.text.split('\n')).toEqual(['{"a":1}', '{"b":2}', '{"c":3}'])
+    expect(c2.seqs).toEqual([4, 5, 0])
+    c2.release({ claimed: [2] }) // c claimed, b not (another writer's token)
+    expect(await first).toBe(true)
+    expect(await second).toBe(false)
+    expect(await third).toBe(true)
+  })
+
+  test('a failed connection leaves every batch of the statement unknown: each caller gets the error', async () => {
+    const { db, nextCall } = scriptedDb()
+    const group = new GroupCommit(db, 's', 1)
+    const first = settle(group.submit(batch('a', 0)))
+    const c1 = await nextCall(1)
+    const rest = [settle(group.submit(batch('b', 0))), settle(group.submit(batch('c', 0)))]
+    c1.release({})
+    const c2 = await nextCall(2)
+    c2.release({ error: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) })
+    expect(await first).toEqual({ ok: true })
+    expect(await Promise.all(rest)).toEqual([{ error: 'ECONNRESET' }, { error: 'ECONNRESET' }])
+  })
+
+  test('a statement that failed for one batch is retried batch by batch: the others are stored', async () => {
+    const { db, nextCall } = scriptedDb()
+    const group = new GroupCommit(db, 's', 1)
+    const first = settle(group.submit(batch('a', 0)))
+    const c1 = await nextCall(1)
+    const rest = [settle(group.submit(batch('b', 0))), settle(group.submit(batch('c', 0)))]
+    c1.release({})
+    ;(await nextCall(2)).release({ error: Object.assign(new Error('deadlock detected'), { code: '40P01' }) })
+    const b = await nextCall(3)
+    expect(b.ids).toEqual(['b'])
+    b.release({ error: Object.assign(new Error('value too long'), { code: '22001' }) })
+    const c = await nextCall(4)
+    expect(c.ids).toEqual(['c'])
+    c.release({})
+    expect(await first).toEqual({ ok: true })
+    expect(await Promise.all(rest)).toEqual([{ error: '22001' }, { ok: true }])
+  })
+
+  test('a line holding a raw newline is refused before anything is sent', async () => {
+    const { db, calls } = scriptedDb()
+    const group = new GroupCommit(db, 's', 2)
+    const refused = await settle(group.submit(batch('a', 0, ['{"a":1}\n{"forged":true}'])))
+    expect(refused).toEqual({ error: expect.stringContaining('raw newline') })
+    expect(calls).toHaveLength(0)
+  })
+
+  test('a group never holds more than 5,000 lines, unless one batch alone does', async () => {
+    const { db, nextCall } = scriptedDb()
+    const group = new GroupCommit(db, 's', 1)
+    const lines = (n: number) => Array.from({ length: n }, (_, i) => `{"i":${i}}`)
+    const pending = [group.submit(batch('a', 0))]
+    const c1 = await nextCall(1)
+    pending.push(group.submit(batch('big', 0, lines(6_000))))
+    pending.push(group.submit(batch('b', 0, lines(3_000))))
+    pending.push(group.submit(batch('c', 0, lines(2_000))))
+    c1.release({})
+    const c2 = await nextCall(2)
+    expect(c2.ids).toEqual(['big'])
+    c2.release({})
+    const c3 = await nextCall(3)
+    expect(c3.ids).toEqual(['b', 'c'])
+    c3.release({})
+    expect(await Promise.all(pending)).toEqual([true, true, true, true])
+  })
+})

@@ -1,0 +1,171 @@
+// Group commit on a real server: sessions that share one append statement are still fenced one
+// by one; migration 2 (events without their foreign key) keeps every stored line; a deleted
+// session leaves no line behind.
+import pg from 'pg'
+import { afterAll, describe, expect, test } from 'vitest'
+import { headerLine } from '../src/core/meta.js'
+import { createPostgresPersistence, type PostgresSessionPersistence, SCHEMA_VERSION } from '../src/postgres/index.js'
+import { MIGRATIONS } from '../src/postgres/migrations.js'
+import { meta, turn } from './helpers/events.js'
+import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
+
+const url = pgUrl()
+const schemas: string[] = []
+const cleanups: (() => Promise<void>)[] = []
+const schema = () => {
+  const s = freshSchema('group')
+  schemas.push(s)
+  return s
+}
+
+afterAll(async () => {
+  for (const c of cleanups) await c()
+  if (url) await dropSchemas(url, schemas)
+})
+
+/**
+ * A caller's pool whose first append statement waits at a gate until the test opens it, and
+ * which records the sessions each append statement carried.
+ */
+function gatedPool(connectionString: string) {
+  const pool = new pg.Pool({ connectionString, max: 8 })
+  pool.on('error', () => {})
+  const appends: string[][] = []
+  let open!: () => void
+  const gate = new Promise<void>((resolve) => (open = resolve))
+  let entered!: () => void
+  const firstEntered = new Promise<void>((resolve) => (entered = resolve))
+  const patched = new WeakSet<pg.PoolClient>()
+  const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>
+  ;(pool as unknown as { connect: () => Promise<pg.PoolClient> }).connect = async () => {
+    const client = await connect()
+    if (!patched.has(client)) {
+      patched.add(client)
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>
+      ;(client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
+        const config = args[0] as { name?: string; values?: unknown[] }
+        if (typeof config === 'object' && config.name?.startsWith('spj_append')) {
+          appends.push(config.values![0] as string[])
+          if (appends.length === 1) {
+            entered()
+            await gate
+          }
+        }
+        return query(...args)
+      }
+    }
+    return client
+  }
+  return { pool, appends, open, firstEntered }
+}
+
+describe.skipIf(!url)('PostgreSQL group commit', () => {
+  test('batches of several sessions share one statement; a session another writer took over is refused alone', async () => {
+    const s = schema()
+    const gated = gatedPool(url!)
+    const store = createPostgresPersistence({ pool: gated.pool, schema: s, appendStatements: 1 })
+    cleanups.push(async () => {
+      await store.end()
+      await gated.pool.end()
+    })
+    for (const id of ['a', 'b', 'c']) {
+      await store.create(meta(id))
+      await store.append(id, turn(0, 1)) // the first batch creates the row: not a group statement
+    }
+    // Another host took 'b' over: its row carries another writer token now.
+    await sql(url!, `UPDATE "${s}".sessions SET writer_epoch = writer_epoch + 1000 WHERE session_id = 'b'`)
+
+    const first = store.append('a', turn(4, 2))
+    await gated.firstEntered // 'a' holds the only slot: what comes now waits and is grouped
+    const later = Promise.allSettled([store.append('b', turn(4, 2)), store.append('c', turn(4, 2))])
+    await new Promise((r) => setImmediate(r))
+    gated.open()
+    await first
+    const [b, c] = await later
+
+    expect(gated.appends).toEqual([['a'], ['b', 'c']])
+    expect(b).toMatchObject({ status: 'rejected', reason: { code: 'E_LOCKED' } })
+    expect(c.status).toBe('fulfilled')
+    const counts = await sql<{ session_id: string; n: string }>(
+      url!,
+      `SELECT session_id, count(*) AS n FROM "${s}".events GROUP BY session_id ORDER BY session_id`,
+    )
+    expect(counts).toEqual([
+      { session_id: 'a', n: '8' },
+      { session_id: 'b', n: '4' }, // nothing of the refused batch
+      { session_id: 'c', n: '8' },
+    ])
+    const lengths = await sql<{ session_id: string; length: string }>(
+      url!,
+      `SELECT session_id, length::text FROM "${s}".sessions ORDER BY session_id`,
+    )
+    expect(lengths.map((r) => r.length)).toEqual(['8', '4', '8'])
+  })
+
+  test('sixteen sessions appending at once: every log whole and in order, in fewer statements than batches', async () => {
+    const s = schema()
+    const gated = gatedPool(url!)
+    const store = createPostgresPersistence({ pool: gated.pool, schema: s, appendStatements: 2 })
+    cleanups.push(async () => {
+      await store.end()
+      await gated.pool.end()
+    })
+    gated.open()
+    const ids = Array.from({ length: 16 }, (_, i) => `s${i}`)
+    for (const id of ids) {
+      await store.create(meta(id))
+      await store.append(id, turn(0, 0))
+    }
+    await Promise.all(ids.map(async (id) => {
+      for (let t = 1; t <= 20; t++) await store.append(id, turn(t * 4, t))
+    }))
+    await store.closeAll()
+    expect(gated.appends.flat().length).toBe(16 * 20)
+    expect(gated.appends.length).toBeLessThan(16 * 20)
+    for (const id of ids) {
+      const loaded = await store.load(id)
+      expect(loaded.events.map((e) => e.seq)).toEqual(Array.from({ length: 84 }, (_, i) => i))
+      await store.close(id)
+    }
+  })
+
+  test('migration 2 drops only the foreign key: a version-1 schema keeps every line and loads the same', async () => {
+    const s = schema()
+    const header = headerLine(meta('old')).slice(0, -1)
+    const lines = turn(0, 1).map((e) => JSON.stringify(e))
+    await sql(url!, `CREATE SCHEMA "${s}"; CREATE TABLE "${s}".schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`)
+    await sql(url!, MIGRATIONS[0]!(s))
+    await sql(url!, `INSERT INTO "${s}".schema_migrations (version) VALUES (1)`)
+    await sql(url!, `INSERT INTO "${s}".sessions (session_id, header_line, created_at, length, size_bytes, writer_epoch) VALUES ('old', $1, 1, 4, 0, 0)`, [header])
+    await sql(url!, `INSERT INTO "${s}".events SELECT 'old', o - 1, l FROM unnest($1::text[]) WITH ORDINALITY u(l, o)`, [lines])
+    const foreignKeys = () => sql(url!, `SELECT conname FROM pg_constraint WHERE conrelid = '"${s}".events'::regclass AND contype = 'f'`)
+    expect(await foreignKeys()).toHaveLength(1)
+
+    const store = createPostgresPersistence({ connectionString: url!, schema: s, poolSize: 2 })
+    cleanups.push(() => store.end())
+    const loaded = await store.load('old')
+    expect(loaded.events.map((e) => JSON.stringify(e))).toEqual(lines)
+    expect(await foreignKeys()).toHaveLength(0)
+    const versions = await sql<{ version: number }>(url!, `SELECT version FROM "${s}".schema_migrations ORDER BY version`)
+    expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1))
+    await store.append('old', turn(4, 2))
+    expect((await sql(url!, `SELECT 1 FROM "${s}".events WHERE session_id = 'old'`)).length).toBe(8)
+  })
+
+  test('delete removes the lines with the row; the id starts from nothing when created again', async () => {
+    const s = schema()
+    const store: PostgresSessionPersistence = createPostgresPersistence({ connectionString: url!, schema: s, poolSize: 2 })
+    cleanups.push(() => store.end())
+    await store.create(meta('gone'))
+    await store.append('gone', turn(0, 1))
+    await store.append('gone', turn(4, 2))
+    await store.close('gone')
+    await store.delete('gone')
+    expect(await sql(url!, `SELECT 1 FROM "${s}".events WHERE session_id = 'gone'`)).toHaveLength(0)
+    await store.create(meta('gone'))
+    await store.append('gone', turn(0, 7))
+    await store.close('gone')
+    const loaded = await store.load('gone')
+    expect(loaded.events.map((e) => e.data)).toEqual(turn(0, 7).map((e) => e.data))
+  })
+})

@@ -1,6 +1,7 @@
 import { SessionPersistenceError } from '../errors.js'
 import { encodeSessionId } from './id-encoding.js'
-import { plainJsonProblem } from './json-check.js'
+import { isPlainJson, plainJsonProblem } from './json-check.js'
+import { knownValidMeta } from './meta-check.js'
 import { describeZodError, SESSION_FORMAT_VERSION, type SessionHeader, type SessionMeta, SessionMetaSchema } from './schema.js'
 
 /**
@@ -13,12 +14,15 @@ export function validateMeta(meta: unknown): SessionMeta {
   }
   const id = (meta as { id?: unknown }).id
   if (typeof id === 'string') encodeSessionId(id)
-  const problem = plainJsonProblem(meta, 'meta')
+  const problem = isPlainJson(meta) ? undefined : plainJsonProblem(meta, 'meta')
   if (problem) {
     throw new SessionPersistenceError('E_INVALID_META', `invalid session meta: ${problem}`, {
       sessionId: typeof id === 'string' ? id : undefined,
     })
   }
+  // The common case without zod (meta-check.ts); zod judges the rest and words the error.
+  const known = knownValidMeta(meta as Record<string, unknown>)
+  if (known) return known
   const result = SessionMetaSchema.safeParse(JSON.parse(JSON.stringify(meta)))
   if (!result.success) {
     throw new SessionPersistenceError('E_INVALID_META', `invalid session meta: ${describeZodError(result.error)}`, {

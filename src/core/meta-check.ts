@@ -1,0 +1,43 @@
+// Hot-path twin of SessionMetaSchema (schema.ts). Every new session validates its meta, and in
+// a new session's conditions (the event loop just woke from waiting on a sync, caches cold) zod
+// measured 30–100 µs there against a few µs for this. test/meta-matches-schema.test.ts proves
+// both agree; anything this does not accept goes to zod, which decides and words the error.
+import { isAbsolute } from 'node:path'
+import type { SessionMeta } from './schema.js'
+
+const SHAPE = new Set(['id', 'createdAt', 'cwd', 'parentSession', 'seedLength', 'delegationDepth'])
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+
+/** A value as JSON.parse(JSON.stringify(v)) gives it back (v is known to be plain JSON). */
+function jsonCopy(v: unknown): unknown {
+  if (typeof v === 'object' && v !== null) return JSON.parse(JSON.stringify(v))
+  return Object.is(v, -0) ? 0 : v
+}
+
+/**
+ * The meta zod would return for `meta` (plain JSON, `undefined` properties allowed): a copy
+ * without `undefined` fields, the known fields in the schema's order, then the others in the
+ * caller's. Undefined when `meta` is not valid, or is valid in a way only zod should judge (a
+ * `__proto__` key).
+ */
+export function knownValidMeta(meta: Record<string, unknown>): SessionMeta | undefined {
+  const { id, createdAt, cwd, parentSession, seedLength, delegationDepth } = meta
+  if (typeof id !== 'string' || id.length === 0 || !isCount(createdAt) || !isCount(delegationDepth)) return undefined
+  if (cwd !== undefined && (typeof cwd !== 'string' || !isAbsolute(cwd))) return undefined
+  if (parentSession !== undefined && (typeof parentSession !== 'string' || parentSession.length === 0)) return undefined
+  if (seedLength !== undefined && (!isCount(seedLength) || parentSession === undefined)) return undefined
+  const out: Record<string, unknown> = { id, createdAt: jsonCopy(createdAt) }
+  if (cwd !== undefined) out.cwd = cwd
+  if (parentSession !== undefined) out.parentSession = parentSession
+  if (seedLength !== undefined) out.seedLength = jsonCopy(seedLength)
+  out.delegationDepth = jsonCopy(delegationDepth)
+  for (const key of Object.keys(meta)) {
+    if (SHAPE.has(key)) continue
+    const value = meta[key]
+    if (value === undefined) continue
+    if (key === 'type' || key === 'version' || key === '__proto__') return undefined
+    out[key] = jsonCopy(value)
+  }
+  return out as SessionMeta
+}

@@ -281,27 +281,31 @@ class PostgresPersistence implements PostgresSessionPersistence {
   async delete(id: string, options?: DeleteOptions): Promise<void> {
     checkId(id)
     const condition = parseDeleteOptions(options, id)
-    const path = this.#path(id)
-    if (this.#sessions.has(id)) {
-      throw new SessionPersistenceError('E_SESSION_LIVE', `session '${id}' is open in this instance; close it first`, {
-        sessionId: id,
-        path,
-      })
-    }
-    await this.#ready_()
+    // Registered while it runs, as the JSONL backend does: a load, create or fork of this id in
+    // this instance meanwhile is refused with E_SESSION_LIVE, not E_LOCKED against itself.
+    const s = this.#track(id, 'E_SESSION_LIVE')
+    const { path } = s
     const key = this.#key(id)
+    // Admitted now, before any await: an end() called after this waits for the delete (on the
+    // session's queue) instead of failing it half way.
+    const ready = this.#ready_()
     try {
-      if (!(await sessionExists(this.#db, this.#c.schema, id))) throw notFound(id, path)
-      if (!(await this.#lock.tryLock(key))) throw await lockedBy(this.#db, this.#c.schema, id, path)
-      try {
-        const outcome = await deleteSession(this.#db, this.#c.schema, id, condition.ifLastWriteAtOrBefore)
-        if (outcome.kind === 'missing') throw notFound(id, path)
-        if (outcome.kind === 'written-since') assertNotWrittenSince(condition, outcome.lastWriteMs, { sessionId: id, path })
-      } finally {
-        await this.#lock.unlock(key)
-      }
+      await s.ops.run(async () => {
+        await ready
+        if (!(await sessionExists(this.#db, this.#c.schema, id))) throw notFound(id, path)
+        if (!(await this.#lock.tryLock(key))) throw await lockedBy(this.#db, this.#c.schema, id, path)
+        try {
+          const outcome = await deleteSession(this.#db, this.#c.schema, id, condition.ifLastWriteAtOrBefore)
+          if (outcome.kind === 'missing') throw notFound(id, path)
+          if (outcome.kind === 'written-since') assertNotWrittenSince(condition, outcome.lastWriteMs, { sessionId: id, path })
+        } finally {
+          await this.#lock.unlock(key)
+        }
+      })
     } catch (err) {
       throw this.#wrap(err, `delete session '${id}'`, id)
+    } finally {
+      if (this.#sessions.get(id) === s) this.#sessions.delete(id)
     }
   }
 

@@ -33,6 +33,11 @@ import type {
   SessionListing,
 } from './persistence.js'
 
+/** Never reached: a first append sets what its link waits for before its first await. */
+function notYetLocked(): Promise<never> {
+  return Promise.reject(new Error('a new log was about to be published before its writer lock was asked for'))
+}
+
 interface ReadOptions {
   /** Compute the closers of an open final turn (inspect) or not (fork, raw reads). */
   closeOpenTurn: boolean
@@ -103,19 +108,25 @@ class JsonlPersistence implements JsonlSessionPersistence {
         { sessionId: s.id, path: s.path },
       )
     }
+    // A first append starts the log's temporary file before it takes the lock: writing and
+    // syncing that file is the longer path; the lock and the under-lock check of the other
+    // buckets overlap with it, and the link waits for both (`mayPublish`, set below before any
+    // await, long before the materialization asks for it).
+    const { writer, path } = s
+    let mayPublish: Promise<void> | undefined
+    const materializing = writer
+      ? undefined
+      : this.#materialize(s, path, Buffer.concat([Buffer.from(headerLine(s.meta)), batch.bytes]), () => mayPublish ?? notYetLocked())
+    materializing?.catch(() => {}) // awaited below
     const locked = s.lock ? (earlyLockCheck ?? s.lock.assertHeld()) : this.#locks.acquire(s.id).then((l) => void (s.lock = l))
     try {
-      if (s.writer) {
+      if (writer) {
         if (locked) await locked
-        await s.writer.append(batch.bytes)
+        await writer.append(batch.bytes)
       } else {
-        // The lock and the under-lock check of the other buckets overlap with writing the
-        // temporary file; the link waits for both.
-        const path = s.path
-        const mayPublish = (locked ?? Promise.resolve()).then(() => this.#assertNoLog(s.id, path))
+        mayPublish = (locked ?? Promise.resolve()).then(() => this.#assertNoLog(s.id, path))
         mayPublish.catch(() => {})
-        const bytes = Buffer.concat([Buffer.from(headerLine(s.meta)), batch.bytes])
-        s.writer = await this.#materialize(s, path, bytes, () => mayPublish)
+        s.writer = await materializing
       }
     } catch (err) {
       await locked?.catch(() => {}) // a lock still being taken must land before close can release it

@@ -1,4 +1,5 @@
-import type pg from 'pg'
+import pg from 'pg'
+import type { ResolvedPostgresConfig } from './config.js'
 import { SerialOps } from '../core/serial.js'
 
 // Session-level advisory locks: held until unlocked or until the connection ends, however it
@@ -6,6 +7,33 @@ import { SerialOps } from '../core/serial.js'
 // holder; the writer epoch in the session's row (append-batch.ts) is what fences it.
 const TRY_LOCK = 'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked'
 const UNLOCK = 'SELECT pg_advisory_unlock(hashtextextended($1, 0)) AS unlocked'
+
+/** The key of a session's advisory lock: the schema is part of it, so teams sharing a database never collide. */
+export function sessionKey(schema: string, id: string): string {
+  return `${schema}/${id}`
+}
+
+/** Server-side TCP keepalives of the lock connection (settable by any user, per session). */
+export const LOCK_CONNECTION_KEEPALIVES =
+  'SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 30000'
+
+/**
+ * Opens a store's lock connection: its own connection, never a pool slot (with a caller's pool
+ * it uses the pool's settings), so a small pool cannot be starved by the locks it holds.
+ */
+export function lockClientOpener(c: ResolvedPostgresConfig, applicationName: string): () => Promise<OpenedLockClient> {
+  return async () => {
+    const settings = c.pool ? { ...(c.pool.options as pg.ClientConfig) } : { connectionString: c.connectionString }
+    const client = new pg.Client({ ...settings, application_name: applicationName })
+    client.on('error', () => {})
+    await client.connect()
+    // The server drops this connection, and with it our advisory locks, about 30 s after our
+    // host stops answering (a power loss), instead of after Linux's default two hours of
+    // keepalive silence: a dead host's sessions become writable elsewhere that soon.
+    await client.query(LOCK_CONNECTION_KEEPALIVES)
+    return { client, close: () => client.end() }
+  }
+}
 
 export interface OpenedLockClient {
   client: pg.ClientBase

@@ -1,5 +1,4 @@
 import { assertSeedLength, childMeta } from '../core/fork-point.js'
-import pg from 'pg'
 import { callOptions } from '../core/call-options.js'
 import { computeClosers } from '../core/closers.js'
 import { describeLocation } from '../core/location.js'
@@ -7,7 +6,7 @@ import { alreadyTracked } from '../core/tracked.js'
 import { defaultLogger } from '../core/logger.js'
 import { headerLine, metaFromHeader, validateMeta } from '../core/meta.js'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
-import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
+import { SessionPersistenceError } from '../errors.js'
 import { assertNotWrittenSince, parseDeleteOptions } from '../delete-options.js'
 import type {
   DeleteOptions,
@@ -20,19 +19,18 @@ import type {
   SessionListing,
   SessionStore,
 } from '../persistence.js'
-import { appendBatch, type Batch, OutcomeUnknown, storedState } from './append-batch.js'
-import { GroupCommit } from './group-commit.js'
 import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
-import { Db, dbError, isConnectionError, retrying } from './db.js'
+import { Db, dbError, isConnectionError } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
 import { type ForkWrite, forkSession, readForkPoint, rowIsOurs } from './fork-session.js'
 import { checkRawLog, importRawLog } from './import-raw.js'
 import { listSessions } from './list-sessions.js'
-import { LockConnection } from './lock-connection.js'
+import { LockConnection, lockClientOpener, sessionKey } from './lock-connection.js'
 import { migrate } from './migrate.js'
 import { notFound, readSnapshot, readStoredLog } from './read-session.js'
-import { checkId, newTracked, notWritable, sameBatch, serializeBatch, type Tracked } from './session-state.js'
-import { claimSession, lockedBy, nextEpoch } from './session-row.js'
+import { checkId, newTracked, notWritable, serializeBatch, type Tracked } from './session-state.js'
+import { claimSession, lockedBy } from './session-row.js'
+import { SessionWriter } from './session-writer.js'
 
 /** The PostgreSQL backend: the seam plus fork, closeAll, raw transfer, and `end()`. */
 export interface PostgresSessionPersistence extends SessionStore {
@@ -41,10 +39,6 @@ export interface PostgresSessionPersistence extends SessionStore {
   /** Closes every session, then what the backend opened (its pool, its lock connection). Idempotent. */
   end(): Promise<void>
 }
-
-/** Server-side TCP keepalives of the lock connection (settable by any user, per session). */
-export const LOCK_CONNECTION_KEEPALIVES =
-  'SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 30000'
 
 /**
  * Opens the PostgreSQL backend. No I/O happens here: the first operation creates or migrates
@@ -58,19 +52,7 @@ export function createPostgresPersistence(config: PostgresConfig): PostgresSessi
   const applicationName = `session-persistence-jsonl ${c.host}`.slice(0, 63)
   const db = c.pool ? new Db(c.pool, { owned: false, logger }) : Db.open(c.connectionString!, c.poolSize, logger, applicationName)
   const sessions = new Map<string, Tracked>()
-  const lock = new LockConnection(async () => {
-    // Its own connection, never a pool slot: with a caller's pool it uses the pool's settings,
-    // so a small pool cannot be starved by the locks it holds.
-    const settings = c.pool ? { ...(c.pool.options as pg.ClientConfig) } : { connectionString: c.connectionString }
-    const client = new pg.Client({ ...settings, application_name: applicationName })
-    client.on('error', () => {})
-    await client.connect()
-    // The server drops this connection, and with it our advisory locks, about 30 s after our
-    // host stops answering (a power loss), instead of after Linux's default two hours of
-    // keepalive silence: a dead host's sessions become writable elsewhere that soon.
-    await client.query(LOCK_CONNECTION_KEEPALIVES)
-    return { client, close: () => client.end() }
-  }, async (key) => {
+  const lock = new LockConnection(lockClientOpener(c, applicationName), async (key) => {
     // A session is still ours while its row carries our token (or it has no row yet).
     const s = sessions.get(key.slice(c.schema.length + 1))
     if (s?.epoch === undefined) return false
@@ -88,7 +70,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
   readonly #db: Db
   readonly #lock: LockConnection
   readonly #sessions: Map<string, Tracked>
-  readonly #group: GroupCommit
+  readonly #writer: SessionWriter
   #ready: Promise<void> | undefined
   #ended: Promise<void> | undefined
 
@@ -97,7 +79,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
     this.#db = db
     this.#lock = lock
     this.#sessions = sessions
-    this.#group = new GroupCommit(db, c.schema, c.appendStatements)
+    this.#writer = new SessionWriter(c, db, lock)
   }
 
   get schema(): string {
@@ -126,78 +108,10 @@ class PostgresPersistence implements PostgresSessionPersistence {
     if (!s || s.closing) throw notWritable(id)
     const { firstSeq, lines, bytes } = serializeBatch(id, events) // captured now: later mutation changes nothing
     if (lines.length === 0) return
-    await s.ops.run(() => this.#appendNow(s, firstSeq, lines, bytes))
-  }
-
-  async #appendNow(s: Tracked, firstSeq: number, lines: string[], bytes: number): Promise<void> {
-    if (this.#sessions.get(s.id) !== s || !s.headerLine || !s.meta) throw notWritable(s.id)
-    if (s.unknown) await this.#resolveUnknown(s)
-    if (s.resolved && sameBatch(s.resolved, firstSeq, lines)) return // a retry of a batch found stored
-    if (firstSeq !== s.nextSeq) {
-      throw new SessionPersistenceError(
-        'E_SEQ_NOT_CONTIGUOUS',
-        `session '${s.id}': the batch starts at seq ${firstSeq}, the log continues at ${s.nextSeq}`,
-        { sessionId: s.id, path: s.path },
-      )
-    }
-    if (!this.#lock.healthy) void this.#lock.reacquire().catch(() => {})
-    await this.#ensureHeld(s).catch((err: unknown) => {
-      throw this.#wrap(err, `take session '${s.id}'`, s.id)
+    await s.ops.run(() => {
+      if (this.#sessions.get(id) !== s) throw notWritable(id)
+      return this.#writer.append(s, firstSeq, lines, bytes)
     })
-    const batch: Batch = { sessionId: s.id, epoch: s.epoch!, firstSeq, lines, bytes }
-    if (!s.stored) batch.create = { headerLine: s.headerLine, createdAt: s.meta.createdAt, host: this.#c.host }
-    await this.#write(s, batch)
-  }
-
-  async #write(s: Tracked, batch: Batch, ambiguous = false): Promise<void> {
-    s.resolved = undefined
-    try {
-      await appendBatch(this.#db, this.#group, this.#c.schema, batch, {
-        deadline: Date.now() + this.#c.retryTimeoutMs,
-        path: s.path,
-        ambiguous,
-      })
-    } catch (err) {
-      if (err instanceof OutcomeUnknown) s.unknown = batch
-      throw this.#wrap(err, `append to session '${s.id}'`, s.id)
-    }
-    s.stored = true
-    s.nextSeq = batch.firstSeq + batch.lines.length
-  }
-
-  /** Finds out whether the unanswered batch was stored, and moves on from there. */
-  async #resolveUnknown(s: Tracked): Promise<void> {
-    const batch = s.unknown!
-    let state
-    try {
-      state = await storedState(this.#db, this.#c.schema, batch, s.path)
-    } catch (err) {
-      throw this.#wrap(err, `resolve the last batch of session '${s.id}'`, s.id)
-    }
-    s.unknown = undefined
-    if (state === 'stored') {
-      s.stored = true
-      s.nextSeq = batch.firstSeq + batch.lines.length
-      s.resolved = batch
-    }
-  }
-
-  /** Takes the session's advisory lock and a fresh writer token, unless we hold it already. */
-  async #ensureHeld(s: Tracked): Promise<void> {
-    if (s.epoch !== undefined) return
-    // Both are safe to repeat: a lock taken on a connection that then died went with it.
-    const deadline = Date.now() + this.#c.retryTimeoutMs
-    const [locked, epoch] = await Promise.allSettled([
-      retrying(deadline, () => this.#lock.tryLock(this.#key(s.id))),
-      retrying(deadline, () => nextEpoch(this.#db, this.#c.schema)),
-    ])
-    if (locked.status === 'rejected') throw locked.reason
-    if (!locked.value) throw await lockedBy(this.#db, this.#c.schema, s.id, s.path)
-    if (epoch.status === 'rejected') {
-      await this.#lock.unlock(this.#key(s.id)) // all or nothing: never a lock without its token
-      throw epoch.reason
-    }
-    s.epoch = epoch.value
   }
 
   async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
@@ -208,7 +122,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
       await this.#ready_()
       // Found first, then locked: polling for a session that does not exist takes no lock.
       if (!(await sessionExists(this.#db, this.#c.schema, id))) throw notFound(id, s.path)
-      await this.#ensureHeld(s)
+      await this.#writer.ensureHeld(s)
       const head = await claimSession(this.#db, this.#c.schema, id, s.epoch!, this.#c.host)
       if (!head) throw notFound(id, s.path)
       const log = (await this.#db.with((client) => readStoredLog(client, this.#c.schema, id, s.path, { head })))!
@@ -217,7 +131,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
       const closers = closeOpenTurn ? computeClosers(log.events, log.header.createdAt) : []
       if (closers.length > 0) {
         const { lines, bytes } = serializeBatch(id, closers)
-        await this.#write(s, { sessionId: id, epoch: s.epoch!, firstSeq: log.events.length, lines, bytes })
+        await this.#writer.write(s, { sessionId: id, epoch: s.epoch!, firstSeq: log.events.length, lines, bytes })
       }
       const loaded: LoadedSession = { meta: { ...meta }, events: closers.length > 0 ? [...log.events, ...closers] : log.events }
       if (closers.length > 0) loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
@@ -265,7 +179,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
       await this.#assertAbsent(s)
       Object.assign(s, { meta, headerLine: headerLine(meta).slice(0, -1), nextSeq: seedLength })
       if (seedLength === 0) return meta // nothing to write: the lock is taken at the first append
-      await this.#ensureHeld(s)
+      await this.#writer.ensureHeld(s)
       const f: ForkWrite = { parentId, meta, headerLine: s.headerLine!, seedLength, epoch: s.epoch!, host: this.#c.host }
       try {
         await forkSession(this.#db, this.#c.schema, f, s.path)
@@ -332,7 +246,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
     try {
       await this.#run(s, async () => {
         await this.#assertAbsent(s)
-        await this.#ensureHeld(s)
+        await this.#writer.ensureHeld(s)
         try {
           await importRawLog(this.#db, this.#c.schema, copy, createdAt, { epoch: s.epoch!, host: this.#c.host }, path)
         } catch (err) {
@@ -407,7 +321,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
   }
 
   #key(id: string): string {
-    return `${this.#c.schema}/${id}`
+    return sessionKey(this.#c.schema, id)
   }
 
   #path(id: string): string {
@@ -434,7 +348,6 @@ class PostgresPersistence implements PostgresSessionPersistence {
   }
 
   #wrap(err: unknown, what: string, sessionId?: string): SessionPersistenceError {
-    if (isSessionPersistenceError(err)) return err
     return dbError(err, what, sessionId)
   }
 }

@@ -9,17 +9,24 @@ const SHAPE = new Set(['id', 'createdAt', 'cwd', 'parentSession', 'seedLength', 
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
 
-/** A value as JSON.parse(JSON.stringify(v)) gives it back (v is known to be plain JSON). */
+const UNJUDGED = Symbol('left to zod')
+
+/**
+ * A value as JSON.parse(JSON.stringify(v)) gives it back (v is known to be plain JSON), or
+ * UNJUDGED when it may hold a `__proto__` key, which zod drops (also a string "__proto__": a
+ * false alarm only costs the slow path).
+ */
 function jsonCopy(v: unknown): unknown {
-  if (typeof v === 'object' && v !== null) return JSON.parse(JSON.stringify(v))
-  return Object.is(v, -0) ? 0 : v
+  if (typeof v !== 'object' || v === null) return Object.is(v, -0) ? 0 : v
+  const text = JSON.stringify(v)
+  return text.includes('"__proto__"') ? UNJUDGED : JSON.parse(text)
 }
 
 /**
  * The meta zod would return for `meta` (plain JSON, `undefined` properties allowed): a copy
  * without `undefined` fields, the known fields in the schema's order, then the others in the
  * caller's. Undefined when `meta` is not valid, or is valid in a way only zod should judge (a
- * `__proto__` key).
+ * `__proto__` key, at any depth).
  */
 export function knownValidMeta(meta: Record<string, unknown>): SessionMeta | undefined {
   const { id, createdAt, cwd, parentSession, seedLength, delegationDepth } = meta
@@ -37,7 +44,9 @@ export function knownValidMeta(meta: Record<string, unknown>): SessionMeta | und
     const value = meta[key]
     if (value === undefined) continue
     if (key === 'type' || key === 'version' || key === '__proto__') return undefined
-    out[key] = jsonCopy(value)
+    const copy = jsonCopy(value)
+    if (copy === UNJUDGED) return undefined
+    out[key] = copy
   }
   return out as SessionMeta
 }

@@ -29,7 +29,7 @@ export async function writeRecordFile(ctx: StoreContext, dir: string, record: Lo
     ino = st.ino
     // Created with 0600, the file can only have lost bits to the umask: chmod only then (or when
     // the seam cannot tell), and let the log's materialization know whether it must.
-    const exact = st.mode !== undefined && (st.mode & 0o777) === FILE_MODE
+    const exact = st.mode !== undefined && (st.mode & 0o7777) === FILE_MODE // no setuid, setgid or sticky bit either
     ctx.createdFilesExact = exact
     if (!exact) await h.chmod(FILE_MODE)
   } catch (err) {

@@ -1,10 +1,13 @@
 // Group commit on a real server: sessions that share one append statement are still fenced one
-// by one; migration 2 (events without their foreign key) keeps every stored line; a deleted
-// session leaves no line behind.
+// by one; migration 2 (events without their foreign key, a trigger deleting a session's lines)
+// keeps every stored line, steps aside while others hold its tables; a deleted session leaves no
+// line behind, whoever deletes its row.
 import pg from 'pg'
 import { afterAll, describe, expect, test } from 'vitest'
 import { headerLine } from '../src/core/meta.js'
 import { createPostgresPersistence, type PostgresSessionPersistence, SCHEMA_VERSION } from '../src/postgres/index.js'
+import { Db } from '../src/postgres/db.js'
+import { migrate } from '../src/postgres/migrate.js'
 import { MIGRATIONS } from '../src/postgres/migrations.js'
 import { meta, turn } from './helpers/events.js'
 import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
@@ -129,7 +132,8 @@ describe.skipIf(!url)('PostgreSQL group commit', () => {
     }
   })
 
-  test('migration 2 drops only the foreign key: a version-1 schema keeps every line and loads the same', async () => {
+  /** A schema at version 1 (with the foreign key) holding one session 'old' of four lines. */
+  async function versionOneSchema(): Promise<{ s: string; lines: string[] }> {
     const s = schema()
     const header = headerLine(meta('old')).slice(0, -1)
     const lines = turn(0, 1).map((e) => JSON.stringify(e))
@@ -138,6 +142,11 @@ describe.skipIf(!url)('PostgreSQL group commit', () => {
     await sql(url!, `INSERT INTO "${s}".schema_migrations (version) VALUES (1)`)
     await sql(url!, `INSERT INTO "${s}".sessions (session_id, header_line, created_at, length, size_bytes, writer_epoch) VALUES ('old', $1, 1, 4, 0, 0)`, [header])
     await sql(url!, `INSERT INTO "${s}".events SELECT 'old', o - 1, l FROM unnest($1::text[]) WITH ORDINALITY u(l, o)`, [lines])
+    return { s, lines }
+  }
+
+  test('migration 2 drops only the foreign key: a version-1 schema keeps every line and loads the same', async () => {
+    const { s, lines } = await versionOneSchema()
     const foreignKeys = () => sql(url!, `SELECT conname FROM pg_constraint WHERE conrelid = '"${s}".events'::regclass AND contype = 'f'`)
     expect(await foreignKeys()).toHaveLength(1)
 
@@ -150,6 +159,53 @@ describe.skipIf(!url)('PostgreSQL group commit', () => {
     expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1))
     await store.append('old', turn(4, 2))
     expect((await sql(url!, `SELECT 1 FROM "${s}".events WHERE session_id = 'old'`)).length).toBe(8)
+  })
+
+  test('a row deleted by plain SQL (an older release, a retention job) takes its lines: the id can be created again', async () => {
+    const { s } = await versionOneSchema()
+    const store = createPostgresPersistence({ connectionString: url!, schema: s, poolSize: 2 })
+    cleanups.push(() => store.end())
+    expect((await store.list()).map((l) => l.meta.id)).toEqual(['old']) // migrates
+    await sql(url!, `DELETE FROM "${s}".sessions WHERE session_id = 'old'`)
+    expect(await sql(url!, `SELECT 1 FROM "${s}".events WHERE session_id = 'old'`)).toHaveLength(0)
+    await store.create(meta('old'))
+    await store.append('old', turn(0, 9))
+    await store.close('old')
+    expect((await store.load('old')).events.map((e) => e.data)).toEqual(turn(0, 9).map((e) => e.data))
+  })
+
+  test('a migration that cannot get its table locks steps aside and tries again; past its deadline it gives up', async () => {
+    const { s } = await versionOneSchema()
+    // Another host in a long read of events: its lock blocks the migration's ALTER TABLE.
+    const reader = new pg.Client({ connectionString: url! })
+    await reader.connect()
+    cleanups.push(() => reader.end())
+    await reader.query(`BEGIN; SELECT count(*) FROM "${s}".events`)
+    const warnings: string[] = []
+    let warned!: () => void
+    const firstWarning = new Promise<void>((resolve) => (warned = resolve))
+    const pool = new pg.Pool({ connectionString: url!, max: 2 })
+    cleanups.push(() => pool.end())
+    const db = new Db(pool, {
+      owned: false,
+      logger: {
+        warn: (message: string) => {
+          warnings.push(message)
+          warned()
+        },
+      },
+    })
+
+    expect(await migrate(db, s, { lockTimeoutMs: 50, deadline: Date.now() }).then(() => 'migrated', (e: { code?: string }) => e.code)).toBe('55P03')
+    const migrating = migrate(db, s, { lockTimeoutMs: 50, deadline: Date.now() + 60_000 })
+    await firstWarning
+    // Between its attempts the migration holds no lock: the tables stay usable by others.
+    expect(await sql(url!, `SELECT count(*)::int AS n FROM "${s}".events`)).toEqual([{ n: 4 }])
+    await reader.query('COMMIT')
+    await migrating
+    expect(warnings[0]).toContain('stepped aside')
+    const versions = await sql<{ version: number }>(url!, `SELECT version FROM "${s}".schema_migrations ORDER BY version`)
+    expect(versions.map((v) => v.version)).toEqual([1, 2])
   })
 
   test('delete removes the lines with the row; the id starts from nothing when created again', async () => {

@@ -8,15 +8,15 @@ export type DeleteOutcome = { kind: 'deleted' } | { kind: 'missing' } | { kind: 
 const LAST_WRITE_MS = '(extract(epoch FROM updated_at) * 1000)::float8'
 
 /**
- * Removes a session's row, then its lines, in one transaction; durable at COMMIT. With
- * `ifLastWriteAtOrBefore`, the row is read and locked first, and left as it is when it was
- * written after that time.
- *
- * The lines go in a statement of their own, after the row is locked: an append claims the row
- * before it inserts, so one that raced the delete has committed by then and this statement's
- * fresh snapshot sees its lines; one that comes later finds no row and inserts nothing.
+ * Removes a session's row, and with it (by the schema's trigger, migrations.ts) its lines;
+ * durable at COMMIT. With `ifLastWriteAtOrBefore`, the row is read and locked in the same
+ * transaction first, and left as it is when it was written after that time.
  */
 export async function deleteSession(db: Db, schema: string, id: string, ifLastWriteAtOrBefore?: number): Promise<DeleteOutcome> {
+  if (ifLastWriteAtOrBefore === undefined) {
+    const result = await db.query(`DELETE FROM "${schema}".sessions WHERE session_id = $1`, [id])
+    return result.rowCount === 1 ? { kind: 'deleted' } : { kind: 'missing' }
+  }
   return db.transaction(async (client) => {
     const { rows } = await client.query<{ last_write_ms: number }>(
       `SELECT ${LAST_WRITE_MS} AS last_write_ms FROM "${schema}".sessions WHERE session_id = $1 FOR UPDATE`,
@@ -24,11 +24,8 @@ export async function deleteSession(db: Db, schema: string, id: string, ifLastWr
     )
     const row = rows[0]
     if (!row) return { kind: 'missing' }
-    if (ifLastWriteAtOrBefore !== undefined && row.last_write_ms > ifLastWriteAtOrBefore) {
-      return { kind: 'written-since', lastWriteMs: row.last_write_ms }
-    }
+    if (row.last_write_ms > ifLastWriteAtOrBefore) return { kind: 'written-since', lastWriteMs: row.last_write_ms }
     await client.query(`DELETE FROM "${schema}".sessions WHERE session_id = $1`, [id])
-    await client.query(`DELETE FROM "${schema}".events WHERE session_id = $1`, [id])
     return { kind: 'deleted' }
   })
 }

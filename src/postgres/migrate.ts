@@ -1,10 +1,13 @@
 import { SessionPersistenceError } from '../errors.js'
-import type { Db } from './db.js'
+import { backoff, type Db } from './db.js'
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js'
 
 // Every host migrating the same schema queues on this transaction-scoped lock (keyed by the
 // schema's name), so two hosts never apply the same migration twice.
 const LOCK = `SELECT pg_advisory_xact_lock(hashtextextended('session-persistence-jsonl/migrate/' || $1, 0))`
+
+/** SQLSTATE of a lock wait cut short by `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = '55P03'
 
 const BOOTSTRAP = (s: string) => `
   CREATE SCHEMA IF NOT EXISTS "${s}";
@@ -14,28 +17,55 @@ const BOOTSTRAP = (s: string) => `
   );
 `
 
+/** How a migration waits for its table locks; see `migrate`. */
+export interface MigrateOptions {
+  /** Longest wait for one attempt's table locks before it steps back (default 2 s). */
+  lockTimeoutMs?: number
+  /** When to stop retrying attempts that could not get their locks (epoch ms; default 60 s from now). */
+  deadline?: number
+}
+
 /**
  * Brings `schema` to SCHEMA_VERSION, one migration per transaction, under the lock. A schema
  * written by a newer release is refused (`E_FORMAT_UNSUPPORTED`) and left untouched.
+ *
+ * A migration that alters a table needs an exclusive lock on it, and while it waits for one,
+ * every other host's appends and reads of that table queue behind it. So each attempt waits at
+ * most `lockTimeoutMs`, then rolls back and steps aside (a warning through the logger) before it
+ * tries again, until `deadline`: a long read elsewhere delays the migration, never the others.
  */
-export async function migrate(db: Db, schema: string): Promise<void> {
+export async function migrate(db: Db, schema: string, options: MigrateOptions = {}): Promise<void> {
+  const lockTimeoutMs = options.lockTimeoutMs ?? 2_000
+  const deadline = options.deadline ?? Date.now() + 60_000
   // Fast path, without any lock or DDL (a read-only role can use an up-to-date schema).
   const table = await db.query<{ t: boolean }>('SELECT to_regclass($1) IS NOT NULL AS t', [`"${schema}".schema_migrations`])
   if (table.rows[0]?.t) {
     const { rows } = await db.query<{ v: number | null }>(`SELECT max(version) AS v FROM "${schema}".schema_migrations`)
     if (checkVersion(schema, rows[0]?.v ?? 0)) return
   }
-  for (;;) {
-    const done = await db.transaction(async (client) => {
-      await client.query(LOCK, [schema])
-      await client.query(BOOTSTRAP(schema))
-      const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM "${schema}".schema_migrations`)
-      const current = rows[0]?.v ?? 0
-      if (checkVersion(schema, current)) return true
-      await client.query(MIGRATIONS[current]!(schema))
-      await client.query(`INSERT INTO "${schema}".schema_migrations (version) VALUES ($1)`, [current + 1])
-      return current + 1 === SCHEMA_VERSION
-    })
+  for (let attempt = 0; ; ) {
+    let done: boolean
+    try {
+      done = await db.transaction(async (client) => {
+        await client.query(LOCK, [schema])
+        await client.query(BOOTSTRAP(schema))
+        const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM "${schema}".schema_migrations`)
+        const current = rows[0]?.v ?? 0
+        if (checkVersion(schema, current)) return true
+        await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`)
+        await client.query(MIGRATIONS[current]!(schema))
+        await client.query(`INSERT INTO "${schema}".schema_migrations (version) VALUES ($1)`, [current + 1])
+        return current + 1 === SCHEMA_VERSION
+      })
+    } catch (err) {
+      if ((err as { code?: unknown } | null)?.code !== LOCK_NOT_AVAILABLE || Date.now() >= deadline) throw err
+      db.logger.warn(
+        `PostgreSQL schema "${schema}": a migration waited ${lockTimeoutMs} ms for its table locks (long reads or writes ` +
+          'elsewhere) and stepped aside; trying again',
+      )
+      await backoff(attempt++)
+      continue
+    }
     if (done) return
   }
 }

@@ -29,11 +29,23 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
       PRIMARY KEY (session_id, seq)
     );
   `,
-  // 2: events loses its foreign key. Its check ran once per inserted line (a lookup and a lock
+  // 2: events loses its foreign key. Its check ran once per inserted line (a look-up and a lock
   // of the session's row) and cost a third of the append throughput, while the append statement
-  // already claims the session's row before it inserts a line. Deleting a session now deletes its
-  // lines itself (delete-session.ts). Nothing is dropped but the constraint.
+  // already claims the session's row before it inserts a line. What the key's ON DELETE CASCADE
+  // did, a trigger now does, once per deleted session instead of once per inserted line: any
+  // deleter (this release, an older one still running, an operator's retention SQL) takes the
+  // lines with the row. The trigger's DELETE takes a fresh snapshot after the row is locked, so
+  // it also takes the lines of an append that committed while the delete waited for that lock.
+  // Nothing is dropped but the constraint.
   (s) => `
+    CREATE FUNCTION "${s}".delete_session_lines() RETURNS trigger LANGUAGE plpgsql AS $body$
+    BEGIN
+      DELETE FROM "${s}".events WHERE session_id = OLD.session_id;
+      RETURN NULL;
+    END
+    $body$;
+    CREATE TRIGGER sessions_delete_lines AFTER DELETE ON "${s}".sessions
+      FOR EACH ROW EXECUTE FUNCTION "${s}".delete_session_lines();
     ALTER TABLE "${s}".events DROP CONSTRAINT IF EXISTS events_session_id_fkey;
   `,
 ]

@@ -296,7 +296,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
       return Promise.reject(new SessionPersistenceError('E_DISPOSED', 'this PostgreSQL store was ended'))
     }
     this.#ready ??= (async () => {
-      await migrate(this.#db, this.#c.schema)
+      await migrate(this.#db, this.#c.schema, { deadline: Date.now() + Math.max(this.#c.retryTimeoutMs, 60_000) })
       await this.#db.checkFsync()
     })().catch((err: unknown) => {
       this.#ready = undefined

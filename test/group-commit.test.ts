@@ -103,11 +103,11 @@ describe('GroupCommit', () => {
     expect(await Promise.all(rest)).toEqual([{ error: '22001' }, { ok: true }])
   })
 
-  test('a line holding a raw newline is refused before anything is sent', async () => {
+  test('a line holding a raw newline, or an empty batch, is refused before anything is sent', async () => {
     const { db, calls } = scriptedDb()
     const group = new GroupCommit(db, 's', 2)
-    const refused = await settle(group.submit(batch('a', 0, ['{"a":1}\n{"forged":true}'])))
-    expect(refused).toEqual({ error: expect.stringContaining('raw newline') })
+    expect(await settle(group.submit(batch('a', 0, ['{"a":1}\n{"forged":true}'])))).toEqual({ error: 'E_INVALID_EVENT' })
+    expect(await settle(group.submit(batch('b', 0, [])))).toEqual({ error: 'E_INVALID_EVENT' })
     expect(calls).toHaveLength(0)
   })
 

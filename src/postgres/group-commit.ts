@@ -1,3 +1,4 @@
+import { SessionPersistenceError } from '../errors.js'
 import type { Batch } from './append-batch.js'
 import { type Db, isConnectionError } from './db.js'
 
@@ -62,6 +63,11 @@ export class GroupCommit {
    * own error.
    */
   submit(batch: Batch): Promise<boolean> {
+    // Both would shift the lines of the batches after it in the statement to other seqs.
+    // Neither can come from a caller (append stores nothing for an empty batch; JSON lines hold
+    // no raw newline): refused here before anything is sent.
+    if (batch.lines.length === 0) return Promise.reject(refused(batch, 'an empty batch cannot share a statement'))
+    if (batch.lines.some((line) => line.includes('\n'))) return Promise.reject(refused(batch, 'a line holds a raw newline'))
     return new Promise((resolve, reject) => {
       this.#waiting.push({ batch, resolve, reject })
       this.#pump()
@@ -118,8 +124,6 @@ export class GroupCommit {
     const lineSeq: number[] = []
     const texts: string[] = []
     for (const [i, b] of batches.entries()) {
-      // A raw newline would shift every later line to another seq: JSON lines never hold one.
-      if (b.lines.some((line) => line.includes('\n'))) throw new Error(`session '${b.sessionId}': a line holds a raw newline`)
       ids.push(b.sessionId)
       epochs.push(b.epoch)
       firsts.push(b.firstSeq)
@@ -139,4 +143,8 @@ export class GroupCommit {
     )
     return new Set(rows.map((r) => r.bi))
   }
+}
+
+function refused(batch: Batch, why: string): SessionPersistenceError {
+  return new SessionPersistenceError('E_INVALID_EVENT', `session '${batch.sessionId}': ${why}`, { sessionId: batch.sessionId })
 }

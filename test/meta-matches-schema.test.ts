@@ -93,6 +93,16 @@ describe('knownValidMeta agrees with SessionMetaSchema (property)', () => {
     expect(valid.extra).toEqual(nested)
     expect(valid.extra).not.toBe(nested)
   })
+
+  test('a known field that is not an own enumerable key is judged as the JSON copy zod sees', async () => {
+    const hidden = { createdAt: 1, delegationDepth: 0 }
+    Object.defineProperty(hidden, 'id', { value: 'x', enumerable: false })
+    expect(knownValidMeta(hidden)).toBeUndefined()
+    expect(await codeOf(Promise.resolve().then(() => validateMeta(hidden)))).toBe('E_INVALID_META')
+    const depthHidden = { id: 'y', createdAt: 1 }
+    Object.defineProperty(depthHidden, 'delegationDepth', { value: 0, enumerable: false })
+    expect(await codeOf(Promise.resolve().then(() => validateMeta(depthHidden)))).toBe('E_INVALID_META')
+  })
 })
 
 describe('through the backend', () => {

@@ -29,6 +29,9 @@ function jsonCopy(v: unknown): unknown {
  * `__proto__` key, at any depth).
  */
 export function knownValidMeta(meta: Record<string, unknown>): SessionMeta | undefined {
+  // zod sees the JSON copy, which holds own enumerable keys only: a known field that is
+  // inherited or not enumerable is not there for zod, so zod judges it.
+  for (const key of SHAPE) if (meta[key] !== undefined && !Object.prototype.propertyIsEnumerable.call(meta, key)) return undefined
   const { id, createdAt, cwd, parentSession, seedLength, delegationDepth } = meta
   if (typeof id !== 'string' || id.length === 0 || !isCount(createdAt) || !isCount(delegationDepth)) return undefined
   if (cwd !== undefined && (typeof cwd !== 'string' || !isAbsolute(cwd))) return undefined

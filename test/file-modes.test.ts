@@ -82,9 +82,11 @@ describe('chmod when the umask took owner bits', () => {
     const bucket = join(p.locate(meta('a', { cwd: '/w' })).path, '..')
     expect(fchmods(fs, LOCKS)).toBe(2)
     expect(fchmods(fs, bucket)).toBe(2)
-    // Published only once chmod'ed: the log's fchmod comes before its link.
+    // Published only once chmod'ed and that synced: the log's fchmod, then an fsync (fdatasync
+    // need not carry a mode), come before its link.
     const ops = fs.calls.filter((c) => c.path.startsWith(bucket)).map((c) => c.op)
     expect(ops.indexOf('fchmod')).toBeLessThan(ops.indexOf('link'))
+    expect(ops.slice(ops.indexOf('fchmod'), ops.indexOf('link'))).toContain('sync')
     await p.closeAll()
   })
 

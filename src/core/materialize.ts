@@ -32,7 +32,12 @@ export async function materialize(
     // Created with 0600, the file can only have lost bits to the umask. The lock record this
     // session's writer lock was just written with (same process, same umask) shows whether it
     // did: chmod only then, or when that is not known, and always before the log is published.
-    if (ctx.createdFilesExact !== true) await handle.chmod(FILE_MODE)
+    // A chmod after the sync is synced itself (fsync: fdatasync need not carry the mode), so a
+    // crash cannot bring the log back with the umask's mode.
+    if (ctx.createdFilesExact !== true) {
+      await handle.chmod(FILE_MODE)
+      await handle.sync()
+    }
     try {
       await ctx.fs.link(tmp, finalPath)
       linked = true

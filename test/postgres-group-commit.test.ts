@@ -208,6 +208,39 @@ describe.skipIf(!url)('PostgreSQL group commit', () => {
     expect(versions.map((v) => v.version)).toEqual([1, 2])
   })
 
+  test('rows deleted by SQL while their sessions append in shared statements: no line outlives its row', async () => {
+    const s = schema()
+    const store = createPostgresPersistence({ connectionString: url!, schema: s, poolSize: 4 })
+    cleanups.push(() => store.end())
+    const ids = Array.from({ length: 8 }, (_, i) => `r${i}`)
+    for (const id of ids) {
+      await store.create(meta(id))
+      await store.append(id, turn(0, 0))
+    }
+    const deleter = new pg.Client({ connectionString: url! })
+    await deleter.connect()
+    cleanups.push(() => deleter.end())
+    // Each session appends until its row is gone; its row is deleted after its third batch.
+    const ends = await Promise.all(ids.map(async (id) => {
+      for (let t = 1; ; t++) {
+        if (t === 3) void deleter.query(`DELETE FROM "${s}".sessions WHERE session_id = $1`, [id])
+        try {
+          await store.append(id, turn(t * 4, t))
+        } catch (err) {
+          return (err as { code?: string }).code
+        }
+        if (t > 500) return 'never refused'
+      }
+    }))
+    expect(ends).toEqual(ids.map(() => 'E_NOT_FOUND'))
+    const orphans = await sql<{ n: number }>(
+      url!,
+      `SELECT count(*)::int AS n FROM "${s}".events e WHERE NOT EXISTS (SELECT 1 FROM "${s}".sessions r WHERE r.session_id = e.session_id)`,
+    )
+    expect(orphans).toEqual([{ n: 0 }])
+    expect(await sql(url!, `SELECT 1 FROM "${s}".sessions`)).toHaveLength(0)
+  })
+
   test('delete removes the lines with the row; the id starts from nothing when created again', async () => {
     const s = schema()
     const store: PostgresSessionPersistence = createPostgresPersistence({ connectionString: url!, schema: s, poolSize: 2 })

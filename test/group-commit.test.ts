@@ -72,27 +72,28 @@ describe('GroupCommit', () => {
     expect(await third).toBe(true)
   })
 
-  test('a failed connection leaves every batch of the statement unknown: each caller gets the error', async () => {
+  /** 'a' alone in the one slot, then 'b' and 'c' grouped in the second statement (call 2, not answered yet). */
+  async function groupedBehindFirst() {
     const { db, nextCall } = scriptedDb()
     const group = new GroupCommit(db, 's', 1)
     const first = settle(group.submit(batch('a', 0)))
     const c1 = await nextCall(1)
     const rest = [settle(group.submit(batch('b', 0))), settle(group.submit(batch('c', 0)))]
     c1.release({})
-    const c2 = await nextCall(2)
-    c2.release({ error: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) })
+    return { first, rest, nextCall, second: await nextCall(2) }
+  }
+
+  test('a failed connection leaves every batch of the statement unknown: each caller gets the error', async () => {
+    const { first, rest, second } = await groupedBehindFirst()
+    expect(second.ids).toEqual(['b', 'c'])
+    second.release({ error: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) })
     expect(await first).toEqual({ ok: true })
     expect(await Promise.all(rest)).toEqual([{ error: 'ECONNRESET' }, { error: 'ECONNRESET' }])
   })
 
   test('a statement that failed for one batch is retried batch by batch: the others are stored', async () => {
-    const { db, nextCall } = scriptedDb()
-    const group = new GroupCommit(db, 's', 1)
-    const first = settle(group.submit(batch('a', 0)))
-    const c1 = await nextCall(1)
-    const rest = [settle(group.submit(batch('b', 0))), settle(group.submit(batch('c', 0)))]
-    c1.release({})
-    ;(await nextCall(2)).release({ error: Object.assign(new Error('deadlock detected'), { code: '40P01' }) })
+    const { first, rest, nextCall, second } = await groupedBehindFirst()
+    second.release({ error: Object.assign(new Error('deadlock detected'), { code: '40P01' }) })
     const b = await nextCall(3)
     expect(b.ids).toEqual(['b'])
     b.release({ error: Object.assign(new Error('value too long'), { code: '22001' }) })

@@ -153,4 +153,32 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
       await short.end()
     }
   })
+
+  test('the answer to a statement shared by two sessions is lost: each finds its batch stored, once', async () => {
+    const shared = createPostgresPersistence({
+      connectionString: `postgres://postgres@127.0.0.1:${proxy.port}${new URL(url!).pathname}`,
+      schema,
+      poolSize: 3,
+      appendStatements: 1,
+    })
+    try {
+      for (const id of ['g1', 'g2', 'g3']) {
+        await shared.create({ id, createdAt: 1, delegationDepth: 0 })
+        await shared.append(id, workerEvents(0, 2, id))
+      }
+      const cutsBefore = proxy.cuts
+      // All three reach the one slot in the same turn of the event loop: g1 goes alone, g2 and
+      // g3 share the next statement, whose answer the proxy drops.
+      proxy.cutAfterRequest('"g2","g3"')
+      await Promise.all(['g1', 'g2', 'g3'].map((id) => shared.append(id, workerEvents(2, 3, id))))
+      expect(proxy.cuts).toBe(cutsBefore + 1)
+      for (const id of ['g1', 'g2', 'g3']) {
+        await shared.append(id, workerEvents(5, 1, id))
+        const lines = (await storedLines(url!, schema, id)).map((l) => l.line)
+        expect(lines).toEqual(workerEvents(0, 6, id).map((e) => JSON.stringify(e)))
+      }
+    } finally {
+      await shared.end()
+    }
+  })
 })

@@ -72,6 +72,34 @@ describe('GroupCommit', () => {
     expect(await third).toBe(true)
   })
 
+  test('after a shared statement, the batches its sessions append next join the waiting ones', async () => {
+    const { db, calls, nextCall } = scriptedDb()
+    const group = new GroupCommit(db, 's', 1)
+    const a = group.submit(batch('a', 0))
+    const c1 = await nextCall(1)
+    const b = group.submit(batch('b', 0))
+    const c = group.submit(batch('c', 0))
+    c1.release({})
+    await a
+    const c2 = await nextCall(2)
+    expect(c2.ids).toEqual(['b', 'c'])
+    const d = group.submit(batch('d', 0)) // another session's batch waits for the slot
+    // As a session does: its next batch as soon as the last one is acknowledged, a few promise
+    // hops later (its queue, the backend's layers), all within the same turn of the event loop.
+    const later = async <T>(fn: () => Promise<T>): Promise<T> => {
+      for (let hop = 0; hop < 20; hop++) await null
+      return fn()
+    }
+    const bNext = b.then(() => later(() => group.submit(batch('b', 2))))
+    const cNext = c.then(() => later(() => group.submit(batch('c', 2))))
+    c2.release({})
+    const c3 = await nextCall(3)
+    expect(c3.ids).toEqual(['d', 'b', 'c']) // one statement, not 'd' alone and then the others
+    c3.release({})
+    expect(await Promise.all([d, bNext, cNext])).toEqual([true, true, true])
+    expect(calls).toHaveLength(3)
+  })
+
   /** 'a' alone in the one slot, then 'b' and 'c' grouped in the second statement (call 2, not answered yet). */
   async function groupedBehindFirst() {
     const { db, nextCall } = scriptedDb()

@@ -42,6 +42,13 @@ interface Waiter {
  * batches that arrive while they run share the next one. A lone batch is sent at once. The
  * caller keeps at most one batch of a session in flight (its session queue), so no two batches
  * of one session ever share a statement.
+ *
+ * When a statement of several batches returns, the slot it frees is filled one turn of the event
+ * loop later (`setImmediate`), not at once: the sessions it acknowledged usually append their
+ * next batch in that same turn, and so join the batches that waited, in one statement. Sent at
+ * once, the waiting batches would leave without them, and the sessions would settle into
+ * cohorts that take turns, each statement half as full. A statement of one batch frees its slot
+ * at once, so a lone session never waits a turn.
  */
 export class GroupCommit {
   readonly #db: Db
@@ -49,6 +56,8 @@ export class GroupCommit {
   readonly #slots: number
   #waiting: Waiter[] = []
   #running = 0
+  /** A freed slot is filled on the next turn of the event loop: until then, submit only queues. */
+  #pumpScheduled = false
 
   constructor(db: Db, schema: string, slots: number) {
     this.#db = db
@@ -70,7 +79,7 @@ export class GroupCommit {
     if (batch.lines.some((line) => line.includes('\n'))) return Promise.reject(refused(batch, 'a line holds a raw newline'))
     return new Promise((resolve, reject) => {
       this.#waiting.push({ batch, resolve, reject })
-      this.#pump()
+      if (!this.#pumpScheduled) this.#pump()
     })
   }
 
@@ -86,9 +95,19 @@ export class GroupCommit {
       this.#running++
       void this.#send(group).finally(() => {
         this.#running--
-        this.#pump()
+        if (group.length === 1) this.#pump()
+        else this.#schedulePump()
       })
     }
+  }
+
+  #schedulePump(): void {
+    if (this.#pumpScheduled) return
+    this.#pumpScheduled = true
+    setImmediate(() => {
+      this.#pumpScheduled = false
+      this.#pump()
+    })
   }
 
   async #send(group: Waiter[]): Promise<void> {

@@ -36,7 +36,7 @@ export async function materialize(
     // crash cannot bring the log back with the umask's mode.
     if (ctx.createdFilesExact !== true) {
       await handle.chmod(FILE_MODE)
-      await handle.sync()
+      if (ctx.sync !== 'none') await handle.sync()
     }
     try {
       await ctx.fs.link(tmp, finalPath)

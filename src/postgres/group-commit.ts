@@ -95,8 +95,8 @@ export class GroupCommit {
       this.#running++
       void this.#send(group).finally(() => {
         this.#running--
-        if (group.length === 1) this.#pump()
-        else this.#schedulePump()
+        if (group.length > 1) this.#schedulePump()
+        else if (!this.#pumpScheduled) this.#pump()
       })
     }
   }

@@ -6,8 +6,8 @@ import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js'
 // schema's name), so two hosts never apply the same migration twice.
 const LOCK = `SELECT pg_advisory_xact_lock(hashtextextended('session-persistence-jsonl/migrate/' || $1, 0))`
 
-/** SQLSTATE of a lock wait cut short by `lock_timeout`. */
-const LOCK_NOT_AVAILABLE = '55P03'
+/** SQLSTATEs of a lock wait cut short by `lock_timeout`, and of a deadlock: both rolled back, both retried. */
+const STEP_ASIDE = new Set(['55P03', '40P01'])
 
 const BOOTSTRAP = (s: string) => `
   CREATE SCHEMA IF NOT EXISTS "${s}";
@@ -19,7 +19,10 @@ const BOOTSTRAP = (s: string) => `
 
 /** How a migration waits for its table locks; see `migrate`. */
 export interface MigrateOptions {
-  /** Longest wait for one attempt's table locks before it steps back (default 2 s). */
+  /**
+   * Longest wait for each table lock of an attempt before it steps aside (default 500 ms).
+   * Other hosts' statements on that table queue behind the waiting attempt meanwhile.
+   */
   lockTimeoutMs?: number
   /** When to stop retrying attempts that could not get their locks (epoch ms; default 60 s from now). */
   deadline?: number
@@ -30,12 +33,13 @@ export interface MigrateOptions {
  * written by a newer release is refused (`E_FORMAT_UNSUPPORTED`) and left untouched.
  *
  * A migration that alters a table needs an exclusive lock on it, and while it waits for one,
- * every other host's appends and reads of that table queue behind it. So each attempt waits at
- * most `lockTimeoutMs`, then rolls back and steps aside (a warning through the logger) before it
- * tries again, until `deadline`: a long read elsewhere delays the migration, never the others.
+ * every other host's appends and reads of that table queue behind it. So each lock is waited for
+ * at most `lockTimeoutMs`; then the attempt rolls back, steps aside (a warning through the
+ * logger) and tries again after a backoff, until `deadline`. A long read elsewhere makes the
+ * others wait at most that long per attempt, instead of for as long as it lasts.
  */
 export async function migrate(db: Db, schema: string, options: MigrateOptions = {}): Promise<void> {
-  const lockTimeoutMs = options.lockTimeoutMs ?? 2_000
+  const lockTimeoutMs = options.lockTimeoutMs ?? 500
   const deadline = options.deadline ?? Date.now() + 60_000
   // Fast path, without any lock or DDL (a read-only role can use an up-to-date schema).
   const table = await db.query<{ t: boolean }>('SELECT to_regclass($1) IS NOT NULL AS t', [`"${schema}".schema_migrations`])
@@ -58,10 +62,11 @@ export async function migrate(db: Db, schema: string, options: MigrateOptions = 
         return current + 1 === SCHEMA_VERSION
       })
     } catch (err) {
-      if ((err as { code?: unknown } | null)?.code !== LOCK_NOT_AVAILABLE || Date.now() >= deadline) throw err
+      const code = (err as { code?: unknown } | null)?.code
+      if (typeof code !== 'string' || !STEP_ASIDE.has(code) || Date.now() >= deadline) throw err
       db.logger.warn(
-        `PostgreSQL schema "${schema}": a migration waited ${lockTimeoutMs} ms for its table locks (long reads or writes ` +
-          'elsewhere) and stepped aside; trying again',
+        `PostgreSQL schema "${schema}": a migration could not take its table locks within ${lockTimeoutMs} ms (long ` +
+          'reads or writes elsewhere) and stepped aside; trying again',
       )
       await backoff(attempt++)
       continue

@@ -36,9 +36,15 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
   // deleter (this release, an older one still running, an operator's retention SQL) takes the
   // lines with the row. The trigger's DELETE takes a fresh snapshot after the row is locked, so
   // it also takes the lines of an append that committed while the delete waited for that lock.
-  // Nothing is dropped but the constraint.
+  // Like the cascade it replaces, it runs with its owner's rights (a deleter needs no right on
+  // events), on a fixed search_path. Nothing is dropped but the constraint. Both tables are
+  // locked first, in the order every reader takes them (sessions, then events), so the
+  // migration cannot deadlock with a load that holds one and wants the other.
+  // (Revised before any release: no schema at version 2 exists without the trigger.)
   (s) => `
-    CREATE FUNCTION "${s}".delete_session_lines() RETURNS trigger LANGUAGE plpgsql AS $body$
+    LOCK TABLE "${s}".sessions, "${s}".events IN ACCESS EXCLUSIVE MODE;
+    CREATE FUNCTION "${s}".delete_session_lines() RETURNS trigger LANGUAGE plpgsql
+      SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
     BEGIN
       DELETE FROM "${s}".events WHERE session_id = OLD.session_id;
       RETURN NULL;

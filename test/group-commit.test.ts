@@ -86,10 +86,6 @@ describe('GroupCommit', () => {
     const d = group.submit(batch('d', 0)) // another session's batch waits for the slot
     // As a session does: its next batch as soon as the last one is acknowledged, a few promise
     // hops later (its queue, the backend's layers), all within the same turn of the event loop.
-    const later = async <T>(fn: () => Promise<T>): Promise<T> => {
-      for (let hop = 0; hop < 20; hop++) await null
-      return fn()
-    }
     const bNext = b.then(() => later(() => group.submit(batch('b', 2))))
     const cNext = c.then(() => later(() => group.submit(batch('c', 2))))
     c2.release({})
@@ -98,6 +94,56 @@ describe('GroupCommit', () => {
     c3.release({})
     expect(await Promise.all([d, bNext, cNext])).toEqual([true, true, true])
     expect(calls).toHaveLength(3)
+  })
+
+  /** Two slots, each running a statement of four sessions: calls 3 (a–d) and 4 (e–h). */
+  async function twoCohorts() {
+    const { db, calls, nextCall } = scriptedDb()
+    const group = new GroupCommit(db, 's', 2)
+    const lone = [group.submit(batch('x', 0)), group.submit(batch('y', 0))]
+    const [x, y] = [await nextCall(1), await nextCall(2)]
+    const first = ['a', 'b', 'c', 'd'].map((id) => group.submit(batch(id, 0)))
+    x.release({})
+    const c3 = await nextCall(3)
+    for (const id of ['e', 'f', 'g', 'h']) void group.submit(batch(id, 0)) // never answered: the second slot stays busy
+    y.release({})
+    const c4 = await nextCall(4)
+    expect([c3.ids, c4.ids]).toEqual([['a', 'b', 'c', 'd'], ['e', 'f', 'g', 'h']])
+    expect(await Promise.all(lone)).toEqual([true, true])
+    return { group, calls, nextCall, first, c3 }
+  }
+  const later = async <T>(fn: () => Promise<T>): Promise<T> => {
+    for (let hop = 0; hop < 20; hop++) await null
+    return fn()
+  }
+
+  test('with two slots, a cohort that is back goes again as soon as it is whole, not a turn later', async () => {
+    const { group, calls, nextCall, first, c3 } = await twoCohorts()
+    const next = first.map((p, i) => p.then(() => later(() => group.submit(batch('abcd'[i]!, 2)))))
+    let turnEnded = false
+    setImmediate(() => (turnEnded = true))
+    c3.release({})
+    const c5 = await nextCall(5)
+    // Sent while the other cohort's statement still runs, within the turn that acknowledged it:
+    // the server gets to work on it while the other cohort's sessions prepare their batches.
+    expect(c5.ids).toEqual(['a', 'b', 'c', 'd'])
+    expect(turnEnded).toBe(false)
+    c5.release({})
+    expect(await Promise.all(next)).toEqual([true, true, true, true])
+    expect(calls).toHaveLength(5)
+  })
+
+  test('with two slots, a cohort of which some sessions fell silent goes at the end of the turn', async () => {
+    const { group, nextCall, first, c3 } = await twoCohorts()
+    const next = first.slice(0, 2).map((p, i) => p.then(() => later(() => group.submit(batch('ab'[i]!, 2)))))
+    let turnEnded = false
+    setImmediate(() => (turnEnded = true))
+    c3.release({})
+    const c5 = await nextCall(5)
+    expect(c5.ids).toEqual(['a', 'b'])
+    expect(turnEnded).toBe(true) // not a fair share (two of the eight in play): it waited the turn
+    c5.release({})
+    expect(await Promise.all(next)).toEqual([true, true])
   })
 
   /** 'a' alone in the one slot, then 'b' and 'c' grouped in the second statement (call 2, not answered yet). */

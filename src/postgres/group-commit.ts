@@ -43,12 +43,16 @@ interface Waiter {
  * caller keeps at most one batch of a session in flight (its session queue), so no two batches
  * of one session ever share a statement.
  *
- * When a statement of several batches returns, the slot it frees is filled one turn of the event
- * loop later (`setImmediate`), not at once: the sessions it acknowledged usually append their
- * next batch in that same turn, and so join the batches that waited, in one statement. Sent at
- * once, the waiting batches would leave without them, and the sessions would settle into
- * cohorts that take turns, each statement half as full. A statement of one batch frees its slot
- * at once, so a lone session never waits a turn.
+ * When a statement of several batches returns, the slot it frees waits for the sessions it
+ * acknowledged: they usually append their next batch in the same turn of the event loop. Sent
+ * at once, the batches already waiting would leave without them, and the sessions would break
+ * into ever smaller cohorts. The slot is filled as soon as the waiting batches are a fair share
+ * (1/slots) of all the batches in flight, waiting or still expected from those sessions, and at
+ * the latest one turn later (`setImmediate`). So the sessions settle into one cohort a slot, of
+ * equal size, taking turns: while the server runs one cohort's statement, this process prepares
+ * the next cohort's batches. (Waiting for the whole turn instead put every session in one
+ * statement, and left the server idle while the process prepared it.) A statement of one batch
+ * frees its slot at once, so a lone session never waits.
  */
 export class GroupCommit {
   readonly #db: Db
@@ -56,6 +60,10 @@ export class GroupCommit {
   readonly #slots: number
   #waiting: Waiter[] = []
   #running = 0
+  /** Batches in the statements that are running. */
+  #inFlight = 0
+  /** Sessions acknowledged by a shared statement this turn, whose next batch has not arrived yet. */
+  #expected = 0
   /** A freed slot is filled on the next turn of the event loop: until then, submit only queues. */
   #pumpScheduled = false
 
@@ -80,7 +88,17 @@ export class GroupCommit {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ batch, resolve, reject })
       if (!this.#pumpScheduled) this.#pump()
+      else {
+        if (this.#expected > 0) this.#expected--
+        if (this.#fairShareWaiting()) this.#pump()
+      }
     })
+  }
+
+  /** Whether a free slot's statement would carry its share of all the batches in play. */
+  #fairShareWaiting(): boolean {
+    const waiting = this.#waiting.length
+    return this.#running < this.#slots && waiting * this.#slots >= this.#inFlight + waiting + this.#expected
   }
 
   #pump(): void {
@@ -93,12 +111,23 @@ export class GroupCommit {
       }
       const group = this.#waiting.splice(0, take)
       this.#running++
-      void this.#send(group).finally(() => {
-        this.#running--
-        if (group.length > 1) this.#schedulePump()
-        else if (!this.#pumpScheduled) this.#pump()
-      })
+      this.#inFlight += group.length
+      void this.#send(group)
     }
+  }
+
+  /**
+   * Frees the slot of a statement that returned, before its callers learn the outcome (so the
+   * batches they append next find it free). `answered`: its callers are about to learn the
+   * outcome now, and their sessions will likely append again this turn.
+   */
+  #release(group: Waiter[], answered: boolean): void {
+    this.#running--
+    this.#inFlight -= group.length
+    if (group.length > 1) {
+      if (answered) this.#expected += group.length
+      this.#schedulePump()
+    } else if (!this.#pumpScheduled) this.#pump()
   }
 
   #schedulePump(): void {
@@ -106,6 +135,7 @@ export class GroupCommit {
     this.#pumpScheduled = true
     setImmediate(() => {
       this.#pumpScheduled = false
+      this.#expected = 0
       this.#pump()
     })
   }
@@ -113,10 +143,12 @@ export class GroupCommit {
   async #send(group: Waiter[]): Promise<void> {
     try {
       const claimed = await this.#statement(group.map((w) => w.batch))
+      this.#release(group, true)
       for (const [i, w] of group.entries()) w.resolve(claimed.has(i + 1))
     } catch (err) {
       // A failed connection leaves every batch's outcome unknown: each caller finds out its own.
       if (group.length === 1 || isConnectionError(err)) {
+        this.#release(group, true)
         for (const w of group) w.reject(err)
         return
       }
@@ -129,6 +161,7 @@ export class GroupCommit {
           w.reject(own)
         }
       }
+      this.#release(group, false) // its callers already know, one by one
     }
   }
 

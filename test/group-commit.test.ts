@@ -23,7 +23,7 @@ function scriptedDb() {
         const ids = values[0] as string[]
         calls.push({
           ids,
-          seqs: values[6] as number[],
+          seqs: JSON.parse(`[${(values[6] as string).slice(1, -1)}]`) as number[],
           text: values[7] as string,
           release: ({ claimed, error }) => {
             if (error !== undefined) reject(error)
@@ -46,6 +46,7 @@ const batch = (sessionId: string, firstSeq: number, lines = ['{"a":1}', '{"b":2}
   epoch: '7',
   firstSeq,
   lines,
+  text: lines.join('\n'),
   bytes: lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0),
 })
 const settle = (p: Promise<boolean>) => p.then((v) => ({ ok: v }), (e: { code?: string }) => ({ error: e.code ?? String(e) }))

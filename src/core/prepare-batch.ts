@@ -16,6 +16,12 @@ export interface PreparedBatch {
  * (`E_SEQ_NOT_CONTIGUOUS`). Whether the first seq continues the log is checked at write time.
  */
 export function prepareBatch(sessionId: string, events: readonly SessionEvent[]): PreparedBatch {
+  const { firstSeq, count, text } = serializeEvents(sessionId, events)
+  return { firstSeq, count, bytes: Buffer.from(text, 'utf8') }
+}
+
+/** What `prepareBatch` checks and writes, as text: each event's line followed by `\n`. */
+export function serializeEvents(sessionId: string, events: readonly SessionEvent[]): { firstSeq: number; count: number; text: string } {
   if (!Array.isArray(events)) {
     throw new SessionPersistenceError('E_INVALID_EVENT', 'append expects an array of events', { sessionId })
   }
@@ -49,5 +55,5 @@ export function prepareBatch(sessionId: string, events: readonly SessionEvent[])
     }
     text += `${JSON.stringify(e)}\n`
   }
-  return { firstSeq, count: events.length, bytes: Buffer.from(text, 'utf8') }
+  return { firstSeq, count: events.length, text }
 }

@@ -30,6 +30,8 @@ export interface Batch {
   /** Seq of the first line = the stored length the batch expects. */
   firstSeq: number
   lines: string[]
+  /** `lines` joined by `\n`: what a statement shared with other sessions sends. */
+  text: string
   /** Bytes the lines take in a JSONL file (each plus its `\n`). */
   bytes: number
   /** Set for the first batch of a new session: its row is created with it. */

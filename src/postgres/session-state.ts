@@ -1,5 +1,5 @@
 import { encodeSessionId } from '../core/id-encoding.js'
-import { prepareBatch } from '../core/prepare-batch.js'
+import { serializeEvents } from '../core/prepare-batch.js'
 import type { SessionEvent, SessionMeta } from '../core/schema.js'
 import { SerialOps } from '../core/serial.js'
 import { SessionPersistenceError } from '../errors.js'
@@ -41,15 +41,23 @@ export function newTracked(id: string, path: string): Tracked {
   }
 }
 
+/** A batch serialized: its lines, and the same lines joined by `\n` (what a shared statement sends). */
+export interface SerializedBatch {
+  firstSeq: number
+  lines: string[]
+  text: string
+  bytes: number
+}
+
 /**
  * Validates and serializes a batch as the JSONL backend does (the same lines, captured now).
  * JSON.stringify escapes every newline inside a value, so `\n` only ends lines.
  */
-export function serializeBatch(id: string, events: readonly SessionEvent[]): { firstSeq: number; lines: string[]; bytes: number } {
-  const prepared = prepareBatch(id, events)
-  if (prepared.count === 0) return { firstSeq: prepared.firstSeq, lines: [], bytes: 0 }
-  const lines = prepared.bytes.toString('utf8').slice(0, -1).split('\n')
-  return { firstSeq: prepared.firstSeq, lines, bytes: prepared.bytes.length }
+export function serializeBatch(id: string, events: readonly SessionEvent[]): SerializedBatch {
+  const { firstSeq, count, text } = serializeEvents(id, events)
+  if (count === 0) return { firstSeq, lines: [], text: '', bytes: 0 }
+  const joined = text.slice(0, -1)
+  return { firstSeq, lines: joined.split('\n'), text: joined, bytes: Buffer.byteLength(text) }
 }
 
 /** The ids the JSONL backend accepts, minus NUL: PostgreSQL `text` cannot hold it. */

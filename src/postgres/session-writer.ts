@@ -4,7 +4,7 @@ import type { ResolvedPostgresConfig } from './config.js'
 import { type Db, dbError, retrying } from './db.js'
 import { GroupCommit } from './group-commit.js'
 import { type LockConnection, sessionKey } from './lock-connection.js'
-import { notWritable, sameBatch, type Tracked } from './session-state.js'
+import { notWritable, sameBatch, type SerializedBatch, type Tracked } from './session-state.js'
 import { lockedBy, nextEpoch } from './session-row.js'
 
 /**
@@ -27,7 +27,7 @@ export class SessionWriter {
   }
 
   /** Appends the next batch of an open session (its row created with it when it is the first). */
-  async append(s: Tracked, firstSeq: number, lines: string[], bytes: number): Promise<void> {
+  async append(s: Tracked, { firstSeq, lines, text, bytes }: SerializedBatch): Promise<void> {
     if (!s.headerLine || !s.meta) throw notWritable(s.id)
     if (s.unknown) await this.#resolveUnknown(s)
     if (s.resolved && sameBatch(s.resolved, firstSeq, lines)) return // a retry of a batch found stored
@@ -42,7 +42,7 @@ export class SessionWriter {
     await this.ensureHeld(s).catch((err: unknown) => {
       throw dbError(err, `take session '${s.id}'`, s.id)
     })
-    const batch: Batch = { sessionId: s.id, epoch: s.epoch!, firstSeq, lines, bytes }
+    const batch: Batch = { sessionId: s.id, epoch: s.epoch!, firstSeq, lines, text, bytes }
     if (!s.stored) batch.create = { headerLine: s.headerLine, createdAt: s.meta.createdAt, host: this.#c.host }
     await this.write(s, batch)
   }

@@ -8,22 +8,46 @@ import { GroupCommit } from '../src/postgres/group-commit.js'
 
 interface Call {
   ids: string[]
+  epochs: string[]
+  /** The per-batch and per-line integer arrays, as the server would read their literals. */
+  firsts: number[]
+  counts: number[]
+  sizes: number[]
+  lineBatch: number[]
   seqs: number[]
   text: string
   release(result: { claimed?: number[]; error?: unknown }): void
 }
 
-/** A Db whose append statements wait until the test answers them. */
+/** An integer array literal (`{1,2}`), read strictly: anything else fails the test. */
+function ints(literal: unknown): number[] {
+  expect(literal).toMatch(/^\{(-?\d+(,-?\d+)*)?\}$/)
+  const inner = (literal as string).slice(1, -1)
+  return inner === '' ? [] : inner.split(',').map(Number)
+}
+
+/** A Db whose append statements wait until the test answers them (`throwNext`: the next query throws at once). */
 function scriptedDb() {
   const calls: Call[] = []
   let arrived: (() => void) | undefined
+  const script = { throwNext: undefined as unknown }
   const db = {
     query(_text: string, values: unknown[]) {
+      if (script.throwNext !== undefined) {
+        const err = script.throwNext
+        script.throwNext = undefined
+        throw err
+      }
       return new Promise((resolve, reject) => {
         const ids = values[0] as string[]
         calls.push({
           ids,
-          seqs: JSON.parse(`[${(values[6] as string).slice(1, -1)}]`) as number[],
+          epochs: values[1] as string[],
+          firsts: ints(values[2]),
+          counts: ints(values[3]),
+          sizes: ints(values[4]),
+          lineBatch: ints(values[5]),
+          seqs: ints(values[6]),
           text: values[7] as string,
           release: ({ claimed, error }) => {
             if (error !== undefined) reject(error)
@@ -38,14 +62,14 @@ function scriptedDb() {
     while (calls.length < n) await new Promise<void>((r) => (arrived = r))
     return calls[n - 1]!
   }
-  return { db, calls, nextCall }
+  return { db, calls, nextCall, script }
 }
 
 const batch = (sessionId: string, firstSeq: number, lines = ['{"a":1}', '{"b":2}']): Batch => ({
   sessionId,
   epoch: '7',
   firstSeq,
-  lines,
+  count: lines.length,
   text: lines.join('\n'),
   bytes: lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0),
 })
@@ -67,6 +91,8 @@ describe('GroupCommit', () => {
     // Lines travel as one text, each at its own seq.
     expect(c2.text.split('\n')).toEqual(['{"a":1}', '{"b":2}', '{"c":3}'])
     expect(c2.seqs).toEqual([4, 5, 0])
+    expect(c2.lineBatch).toEqual([1, 1, 2])
+    expect([c2.epochs, c2.firsts, c2.counts, c2.sizes]).toEqual([['7', '7'], [4, 0], [2, 1], [16, 8]])
     c2.release({ claimed: [2] }) // c claimed, b not (another writer's token)
     expect(await first).toBe(true)
     expect(await second).toBe(false)
@@ -149,25 +175,36 @@ describe('GroupCommit', () => {
 
   /** 'a' alone in the one slot, then 'b' and 'c' grouped in the second statement (call 2, not answered yet). */
   async function groupedBehindFirst() {
-    const { db, nextCall } = scriptedDb()
+    const { db, calls, nextCall } = scriptedDb()
     const group = new GroupCommit(db, 's', 1)
     const first = settle(group.submit(batch('a', 0)))
     const c1 = await nextCall(1)
     const rest = [settle(group.submit(batch('b', 0))), settle(group.submit(batch('c', 0)))]
     c1.release({})
-    return { first, rest, nextCall, second: await nextCall(2) }
+    return { group, calls, first, rest, nextCall, second: await nextCall(2) }
+  }
+
+  /** The one slot is free again: the next batch is sent at once, the one after it waits. */
+  async function expectSlotFree(group: GroupCommit, calls: Call[]) {
+    await new Promise((r) => setImmediate(r)) // past a fill that may be due this turn
+    const before = calls.length
+    void group.submit(batch('next', 0))
+    expect(calls).toHaveLength(before + 1)
+    void group.submit(batch('after', 0))
+    expect(calls).toHaveLength(before + 1)
   }
 
   test('a failed connection leaves every batch of the statement unknown: each caller gets the error', async () => {
-    const { first, rest, second } = await groupedBehindFirst()
+    const { group, calls, first, rest, second } = await groupedBehindFirst()
     expect(second.ids).toEqual(['b', 'c'])
     second.release({ error: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) })
     expect(await first).toEqual({ ok: true })
     expect(await Promise.all(rest)).toEqual([{ error: 'ECONNRESET' }, { error: 'ECONNRESET' }])
+    await expectSlotFree(group, calls)
   })
 
   test('a statement that failed for one batch is retried batch by batch: the others are stored', async () => {
-    const { first, rest, nextCall, second } = await groupedBehindFirst()
+    const { group, calls, first, rest, nextCall, second } = await groupedBehindFirst()
     second.release({ error: Object.assign(new Error('deadlock detected'), { code: '40P01' }) })
     const b = await nextCall(3)
     expect(b.ids).toEqual(['b'])
@@ -177,6 +214,29 @@ describe('GroupCommit', () => {
     c.release({})
     expect(await first).toEqual({ ok: true })
     expect(await Promise.all(rest)).toEqual([{ error: '22001' }, { ok: true }])
+    await expectSlotFree(group, calls)
+  })
+
+  test('a query that throws instead of rejecting fails its batches and frees the slot', async () => {
+    const { db, calls, nextCall, script } = scriptedDb()
+    const group = new GroupCommit(db, 's', 1)
+    script.throwNext = new Error('boom')
+    expect(await settle(group.submit(batch('lone', 0)))).toEqual({ error: 'Error: boom' })
+    // A group of two: the statement throws, then each batch is sent alone.
+    const a = settle(group.submit(batch('a', 0)))
+    const c1 = await nextCall(1)
+    const rest = [settle(group.submit(batch('b', 0))), settle(group.submit(batch('c', 0)))]
+    script.throwNext = new Error('boom')
+    c1.release({})
+    const b = await nextCall(2)
+    expect(b.ids).toEqual(['b'])
+    b.release({})
+    const c = await nextCall(3)
+    expect(c.ids).toEqual(['c'])
+    c.release({ claimed: [] })
+    expect(await a).toEqual({ ok: true })
+    expect(await Promise.all(rest)).toEqual([{ ok: true }, { ok: false }])
+    await expectSlotFree(group, calls)
   })
 
   test('a line holding a raw newline, or an empty batch, is refused before anything is sent', async () => {

@@ -29,13 +29,19 @@ export interface Batch {
   epoch: string
   /** Seq of the first line = the stored length the batch expects. */
   firstSeq: number
-  lines: string[]
-  /** `lines` joined by `\n`: what a statement shared with other sessions sends. */
+  /** How many lines. */
+  count: number
+  /** The lines, joined by `\n` (none holds a raw newline: JSON.stringify escapes them). */
   text: string
   /** Bytes the lines take in a JSONL file (each plus its `\n`). */
   bytes: number
   /** Set for the first batch of a new session: its row is created with it. */
   create?: { headerLine: string; createdAt: number; host: string }
+}
+
+/** The batch's lines, one string each. */
+export function batchLines(batch: Pick<Batch, 'text'>): string[] {
+  return batch.text.split('\n')
 }
 
 /** Thrown when the connection kept failing until the deadline: the batch may or may not be stored. */
@@ -69,7 +75,7 @@ export async function appendBatch(
   for (let attempt = 0; ; attempt++) {
     try {
       if (ambiguous && (await storedState(db, schema, batch, options.path)) === 'stored') return
-      const { sessionId, epoch, firstSeq, lines, bytes, create } = batch
+      const { sessionId, epoch, firstSeq, count, bytes, create } = batch
       // A session's later batches share their statement with other sessions' (group-commit.ts).
       const inserted = create
         ? (
@@ -77,15 +83,15 @@ export async function appendBatch(
               sessionId,
               epoch,
               firstSeq,
-              lines.length,
+              count,
               bytes + Buffer.byteLength(create.headerLine) + 1, // the new row's size counts its header line too
-              lines,
+              batchLines(batch),
               create.headerLine,
               create.createdAt,
               create.host,
               process.pid,
             ])
-          ).rowCount === lines.length
+          ).rowCount === count
         : await group.submit(batch)
       if (inserted) return
       // Nothing was inserted: find out why (a unique violation cannot happen, the length check comes first).
@@ -112,11 +118,11 @@ export async function appendBatch(
  * `E_LOCKED` (another writer took over), `E_NOT_FOUND` (deleted), `E_SEQ_NOT_CONTIGUOUS`.
  */
 export async function storedState(db: Db, schema: string, batch: Batch, path: string): Promise<Stored> {
-  const { sessionId: id, firstSeq, lines } = batch
+  const { sessionId: id, firstSeq, count, text } = batch
   const { rows } = await db.query<Parameters<typeof toSessionRow>[0] & { lines: string[] }>(DIAGNOSE(schema), [
     id,
     firstSeq,
-    firstSeq + lines.length,
+    firstSeq + count,
   ])
   const raw = rows[0]
   if (!raw) {
@@ -128,8 +134,8 @@ export async function storedState(db: Db, schema: string, batch: Batch, path: st
   }
   const row: SessionRow = toSessionRow(raw)
   const ours =
-    raw.lines.length === lines.length &&
-    raw.lines.every((line, i) => line === lines[i]) &&
+    raw.lines.length === count &&
+    raw.lines.join('\n') === text &&
     (!batch.create || row.headerLine === batch.create.headerLine)
   if (ours) return 'stored'
   if (batch.create) {

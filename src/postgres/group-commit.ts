@@ -9,8 +9,8 @@ import { type Db, isConnectionError } from './db.js'
 //
 // The lines travel as one text, split on "\n" by the server: a JSON line never holds a raw
 // newline, and one text costs far less to send and parse than a text[] of quoted JSON. The
-// numbers travel as array literals built here ("{1,2,3}"), cheaper than node-postgres quoting
-// each element of a JavaScript array.
+// per-line numbers travel as array literals built here ("{1,1,2}"), cheaper than node-postgres
+// quoting each element of a JavaScript array.
 const GROUP_APPEND = (s: string) => `
   WITH b AS (
     SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[])
@@ -53,7 +53,7 @@ interface Waiter {
  * equal size, taking turns: while the server runs one cohort's statement, this process prepares
  * the next cohort's batches. (Waiting for the whole turn instead put every session in one
  * statement, and left the server idle while the process prepared it.) A statement of one batch
- * frees its slot at once, so a lone session never waits.
+ * frees its slot at once, so a lone session waits for nothing but a fill already due this turn.
  */
 export class GroupCommit {
   readonly #db: Db
@@ -63,9 +63,12 @@ export class GroupCommit {
   #running = 0
   /** Batches in the statements that are running. */
   #inFlight = 0
-  /** Sessions acknowledged by a shared statement this turn, whose next batch has not arrived yet. */
+  /**
+   * Batches still expected this turn: one per batch a shared statement just stored, less one per
+   * batch submitted since (from those sessions or not: an estimate, reset when the turn ends).
+   */
   #expected = 0
-  /** A freed slot is filled on the next turn of the event loop: until then, submit only queues. */
+  /** A freed slot is filled by the next turn of the event loop; until then, only a fair share goes. */
   #pumpScheduled = false
 
   constructor(db: Db, schema: string, slots: number) {
@@ -82,11 +85,11 @@ export class GroupCommit {
    */
   submit(batch: Batch): Promise<boolean> {
     // Both would shift the lines of the batches after it in the statement to other seqs: the
-    // server splits the statement's text on "\n", so `text` must split into exactly `lines`.
-    // Neither can come from a caller (append stores nothing for an empty batch; JSON lines hold
-    // no raw newline): refused here before anything is sent.
-    if (batch.lines.length === 0) return Promise.reject(refused(batch, 'an empty batch cannot share a statement'))
-    if (newlines(batch.text) !== batch.lines.length - 1) return Promise.reject(refused(batch, 'a line holds a raw newline'))
+    // server splits the statement's text on "\n", so `text` must split into exactly `count`
+    // lines. Neither can come from a caller (append stores nothing for an empty batch; JSON lines
+    // hold no raw newline): refused here before anything is sent.
+    if (batch.count === 0) return Promise.reject(refused(batch, 'an empty batch cannot share a statement'))
+    if (newlines(batch.text) !== batch.count - 1) return Promise.reject(refused(batch, 'a line holds a raw newline'))
     return new Promise((resolve, reject) => {
       this.#waiting.push({ batch, resolve, reject })
       if (!this.#pumpScheduled) this.#pump()
@@ -107,8 +110,8 @@ export class GroupCommit {
     while (this.#running < this.#slots && this.#waiting.length > 0) {
       let lines = 0
       let take = 0
-      while (take < this.#waiting.length && (take === 0 || lines + this.#waiting[take]!.batch.lines.length <= MAX_GROUP_LINES)) {
-        lines += this.#waiting[take]!.batch.lines.length
+      while (take < this.#waiting.length && (take === 0 || lines + this.#waiting[take]!.batch.count <= MAX_GROUP_LINES)) {
+        lines += this.#waiting[take]!.batch.count
         take++
       }
       const group = this.#waiting.splice(0, take)
@@ -120,14 +123,14 @@ export class GroupCommit {
 
   /**
    * Frees the slot of a statement that returned, before its callers learn the outcome (so the
-   * batches they append next find it free). `answered`: its callers are about to learn the
-   * outcome now, and their sessions will likely append again this turn.
+   * batches they append next find it free). `appendingNext`: how many of its callers learn now
+   * that their batch is stored, and so will likely append again in this turn.
    */
-  #release(group: Waiter[], answered: boolean): void {
+  #release(group: Waiter[], appendingNext: number): void {
     this.#running--
     this.#inFlight -= group.length
     if (group.length > 1) {
-      if (answered) this.#expected += group.length
+      this.#expected += appendingNext
       this.#schedulePump()
     } else if (!this.#pumpScheduled) this.#pump()
   }
@@ -143,19 +146,18 @@ export class GroupCommit {
   }
 
   async #send(group: Waiter[]): Promise<void> {
+    let claimed: Set<number>
     try {
-      const claimed = await this.#statement(group.map((w) => w.batch))
-      this.#release(group, true)
-      for (const [i, w] of group.entries()) w.resolve(claimed.has(i + 1))
+      claimed = await this.#statement(group.map((w) => w.batch))
     } catch (err) {
       // A failed connection leaves every batch's outcome unknown: each caller finds out its own.
       if (group.length === 1 || isConnectionError(err)) {
-        this.#release(group, true)
+        this.#release(group, 0)
         for (const w of group) w.reject(err)
         return
       }
       // The statement failed and stored nothing (a deadlock, a server limit): one batch may be
-      // the cause, so each is sent alone and meets its own fate.
+      // the cause, so each is sent alone, in this slot, and meets its own fate.
       for (const w of group) {
         try {
           w.resolve((await this.#statement([w.batch])).has(1))
@@ -163,8 +165,11 @@ export class GroupCommit {
           w.reject(own)
         }
       }
-      this.#release(group, false) // its callers already know, one by one
+      this.#release(group, 0) // its callers already know, one by one
+      return
     }
+    this.#release(group, claimed.size)
+    for (const [i, w] of group.entries()) w.resolve(claimed.has(i + 1))
   }
 
   /** One statement for `batches`; resolves with the 1-based positions of the claimed ones. */
@@ -181,9 +186,9 @@ export class GroupCommit {
       ids.push(b.sessionId)
       epochs.push(b.epoch)
       firsts.push(b.firstSeq)
-      counts.push(b.lines.length)
+      counts.push(b.count)
       sizes.push(b.bytes)
-      for (let k = 0; k < b.lines.length; k++) {
+      for (let k = 0; k < b.count; k++) {
         lineBatch.push(i + 1)
         lineSeq.push(b.firstSeq + k)
       }
@@ -191,7 +196,7 @@ export class GroupCommit {
     }
     const { rows } = await this.#db.query<{ bi: number }>(
       GROUP_APPEND(this.#schema),
-      [ids, literal(epochs), literal(firsts), literal(counts), literal(sizes), literal(lineBatch), literal(lineSeq), texts.join('\n')],
+      [ids, epochs, literal(firsts), literal(counts), literal(sizes), literal(lineBatch), literal(lineSeq), texts.join('\n')],
       // Named: each connection parses and plans the statement once, not on every batch.
       `spj_append_${this.#schema}`,
     )
@@ -199,8 +204,8 @@ export class GroupCommit {
   }
 }
 
-/** A PostgreSQL array literal of integers (or of strings of digits: the writer tokens). */
-function literal(values: Array<number | string>): string {
+/** A PostgreSQL array literal of integers: one element per line, cheaper built here than by `pg`. */
+function literal(values: number[]): string {
   return `{${values.join(',')}}`
 }
 

@@ -107,7 +107,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
     const s = this.#sessions.get(id)
     if (!s || s.closing) throw notWritable(id)
     const batch = serializeBatch(id, events) // captured now: later mutation changes nothing
-    if (batch.lines.length === 0) return
+    if (batch.count === 0) return
     await s.ops.run(() => {
       if (this.#sessions.get(id) !== s) throw notWritable(id)
       return this.#writer.append(s, batch)
@@ -130,8 +130,8 @@ class PostgresPersistence implements PostgresSessionPersistence {
       Object.assign(s, { meta, headerLine: head.headerLine, stored: true, nextSeq: log.events.length })
       const closers = closeOpenTurn ? computeClosers(log.events, log.header.createdAt) : []
       if (closers.length > 0) {
-        const { lines, text, bytes } = serializeBatch(id, closers)
-        await this.#writer.write(s, { sessionId: id, epoch: s.epoch!, firstSeq: log.events.length, lines, text, bytes })
+        const { count, text, bytes } = serializeBatch(id, closers)
+        await this.#writer.write(s, { sessionId: id, epoch: s.epoch!, firstSeq: log.events.length, count, text, bytes })
       }
       const loaded: LoadedSession = { meta: { ...meta }, events: closers.length > 0 ? [...log.events, ...closers] : log.events }
       if (closers.length > 0) loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }

@@ -41,13 +41,8 @@ export function newTracked(id: string, path: string): Tracked {
   }
 }
 
-/** A batch serialized: its lines, and the same lines joined by `\n` (what a shared statement sends). */
-export interface SerializedBatch {
-  firstSeq: number
-  lines: string[]
-  text: string
-  bytes: number
-}
+/** A batch serialized: `count` lines joined by `\n` in `text`, `bytes` long in a JSONL file. */
+export type SerializedBatch = Pick<Batch, 'firstSeq' | 'count' | 'text' | 'bytes'>
 
 /**
  * Validates and serializes a batch as the JSONL backend does (the same lines, captured now).
@@ -55,9 +50,8 @@ export interface SerializedBatch {
  */
 export function serializeBatch(id: string, events: readonly SessionEvent[]): SerializedBatch {
   const { firstSeq, count, text } = serializeEvents(id, events)
-  if (count === 0) return { firstSeq, lines: [], text: '', bytes: 0 }
-  const joined = text.slice(0, -1)
-  return { firstSeq, lines: joined.split('\n'), text: joined, bytes: Buffer.byteLength(text) }
+  if (count === 0) return { firstSeq, count, text: '', bytes: 0 }
+  return { firstSeq, count, text: text.slice(0, -1), bytes: Buffer.byteLength(text) }
 }
 
 /** The ids the JSONL backend accepts, minus NUL: PostgreSQL `text` cannot hold it. */
@@ -70,8 +64,8 @@ export function checkId(id: unknown): asserts id is string {
   }
 }
 
-export function sameBatch(b: Batch, firstSeq: number, lines: string[]): boolean {
-  return b.firstSeq === firstSeq && b.lines.length === lines.length && b.lines.every((l, i) => l === lines[i])
+export function sameBatch(b: Batch, other: SerializedBatch): boolean {
+  return b.firstSeq === other.firstSeq && b.count === other.count && b.text === other.text
 }
 
 export function notWritable(id: string): SessionPersistenceError {

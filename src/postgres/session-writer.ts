@@ -27,10 +27,11 @@ export class SessionWriter {
   }
 
   /** Appends the next batch of an open session (its row created with it when it is the first). */
-  async append(s: Tracked, { firstSeq, lines, text, bytes }: SerializedBatch): Promise<void> {
+  async append(s: Tracked, serialized: SerializedBatch): Promise<void> {
     if (!s.headerLine || !s.meta) throw notWritable(s.id)
     if (s.unknown) await this.#resolveUnknown(s)
-    if (s.resolved && sameBatch(s.resolved, firstSeq, lines)) return // a retry of a batch found stored
+    if (s.resolved && sameBatch(s.resolved, serialized)) return // a retry of a batch found stored
+    const { firstSeq } = serialized
     if (firstSeq !== s.nextSeq) {
       throw new SessionPersistenceError(
         'E_SEQ_NOT_CONTIGUOUS',
@@ -42,7 +43,7 @@ export class SessionWriter {
     await this.ensureHeld(s).catch((err: unknown) => {
       throw dbError(err, `take session '${s.id}'`, s.id)
     })
-    const batch: Batch = { sessionId: s.id, epoch: s.epoch!, firstSeq, lines, text, bytes }
+    const batch: Batch = { sessionId: s.id, epoch: s.epoch!, ...serialized }
     if (!s.stored) batch.create = { headerLine: s.headerLine, createdAt: s.meta.createdAt, host: this.#c.host }
     await this.write(s, batch)
   }
@@ -60,7 +61,7 @@ export class SessionWriter {
       throw dbError(err, `append to session '${s.id}'`, s.id)
     }
     s.stored = true
-    s.nextSeq = batch.firstSeq + batch.lines.length
+    s.nextSeq = batch.firstSeq + batch.count
   }
 
   /** Finds out whether the unanswered batch was stored, and moves on from there. */
@@ -75,7 +76,7 @@ export class SessionWriter {
     s.unknown = undefined
     if (state === 'stored') {
       s.stored = true
-      s.nextSeq = batch.firstSeq + batch.lines.length
+      s.nextSeq = batch.firstSeq + batch.count
       s.resolved = batch
     }
   }

@@ -107,7 +107,10 @@ export async function runPostgresKillTorture(options: {
           acked.set(id, seq + n)
           if (++acks >= target) reached()
         },
-        (line) => failures.push(`round ${round}: writer reported ${line}`),
+        (line) => {
+          failures.push(`round ${round}: writer reported ${line}`)
+          reached() // the round ends on its first failure: a writer that only fails would never reach its target
+        },
       )
       const opened = await w.send({ op: 'open', url, schema, host })
       if (!opened.ok) failures.push(`round ${round}: open failed: ${opened.message}`)

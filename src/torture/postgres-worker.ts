@@ -76,7 +76,10 @@ async function stream(s: PostgresSessionPersistence, id: string, batch: number, 
     } catch (err) {
       say({ error: id, code: isSessionPersistenceError(err) ? err.code : 'foreign', message: (err as Error).message })
       if (isSessionPersistenceError(err) && (err.code === 'E_LOCKED' || err.code === 'E_NOT_FOUND')) return
-      continue // same batch again: an unknown outcome is resolved, never stored twice
+      // Same batch again: an unknown outcome is resolved, never stored twice. After a pause, so
+      // that an error that repeats reports a line now and then instead of spinning.
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      continue
     }
     next.set(id, first + batch)
     say({ ack: id, seq: first, n: batch })

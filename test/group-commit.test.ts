@@ -265,4 +265,21 @@ describe('GroupCommit', () => {
     c3.release({})
     expect(await Promise.all(pending)).toEqual([true, true, true, true])
   })
+
+  test('a group never holds more than 128 batches', async () => {
+    const { db, nextCall } = scriptedDb()
+    const group = new GroupCommit(db, 's', 1)
+    const pending = [group.submit(batch('first', 0))]
+    const c1 = await nextCall(1)
+    for (let i = 0; i < 130; i++) pending.push(group.submit(batch(`s${i}`, 0)))
+    c1.release({})
+    const c2 = await nextCall(2)
+    expect(c2.ids).toEqual(Array.from({ length: 128 }, (_, i) => `s${i}`))
+    c2.release({})
+    const c3 = await nextCall(3)
+    expect(c3.ids).toEqual(['s128', 's129'])
+    c3.release({})
+    expect((await Promise.all(pending)).every((ok) => ok)).toBe(true)
+    expect(pending).toHaveLength(131)
+  })
 })

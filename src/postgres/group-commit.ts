@@ -12,25 +12,28 @@ import { type Db, isConnectionError } from './db.js'
 // per-line numbers travel as array literals built here ("{1,1,2}"), cheaper than node-postgres
 // quoting each element of a JavaScript array.
 const GROUP_APPEND = (s: string) => `
-  WITH b AS (
-    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[])
-      WITH ORDINALITY AS b(session_id, epoch, first_seq, n, bytes, bi)
-  ), claim AS (
+  WITH claim AS (
     UPDATE "${s}".sessions s
        SET length = s.length + b.n, size_bytes = s.size_bytes + b.bytes, updated_at = now()
-      FROM b
+      FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[])
+             WITH ORDINALITY AS b(session_id, epoch, first_seq, n, bytes, bi)
      WHERE s.session_id = b.session_id AND s.writer_epoch = b.epoch AND s.length = b.first_seq
-    RETURNING b.bi, b.session_id
+    RETURNING b.bi
   ), inserted AS (
     INSERT INTO "${s}".events (session_id, seq, line)
-    SELECT claim.session_id, l.seq, l.line
+    SELECT ($1::text[])[l.bi], l.seq, l.line
       FROM ROWS FROM (string_to_table($8::text, E'\\n'), unnest($6::bigint[]), unnest($7::bigint[])) AS l(line, bi, seq)
-      JOIN claim ON claim.bi = l.bi
+     WHERE l.bi = ANY (ARRAY(SELECT bi FROM claim))
   )
   SELECT bi::integer AS bi FROM claim`
 
 /** At most this many lines in one statement: a group never grows into one huge message. */
 const MAX_GROUP_LINES = 5_000
+/**
+ * At most this many batches in one statement: each line is matched against the claimed batches'
+ * positions (an array scan, cheaper than a hash join for a few batches), so the work stays small.
+ */
+const MAX_GROUP_BATCHES = 128
 
 interface Waiter {
   batch: Batch
@@ -110,7 +113,11 @@ export class GroupCommit {
     while (this.#running < this.#slots && this.#waiting.length > 0) {
       let lines = 0
       let take = 0
-      while (take < this.#waiting.length && (take === 0 || lines + this.#waiting[take]!.batch.count <= MAX_GROUP_LINES)) {
+      while (
+        take < this.#waiting.length &&
+        take < MAX_GROUP_BATCHES &&
+        (take === 0 || lines + this.#waiting[take]!.batch.count <= MAX_GROUP_LINES)
+      ) {
         lines += this.#waiting[take]!.batch.count
         take++
       }

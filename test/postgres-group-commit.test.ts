@@ -105,6 +105,58 @@ describe.skipIf(!url)('PostgreSQL group commit', () => {
     expect(lengths.map((r) => r.length)).toEqual(['8', '4', '8'])
   })
 
+  test('one shared statement: ids that need quoting land under their own id; a stale length and a deleted row are refused alone', async () => {
+    const s = schema()
+    const gated = gatedPool(url!)
+    const store = createPostgresPersistence({ pool: gated.pool, schema: s, appendStatements: 1 })
+    cleanups.push(async () => {
+      await store.end()
+      await gated.pool.end()
+    })
+    const odd = ['a,"b"\\c{}', 'NULL', 'ü\u2028,x', ' sp ace ']
+    const ids = ['gate', ...odd, 'stale', 'gone']
+    const sent = new Map<string, unknown[]>() // the events appended to each session, in order
+    const append = (id: string, events: ReturnType<typeof turn>) => {
+      sent.set(id, [...(sent.get(id) ?? []), ...events])
+      return store.append(id, events)
+    }
+    for (const id of ids) {
+      await store.create(meta(id))
+      await append(id, turn(0, 1))
+    }
+    // 'stale': another writer appended (the row's length moved on); 'gone': its row was deleted.
+    await sql(url!, `UPDATE "${s}".sessions SET length = length + 1 WHERE session_id = 'stale'`)
+    await sql(url!, `DELETE FROM "${s}".sessions WHERE session_id = 'gone'`)
+
+    const first = append('gate', turn(4, 2))
+    await gated.firstEntered
+    const later = Promise.allSettled([...odd, 'stale', 'gone'].map((id) => append(id, turn(4, 2))))
+    await new Promise((r) => setImmediate(r))
+    gated.open()
+    await first
+    const settled = await later
+
+    expect(gated.appends).toEqual([['gate'], [...odd, 'stale', 'gone']]) // one shared statement
+    expect(settled.slice(0, odd.length).map((r) => r.status)).toEqual(odd.map(() => 'fulfilled'))
+    expect(settled[odd.length]).toMatchObject({ status: 'rejected', reason: { code: 'E_SEQ_NOT_CONTIGUOUS' } })
+    expect(settled[odd.length + 1]).toMatchObject({ status: 'rejected', reason: { code: 'E_NOT_FOUND' } })
+    for (const id of odd) {
+      const stored = await sql<{ seq: string; line: string }>(
+        url!,
+        `SELECT seq::text, line FROM "${s}".events WHERE session_id = $1 ORDER BY seq`,
+        [id],
+      )
+      const want = sent.get(id)!.map((e) => JSON.stringify(e))
+      expect(want).toHaveLength(8)
+      expect(stored.map((r) => r.line)).toEqual(want)
+      expect(stored.map((r) => Number(r.seq))).toEqual(want.map((_, i) => i))
+    }
+    const stale = await sql<{ n: string }>(url!, `SELECT count(*)::text AS n FROM "${s}".events WHERE session_id = 'stale'`)
+    expect(stale).toEqual([{ n: '4' }]) // nothing of the refused batch
+    const gone = await sql<{ n: string }>(url!, `SELECT count(*)::text AS n FROM "${s}".events WHERE session_id = 'gone'`)
+    expect(gone).toEqual([{ n: '0' }])
+  })
+
   test('sixteen sessions appending at once: every log whole and in order, in fewer statements than batches', async () => {
     const s = schema()
     const gated = gatedPool(url!)

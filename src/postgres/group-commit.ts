@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { SessionPersistenceError } from '../errors.js'
 import type { Batch } from './append-batch.js'
 import { type Db, isConnectionError } from './db.js'
@@ -60,7 +61,13 @@ interface Waiter {
  */
 export class GroupCommit {
   readonly #db: Db
-  readonly #schema: string
+  readonly #text: string
+  /**
+   * The prepared statement's name, from its text: a caller's pool shared with another release of
+   * this package (another text) or with a schema whose name starts the same (names are cut at
+   * 63 bytes) never meets a statement of that name prepared with other text.
+   */
+  readonly #name: string
   readonly #slots: number
   #waiting: Waiter[] = []
   #running = 0
@@ -76,7 +83,8 @@ export class GroupCommit {
 
   constructor(db: Db, schema: string, slots: number) {
     this.#db = db
-    this.#schema = schema
+    this.#text = GROUP_APPEND(schema)
+    this.#name = `spj_append_${createHash('sha256').update(this.#text).digest('hex').slice(0, 32)}`
     this.#slots = slots
   }
 
@@ -202,10 +210,9 @@ export class GroupCommit {
       texts.push(b.text)
     }
     const { rows } = await this.#db.query<{ bi: number }>(
-      GROUP_APPEND(this.#schema),
+      this.#text,
       [ids, epochs, literal(firsts), literal(counts), literal(sizes), literal(lineBatch), literal(lineSeq), texts.join('\n')],
-      // Named: each connection parses and plans the statement once, not on every batch.
-      `spj_append_${this.#schema}`,
+      this.#name, // named: each connection parses and plans the statement once, not on every batch
     )
     return new Set(rows.map((r) => r.bi))
   }

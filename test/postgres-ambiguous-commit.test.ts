@@ -1,6 +1,6 @@
 // A connection cut while a batch commits: the append is retried on a new connection and the
 // outcome is resolved — stored exactly once either way, acknowledged, and the log goes on. An
-// append is the named statement spj_append_<schema>: its name is in every message that runs it.
+// append is the named statement spj_append_<hash of its text>: its name is in every message that runs it.
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'

@@ -62,15 +62,21 @@ function gatedPool(connectionString: string) {
   return { pool, appends, open, firstEntered }
 }
 
+/** A store on a gated pool (`appendStatements` slots), ended after the tests. */
+function gatedStore(s: string, appendStatements: number) {
+  const gated = gatedPool(url!)
+  const store = createPostgresPersistence({ pool: gated.pool, schema: s, appendStatements })
+  cleanups.push(async () => {
+    await store.end()
+    await gated.pool.end()
+  })
+  return { gated, store }
+}
+
 describe.skipIf(!url)('PostgreSQL group commit', () => {
   test('batches of several sessions share one statement; a session another writer took over is refused alone', async () => {
     const s = schema()
-    const gated = gatedPool(url!)
-    const store = createPostgresPersistence({ pool: gated.pool, schema: s, appendStatements: 1 })
-    cleanups.push(async () => {
-      await store.end()
-      await gated.pool.end()
-    })
+    const { gated, store } = gatedStore(s, 1)
     for (const id of ['a', 'b', 'c']) {
       await store.create(meta(id))
       await store.append(id, turn(0, 1)) // the first batch creates the row: not a group statement
@@ -107,12 +113,7 @@ describe.skipIf(!url)('PostgreSQL group commit', () => {
 
   test('one shared statement: ids that need quoting land under their own id; a stale length and a deleted row are refused alone', async () => {
     const s = schema()
-    const gated = gatedPool(url!)
-    const store = createPostgresPersistence({ pool: gated.pool, schema: s, appendStatements: 1 })
-    cleanups.push(async () => {
-      await store.end()
-      await gated.pool.end()
-    })
+    const { gated, store } = gatedStore(s, 1)
     const odd = ['a,"b"\\c{}', 'NULL', 'ü\u2028,x', ' sp ace ']
     const ids = ['gate', ...odd, 'stale', 'gone']
     const sent = new Map<string, unknown[]>() // the events appended to each session, in order
@@ -159,12 +160,7 @@ describe.skipIf(!url)('PostgreSQL group commit', () => {
 
   test('sixteen sessions appending at once: every log whole and in order, in fewer statements than batches', async () => {
     const s = schema()
-    const gated = gatedPool(url!)
-    const store = createPostgresPersistence({ pool: gated.pool, schema: s, appendStatements: 2 })
-    cleanups.push(async () => {
-      await store.end()
-      await gated.pool.end()
-    })
+    const { gated, store } = gatedStore(s, 2)
     gated.open()
     const ids = Array.from({ length: 16 }, (_, i) => `s${i}`)
     for (const id of ids) {

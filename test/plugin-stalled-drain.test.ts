@@ -10,7 +10,7 @@ import {
 import { eventBytes } from '../src/plugin/buffer-budget.js'
 import { DrainStalledError } from '../src/plugin/plugin-errors.js'
 import { stalledAfterMs } from '../src/plugin/session-drain.js'
-import { createMemoryPersistence, createReferenceHost } from '../src/testing/index.js'
+import { createMemoryPersistence, createReferenceHost, type ReferenceSession } from '../src/testing/index.js'
 import { oneTurn } from './helpers/plugin-setup.js'
 
 // A drain whose backend never answers (a stalled NFS mount, a database that stopped
@@ -78,7 +78,16 @@ async function setup(options: { flushDelayMs: number; maxBufferedBytes: number }
   const host = createReferenceHost()
   await plugin.apply(host)
   const drops = () => errors.filter((e): e is EventDroppedError => e instanceof EventDroppedError)
-  return { ...stalling, plugin, host, errors, recovered, drops }
+  /** Puts one drain of `session` in flight with an append that never answers, then lets it count as stalled. */
+  const stallDrain = async (session: ReferenceSession) => {
+    const stalled = stalling.stall('append', session.meta.id)
+    session.emit('filler', filler())
+    session.flush()
+    await stalled.started
+    await vi.advanceTimersByTimeAsync(stalledAfterMs(options.flushDelayMs))
+    return stalled
+  }
+  return { ...stalling, plugin, host, errors, recovered, drops, stallDrain }
 }
 
 const filler = () => ({ text: 'x'.repeat(400) })
@@ -137,11 +146,7 @@ test('when the stalled append settles, counting returns to normal: later events 
   s.runTurn(oneTurn(1))
   await t.plugin.flush()
 
-  const stalled = t.stall('append', 'slow')
-  s.emit('filler', filler())
-  s.flush()
-  await stalled.started
-  await vi.advanceTimersByTimeAsync(stalledAfterMs(100))
+  const stalled = await t.stallDrain(s)
   for (let i = 0; i < 3; i++) s.emit('filler', filler()) // counted, and within the budget
   stalled.release()
   await t.plugin.flush('slow')
@@ -165,11 +170,7 @@ test('after a drop during a stall, later events of that session are dropped too 
   b.runTurn(oneTurn(1))
   await t.plugin.flush()
 
-  const stalledA = t.stall('append', 'a')
-  a.emit('filler', filler())
-  a.flush()
-  await stalledA.started
-  await vi.advanceTimersByTimeAsync(stalledAfterMs(100))
+  const stalledA = await t.stallDrain(a)
   for (let i = 0; i < 10; i++) a.emit('filler', filler())
   const firstDrop = t.drops()[0]!.seq
   stalledA.release()
@@ -184,11 +185,7 @@ test('after a drop during a stall, later events of that session are dropped too 
 
   // a's written events no longer hold the budget: b, stalled now, can buffer nearly all of it.
   const dropsSoFar = t.drops().length
-  const stalledB = t.stall('append', 'b')
-  b.emit('filler', filler())
-  b.flush()
-  await stalledB.started
-  await vi.advanceTimersByTimeAsync(stalledAfterMs(100))
+  const stalledB = await t.stallDrain(b)
   for (let i = 0; i < 5; i++) b.emit('filler', filler()) // 6 × ~450 bytes < 3000
   expect(t.drops().length).toBe(dropsSoFar)
   stalledB.release()
@@ -253,11 +250,7 @@ test('one stalled session does not hold up or size a healthy one', async () => {
   fine.runTurn(oneTurn(1))
   await t.plugin.flush()
 
-  const stalled = t.stall('append', 'stuck')
-  stuck.emit('filler', filler())
-  stuck.flush()
-  await stalled.started
-  await vi.advanceTimersByTimeAsync(stalledAfterMs(100))
+  const stalled = await t.stallDrain(stuck)
   for (let i = 0; i < 10; i++) stuck.emit('filler', filler()) // fills the budget: drops
   const stuckDrops = t.drops().length
   expect(stuckDrops).toBeGreaterThan(0)

@@ -84,19 +84,3 @@ describe('load and fork of an id with no log take no lock', () => {
     await p.closeAll()
   })
 })
-
-describe('bad arguments to load, list and fork get a stable code', () => {
-  test('null or non-object options are E_CONFIG, a missing fork child E_INVALID_META; nothing is opened', async () => {
-    const p = createJsonlPersistence({ root: ROOT, fs: createCrashFileSystem() })
-    await p.create(meta('args'))
-    await p.append('args', turn(0, 1))
-    await p.close('args')
-    expect(await codeOf(p.load('args', null as never))).toBe('E_CONFIG')
-    expect(await codeOf(p.load('args', 'yes' as never))).toBe('E_CONFIG')
-    expect(await codeOf(p.list(null as never))).toBe('E_CONFIG')
-    expect(await codeOf(p.fork('args', null as never))).toBe('E_INVALID_META')
-    // None of them left the session open or locked: it loads.
-    expect((await p.load('args')).events).toHaveLength(4)
-    await p.closeAll()
-  })
-})

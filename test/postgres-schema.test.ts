@@ -99,21 +99,6 @@ describe.skipIf(!url)('PostgreSQL schema migrations', () => {
   })
 })
 
-describe.skipIf(!url)('bad arguments to the PostgreSQL backend', () => {
-  test('null or non-object options are E_CONFIG, a missing fork child E_INVALID_META; nothing is opened', async () => {
-    const store = open(schema())
-    await store.create({ id: 'args', createdAt: 1, delegationDepth: 0 })
-    await store.append('args', workerEvents(0, 2, 'x'))
-    await store.close('args')
-    expect(await codeOf(store.load('args', null as never))).toBe('E_CONFIG')
-    expect(await codeOf(store.load('args', 'yes' as never))).toBe('E_CONFIG')
-    expect(await codeOf(store.list(null as never))).toBe('E_CONFIG')
-    expect(await codeOf(store.fork('args', null as never))).toBe('E_INVALID_META')
-    expect((await store.load('args')).events).toHaveLength(2)
-    await store.closeAll()
-  })
-})
-
 describe.skipIf(!url)('PostgreSQL durability settings', () => {
   test('synchronous_commit is on for every connection it uses, even from a caller pool set to off', async () => {
     const pool = new pg.Pool({ connectionString: url!, max: 1, options: '-c synchronous_commit=off' })

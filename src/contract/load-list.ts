@@ -37,6 +37,19 @@ export function loadListCloseTests({ open }: ContractContext): void {
       await a.close('live')
     })
 
+    test('null or non-object options of load and list are E_CONFIG; nothing is left open', async () => {
+      const a = await open()
+      await a.create(meta('args'))
+      await a.append('args', completeTurn(0, 1))
+      await a.close('args')
+      expect(await codeOf(a.load('args', null as never))).toBe('E_CONFIG')
+      expect(await codeOf(a.load('args', 'yes' as never))).toBe('E_CONFIG')
+      expect(await codeOf(a.list(null as never))).toBe('E_CONFIG')
+      // None of them left the session open or locked: it loads.
+      expect((await a.load('args')).events).toHaveLength(4)
+      await a.close('args')
+    })
+
     test('an open final turn is closed with the exact closers, durably, once', async () => {
       const a = await open()
       await a.create(meta('open-turn'))

@@ -39,6 +39,7 @@ export function storeTests({ open, openOther }: ContractContext): void {
       expect(await codeOf(a.fork('nobody', { id: 'c1', seedLength: 0 }))).toBe('E_NOT_FOUND')
       expect(await codeOf(a.fork('parent', { id: 'parent', seedLength: 4 }))).toBe('E_EXISTS')
       expect(await codeOf(a.fork('parent', { id: '', seedLength: 4 }))).toBe('E_INVALID_ID')
+      expect(await codeOf(a.fork('parent', null as never))).toBe('E_INVALID_META')
       expect((await a.list()).map((l) => l.meta.id)).toEqual(['parent'])
     })
 

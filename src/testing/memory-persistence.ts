@@ -1,5 +1,6 @@
 import { assertSeedLength, childMeta } from '../core/fork-point.js'
 import PQueue from 'p-queue'
+import { callOptions } from '../core/call-options.js'
 import { computeClosers } from '../core/closers.js'
 import { encodeSessionId } from '../core/id-encoding.js'
 import { headerLine, validateMeta } from '../core/meta.js'
@@ -163,13 +164,14 @@ class MemoryPersistence implements SessionStore {
     return { stored, events: stored.lines.map((line) => JSON.parse(line) as SessionEvent) }
   }
 
-  async load(id: string, options: LoadOptions = {}): Promise<LoadedSession> {
+  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
+    const closeOpenTurn = callOptions(options, 'load').closeOpenTurn !== false
     if (this.#open.has(id)) {
       throw new SessionPersistenceError('E_SESSION_LIVE', `session '${id}' is open in this instance`, { sessionId: id })
     }
     const { stored, events } = this.#read(id) // found first: a missing log takes no lock
     this.#lock(id)
-    const closers = options.closeOpenTurn === false ? [] : computeClosers(events, stored.meta.createdAt)
+    const closers = closeOpenTurn ? computeClosers(events, stored.meta.createdAt) : []
     const all = [...events, ...closers]
     for (const c of closers) {
       const line = JSON.stringify(c)
@@ -195,7 +197,8 @@ class MemoryPersistence implements SessionStore {
     return loaded
   }
 
-  async list(_options: ListOptions = {}): Promise<SessionListing[]> {
+  async list(options?: ListOptions): Promise<SessionListing[]> {
+    callOptions(options, 'list') // nothing to skip here, but bad options are refused as everywhere
     return [...this.#store.sessions.values()]
       .map((s) => ({
         meta: structuredClone(s.meta),

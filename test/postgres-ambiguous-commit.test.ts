@@ -5,6 +5,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
 import { workerEvents } from '../src/torture/postgres-worker.js'
+import { codeOf } from './helpers/codes.js'
 import { dropSchemas, freshSchema, pgUrl, sql, storedLines } from './helpers/pg-env.js'
 import { PgCutProxy } from './helpers/pg-proxy.js'
 
@@ -28,6 +29,14 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
   })
 
   const seqsOf = async (id: string) => (await storedLines(url!, schema, id)).map((l) => l.seq)
+  /** A store behind the proxy that gives up at the first failed connection (the outcome left unknown). */
+  const giveUpAtOnce = () =>
+    createPostgresPersistence({
+      connectionString: `postgres://postgres@127.0.0.1:${proxy.port}${new URL(url!).pathname}`,
+      schema,
+      poolSize: 1,
+      retryTimeoutMs: 0,
+    })
 
   test('the answer to a committed batch is lost: the retry finds it stored and acknowledges it, once', async () => {
     await store.create({ id: 'answer-lost', createdAt: 1, delegationDepth: 0 })
@@ -69,21 +78,13 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
   })
 
   test('a retry that gives up leaves the outcome unknown; retrying the same batch resolves it, never twice', async () => {
-    const short = createPostgresPersistence({
-      connectionString: `postgres://postgres@127.0.0.1:${proxy.port}${new URL(url!).pathname}`,
-      schema,
-      poolSize: 1,
-      retryTimeoutMs: 0,
-    })
+    const short = giveUpAtOnce()
     try {
       await short.create({ id: 'gave-up', createdAt: 1, delegationDepth: 0 })
       await short.append('gave-up', workerEvents(0, 2, 'w'))
       proxy.cutAfterRequest('spj_append')
       const batch = workerEvents(2, 5, 'w')
-      const first = await short.append('gave-up', batch).then(
-        () => 'resolved',
-        (e: { code: string }) => e.code,
-      )
+      const first = await codeOf(short.append('gave-up', batch))
       expect(first).toBe('E_IO')
       await short.append('gave-up', batch)
       await short.append('gave-up', batch) // the same batch again is still acknowledged, not stored again
@@ -93,10 +94,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
       // Given up on a batch that never arrived: the next append finds it absent and continues
       // from the stored length (its own batch at seq 8 is written; the lost one is not).
       proxy.cutBeforeRequest('spj_append')
-      const lost = await short.append('gave-up', workerEvents(8, 2, 'lost')).then(
-        () => 'resolved',
-        (e: { code: string }) => e.code,
-      )
+      const lost = await codeOf(short.append('gave-up', workerEvents(8, 2, 'lost')))
       expect(lost).toBe('E_IO')
       await short.append('gave-up', workerEvents(8, 1, 'w'))
       const lines = await storedLines(url!, schema, 'gave-up')
@@ -107,12 +105,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
     }
   })
   test('the unanswered batch commits only after the retry found it absent: the retry acknowledges it, stored once', async () => {
-    const short = createPostgresPersistence({
-      connectionString: `postgres://postgres@127.0.0.1:${proxy.port}${new URL(url!).pathname}`,
-      schema,
-      poolSize: 1,
-      retryTimeoutMs: 0,
-    })
+    const short = giveUpAtOnce()
     const late = new pg.Client({ connectionString: url })
     await late.connect()
     try {
@@ -120,10 +113,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
       await short.append('late-commit', workerEvents(0, 2, 'w'))
       proxy.cutBeforeRequest('spj_append')
       const batch = workerEvents(2, 3, 'w')
-      const first = await short.append('late-commit', batch).then(
-        () => 'resolved',
-        (e: { code: string }) => e.code,
-      )
+      const first = await codeOf(short.append('late-commit', batch))
       expect(first).toBe('E_IO')
       // The original attempt, still in flight on the server (e.g. waiting for a synchronous
       // standby): it holds the session's row and commits late.
@@ -134,10 +124,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
          INSERT INTO "${schema}".events (session_id, seq, line) SELECT claim.session_id, 2 + u.ord - 1, u.line FROM claim, unnest($3::text[]) WITH ORDINALITY AS u(line, ord)`,
         ['late-commit', row!.epoch, batch.map((e) => JSON.stringify(e))],
       )
-      const retry = short.append('late-commit', batch).then(
-        () => 'resolved',
-        (e: { code: string }) => e.code,
-      )
+      const retry = codeOf(short.append('late-commit', batch))
       // The retry found it absent and now waits for the row: then the original commits.
       for (;;) {
         const waiting = await sql(url!, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%"${schema}".sessions%'`)

@@ -3,6 +3,8 @@ import type { JsonValue, SessionEvent } from '../core/schema.js'
 import { INTERRUPTED_TOOL_TEXT } from '../core/closers.js'
 import { asObject, type JsonObject } from '../core/as-object.js'
 import { isRewoundBy, rewoundRanges } from '../history.js'
+import { renderClaudeAgentSdkEvent } from './render-claude-agent-sdk.js'
+import { renderLangGraphEvent } from './render-langgraph.js'
 
 export interface Style {
   dim(s: string): string
@@ -48,6 +50,11 @@ function toolCalls(content: unknown): { callId: string; name: string; arguments:
     .map(asObject)
     .filter((b): b is JsonObject => b?.type === 'tool-call')
     .map((b) => ({ callId: String(b.callId), name: String(b.name), arguments: (b.arguments ?? null) as JsonValue }))
+}
+
+/** An event of a framework adapter (LangGraph, Claude Agent SDK) that its own renderer knows. */
+function frameworkEvent(e: SessionEvent): { text: string; markdown: string } | undefined {
+  return renderLangGraphEvent(e) ?? renderClaudeAgentSdkEvent(e)
 }
 
 const MESSAGE_TYPES = new Set(['system/message', 'user/message', 'assistant/message', 'tool/result'])
@@ -168,7 +175,12 @@ export function renderTranscript(session: LoadedSession, style: Style): string {
       case 'assistant/chunk':
       case 'tool/call':
         break
-      default:
+      default: {
+        const framework = frameworkEvent(e)
+        if (framework) {
+          out.push(framework.text)
+          break
+        }
         if (run && run.type === e.type && out.length === run.line + 1) {
           run.count++
           run.ignorable &&= e.ignorable === true
@@ -177,6 +189,7 @@ export function renderTranscript(session: LoadedSession, style: Style): string {
           run = { type: e.type, ignorable: e.ignorable === true, count: 1, first: e, line: out.length }
           out.push(unknownLine(run))
         }
+      }
     }
   }
   return `${out.join('\n')}\n`
@@ -219,6 +232,10 @@ export function renderMarkdown(session: LoadedSession): string {
       case 'turn/end':
         out.push(`*Turn ended: ${String(asObject(d?.reason)?.kind ?? '?')}*`, '')
         break
+      default: {
+        const framework = frameworkEvent(e)
+        if (framework) out.push(framework.markdown, '')
+      }
     }
   }
   return `${out.join('\n').trimEnd()}\n`

@@ -1,4 +1,4 @@
-import type { SessionEvent } from '../core/schema.js'
+import type { SessionEvent } from '../index.js'
 
 /**
  * How `show` and `export --format md` print an event that the claude-agent-sdk adapter writes and the 2.1

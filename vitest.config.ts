@@ -7,16 +7,19 @@ const POSTGRES_TESTS = ['test/postgres-*.test.ts', 'test/cli-postgres.test.ts']
 const LANGGRAPH_TESTS = ['test/langgraph-*.test.ts']
 const CLAUDE_TESTS = ['test/claude-agent-sdk-*.test.ts']
 const PG_SETUP = ['test/helpers/pg-global-setup.ts']
+// Frameworks that tests install themselves live under test/.work/ (their own tests are not ours).
+const NOT_OURS = ['**/node_modules/**', 'test/.work/**']
 
 export default defineConfig({
   test: {
+    exclude: NOT_OURS,
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...POSTGRES_TESTS, ...LANGGRAPH_TESTS, ...CLAUDE_TESTS] },
+        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...NOT_OURS, ...POSTGRES_TESTS, ...LANGGRAPH_TESTS, ...CLAUDE_TESTS] },
       },
       {
         extends: true,

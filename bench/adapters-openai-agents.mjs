@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { JsonlSession } from '../dist/adapters/openai-agents/index.js'
-import { createJsonlPersistence } from '../dist/jsonl-persistence.js'
+import { createJsonlPersistence } from '../dist/jsonl/jsonl-persistence.js'
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`)

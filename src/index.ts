@@ -21,10 +21,10 @@ export {
   type SessionMeta,
   SessionMetaSchema,
   type SyncMode,
-} from './core/schema.js'
-export { decodeSessionId, encodeSessionId, MAX_ENCODED_ID_BYTES } from './core/id-encoding.js'
-export { bucketName } from './core/paths.js'
-export { computeClosers, INTERRUPTED_TOOL_TEXT } from './core/closers.js'
+} from './session/schema.js'
+export { decodeSessionId, encodeSessionId, MAX_ENCODED_ID_BYTES } from './session/id-encoding.js'
+export { bucketName } from './jsonl/paths.js'
+export { computeClosers, INTERRUPTED_TOOL_TEXT } from './session/closers.js'
 export type {
   ForkChild,
   JsonlSessionPersistence,
@@ -43,8 +43,8 @@ export type {
   SessionPersistence,
   SessionStore,
 } from './persistence.js'
-export { createJsonlPersistence } from './jsonl-persistence.js'
-export { describeLocation, jsonlPath } from './core/location.js'
+export { createJsonlPersistence } from './jsonl/jsonl-persistence.js'
+export { describeLocation, jsonlPath } from './session/location.js'
 export {
   type ContentBlock,
   type ModelHistory,
@@ -54,10 +54,10 @@ export {
   rewoundRanges,
   toModelHistory,
   UNANSWERED_TOOL_TEXT,
-} from './history.js'
-export type { DirEntry, FileHandle, FileStat, FileSystem, OpenFlags } from './fs/file-system.js'
-export { createNodeFileSystem } from './fs/node-file-system.js'
-export { type LockEntry, readLockEntries } from './lock/lock-report.js'
+} from './session/history.js'
+export type { DirEntry, FileHandle, FileStat, FileSystem, OpenFlags } from './jsonl/fs/file-system.js'
+export { createNodeFileSystem } from './jsonl/fs/node-file-system.js'
+export { type LockEntry, readLockEntries } from './jsonl/lock/lock-report.js'
 export {
   PLUGIN_NAME,
   type PluginEvents,

@@ -1,7 +1,7 @@
-import type { RepairReport } from './core/repair-plan.js'
-import type { SessionEvent, SessionMeta } from './core/schema.js'
+import type { RepairReport } from './jsonl/repair-plan.js'
+import type { SessionEvent, SessionMeta } from './session/schema.js'
 
-export type { RepairReport } from './core/repair-plan.js'
+export type { RepairReport } from './jsonl/repair-plan.js'
 
 /** Where a session's log lives: a file under a JSONL root, or rows in a PostgreSQL schema. */
 export type SessionLocation = JsonlLocation | PostgresLocation

@@ -11,9 +11,9 @@ import { assistantMessage, ScriptedModel } from '@openai/agents-core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { JsonlSession, trackToolCalls } from '../src/adapters/openai-agents/index.js'
-import { INTERRUPTED_TOOL_TEXT } from '../src/core/closers.js'
-import { toModelHistory } from '../src/history.js'
-import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { INTERRUPTED_TOOL_TEXT } from '../src/session/closers.js'
+import { toModelHistory } from '../src/session/history.js'
+import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 
 process.env.OPENAI_AGENTS_DISABLE_TRACING = '1'
 const FIXTURE = fileURLToPath(new URL('./fixtures/openai-agents-crash.mjs', import.meta.url))

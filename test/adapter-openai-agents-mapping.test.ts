@@ -11,9 +11,9 @@ import {
   ITEM_FIELD,
   openTurn,
 } from '../src/adapters/openai-agents/index.js'
-import { computeClosers, INTERRUPTED_TOOL_TEXT } from '../src/core/closers.js'
-import { SessionEventSchema, type SessionEvent } from '../src/core/schema.js'
-import { toModelHistory } from '../src/history.js'
+import { computeClosers, INTERRUPTED_TOOL_TEXT } from '../src/session/closers.js'
+import { SessionEventSchema, type SessionEvent } from '../src/session/schema.js'
+import { toModelHistory } from '../src/session/history.js'
 import { agentItem, batches } from './fixtures/openai-agents-items.js'
 
 const stamp = (drafts: EventDraft[], from = 0): SessionEvent[] =>

@@ -11,11 +11,11 @@ import { assistantMessage, functionCall, modelError, ScriptedModel } from '@open
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { JsonlSession, PROVISIONAL_FIELD, trackToolCalls } from '../src/adapters/openai-agents/index.js'
-import type { SessionEvent } from '../src/core/schema.js'
+import type { SessionEvent } from '../src/session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../src/errors.js'
-import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import type { SessionPersistence } from '../src/persistence.js'
-import { createMemoryPersistence } from '../src/testing/memory-persistence.js'
+import { createMemoryPersistence } from '../src/memory/memory-persistence.js'
 
 process.env.OPENAI_AGENTS_DISABLE_TRACING = '1'
 const roots: string[] = []

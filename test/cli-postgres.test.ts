@@ -3,7 +3,7 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
-import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { ev, meta, turn } from './helpers/events.js'
 import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
 import { runCli } from './helpers/run-cli.js'

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { meta, turn } from './helpers/events.js'
 import { runCli } from './helpers/run-cli.js'
 import { tmpRoot } from './helpers/tmp-root.js'

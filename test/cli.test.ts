@@ -2,7 +2,7 @@ import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/p
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { ev, meta, turn } from './helpers/events.js'
 import { HEADER, writeRawLog } from './helpers/raw-log.js'
 import { runCli } from './helpers/run-cli.js'

@@ -1,7 +1,7 @@
 import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { meta, turn } from './helpers/events.js'
 import { codeOf } from './helpers/codes.js'

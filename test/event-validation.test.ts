@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
-import { envelopeProblem } from '../src/core/envelope.js'
+import { envelopeProblem } from '../src/session/envelope.js'
 import { createJsonlPersistence, isSessionPersistenceError, type SessionEvent, SessionEventSchema } from '../src/index.js'
 import { meta } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
@@ -59,7 +59,7 @@ describe('E_NOT_JSON names the event type, its seq, the path and what was found 
 })
 
 test('property: the allocation-free JSON check agrees with the precise walk', async () => {
-  const { isPlainJson, plainJsonProblem } = await import('../src/core/json-check.js')
+  const { isPlainJson, plainJsonProblem } = await import('../src/session/json-check.js')
   const odd = fc.oneof(
     fc.constant(undefined),
     fc.constant(Number.NaN),

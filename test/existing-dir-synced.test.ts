@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest'
-import type { FileSystem } from '../src/fs/file-system.js'
-import { createJsonlPersistence } from '../src/jsonl-persistence.js'
+import type { FileSystem } from '../src/jsonl/fs/file-system.js'
+import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { type CrashFileSystem, createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { meta, turn } from './helpers/events.js'
 import { codeOf } from './helpers/codes.js'

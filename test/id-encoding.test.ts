@@ -89,7 +89,7 @@ describe('session id encoding (docs/contract.md §3.2)', () => {
 
 describe('temporary names and lock tokens', () => {
   test('are never repeated, start with .tmp-, and stay short', async () => {
-    const { tmpName, uniqueToken } = await import('../src/core/paths.js')
+    const { tmpName, uniqueToken } = await import('../src/jsonl/paths.js')
     const names = Array.from({ length: 10_000 }, () => tmpName())
     expect(new Set(names).size).toBe(names.length)
     for (const name of names) expect(name).toMatch(/^\.tmp-[0-9a-f]{24}[0-9a-z]+$/)
@@ -100,7 +100,7 @@ describe('temporary names and lock tokens', () => {
 
   test('differ between processes (a random part per process, not only a counter)', async () => {
     const { execFileSync } = await import('node:child_process')
-    const script = "import('./dist/core/paths.js').then((m) => console.log(m.tmpName()))"
+    const script = "import('./dist/jsonl/paths.js').then((m) => console.log(m.tmpName()))"
     const a = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim()
     const b = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim()
     expect(a).toMatch(/^\.tmp-/)

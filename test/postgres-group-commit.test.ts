@@ -4,7 +4,7 @@
 // line behind, whoever deletes its row.
 import pg from 'pg'
 import { afterAll, describe, expect, test } from 'vitest'
-import { headerLine } from '../src/core/meta.js'
+import { headerLine } from '../src/session/meta.js'
 import { createPostgresPersistence, type PostgresSessionPersistence, SCHEMA_VERSION } from '../src/postgres/index.js'
 import { Db } from '../src/postgres/db.js'
 import { migrate } from '../src/postgres/migrate.js'

@@ -6,7 +6,7 @@ import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-co
 import { afterAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { JsonlSession, trackToolCalls } from '../src/adapters/openai-agents/index.js'
-import { INTERRUPTED_TOOL_TEXT } from '../src/core/closers.js'
+import { INTERRUPTED_TOOL_TEXT } from '../src/session/closers.js'
 import { createPostgresPersistence } from '../src/postgres/index.js'
 import { dropSchemas, freshSchema, pgUrl } from './helpers/pg-env.js'
 

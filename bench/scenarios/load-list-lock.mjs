@@ -4,7 +4,7 @@ import { appendFileSync, closeSync, fsyncSync, mkdirSync, openSync, readFileSync
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createJsonlPersistence } from '../../dist/index.js'
-import { SessionLocks } from '../../dist/lock/session-lock.js'
+import { SessionLocks } from '../../dist/jsonl/lock/session-lock.js'
 import { createFaultInjectingFileSystem } from '../../dist/testing/index.js'
 import { cleanup, events, median, now, scratch, serialize } from '../lib.mjs'
 

@@ -5,7 +5,7 @@ import PQueue from 'p-queue'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { ListProblem, LoadedSession, SessionListing, SessionStore } from '../persistence.js'
 import { formatBytes, formatTime, oneLine, renderMarkdown, renderTranscript, type Style } from './render.js'
-import { describeLocation } from '../core/location.js'
+import { describeLocation } from '../session/location.js'
 import type { OpenedRoot } from './open-root.js'
 import { describeLockVerdict, lockVerdicts } from './lock-verdicts.js'
 

@@ -1,4 +1,4 @@
-import { type LockEntry, readLockEntries } from '../lock/lock-report.js'
+import { type LockEntry, readLockEntries } from '../jsonl/lock/lock-report.js'
 import { formatTime } from './render.js'
 
 // What `verify` shows of a root's lock directory: a dead writer's lock, a takeover marker or a

@@ -1,4 +1,4 @@
-import { describeLocation } from '../core/location.js'
+import { describeLocation } from '../session/location.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { ListProblem, SessionListing } from '../persistence.js'
 import type { Io } from './commands.js'

@@ -1,6 +1,6 @@
 import { SessionPersistenceError } from '../errors.js'
-import { createJsonlPersistence } from '../jsonl-persistence.js'
-import type { Logger } from '../core/schema.js'
+import { createJsonlPersistence } from '../jsonl/jsonl-persistence.js'
+import type { Logger } from '../session/schema.js'
 import type { SessionStore } from '../persistence.js'
 
 /** A session root the CLI works on, whatever backend holds it. */

@@ -1,8 +1,8 @@
 import type { LoadedSession } from '../persistence.js'
-import type { JsonValue, SessionEvent } from '../core/schema.js'
-import { INTERRUPTED_TOOL_TEXT } from '../core/closers.js'
-import { asObject, type JsonObject } from '../core/as-object.js'
-import { isRewoundBy, rewoundRanges } from '../history.js'
+import type { JsonValue, SessionEvent } from '../session/schema.js'
+import { INTERRUPTED_TOOL_TEXT } from '../session/closers.js'
+import { asObject, type JsonObject } from '../session/as-object.js'
+import { isRewoundBy, rewoundRanges } from '../session/history.js'
 import { renderClaudeAgentSdkEvent } from './render-claude-agent-sdk.js'
 import { renderLangGraphEvent } from './render-langgraph.js'
 

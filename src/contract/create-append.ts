@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import type { ErrorCode } from '../errors.js'
 import { codeOf, codeOfSync, completeTurn, type ContractContext, ev, meta, T0 } from './fixtures.js'
 

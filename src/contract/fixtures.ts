@@ -1,4 +1,4 @@
-import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { type ErrorCode, isSessionPersistenceError } from '../errors.js'
 import type { SessionPersistence, SessionStore } from '../persistence.js'
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest'
-import { INTERRUPTED_TOOL_TEXT } from '../core/closers.js'
-import type { SessionEvent } from '../core/schema.js'
+import { INTERRUPTED_TOOL_TEXT } from '../session/closers.js'
+import type { SessionEvent } from '../session/schema.js'
 import type { SessionPersistence } from '../persistence.js'
 import { codeOf, completeTurn, type ContractContext, ev, LOCATION_KINDS, meta, T0 } from './fixtures.js'
 

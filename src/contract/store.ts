@@ -1,5 +1,5 @@
 import { describe, expect, test, type TestContext } from 'vitest'
-import type { SessionEvent } from '../core/schema.js'
+import type { SessionEvent } from '../session/schema.js'
 import type { SessionPersistence, SessionStore } from '../persistence.js'
 import { codeOf, completeTurn, type ContractContext, ev, meta, storedSession, T0, isStore } from './fixtures.js'
 

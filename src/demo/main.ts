@@ -12,7 +12,7 @@ import {
   toModelHistory,
 } from '../index.js'
 import { createReferenceHost } from '../testing/index.js'
-import { jsonlPath } from '../core/location.js'
+import { jsonlPath } from '../session/location.js'
 
 const root = resolve(process.argv[2] ?? 'demo-sessions')
 const sessionId = 'demo-session'

@@ -1,4 +1,4 @@
-import type { SessionEvent } from '../core/schema.js'
+import type { SessionEvent } from '../session/schema.js'
 
 /**
  * Bytes one event takes in a log: its JSON line and the newline. The plugin's one sizing rule.

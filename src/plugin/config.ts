@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { describeZodError, JsonlConfigSchema, JsonlJsonConfigSchema } from '../core/schema.js'
+import { describeZodError, JsonlConfigSchema, JsonlJsonConfigSchema } from '../session/schema.js'
 import { SessionPersistenceError } from '../errors.js'
 import type { SessionPersistence } from '../persistence.js'
 

@@ -1,4 +1,4 @@
-import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { BufferBudget } from './buffer-budget.js'
 import type { AgentHost, HostSessionEvents, SessionEventSource } from './host.js'

@@ -1,5 +1,5 @@
-import { asObject } from '../core/as-object.js'
-import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import { asObject } from '../session/as-object.js'
+import type { SessionEvent, SessionMeta } from '../session/schema.js'
 
 /** What an agent host emits about its sessions (docs/contract.md §8). */
 export interface HostSessionEvents {

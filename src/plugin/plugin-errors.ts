@@ -1,4 +1,4 @@
-import type { SessionEvent } from '../core/schema.js'
+import type { SessionEvent } from '../session/schema.js'
 import { type ErrorCode, isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 
 /**

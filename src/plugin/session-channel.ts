@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import PQueue from 'p-queue'
-import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import type { SessionPersistenceError } from '../errors.js'
 import { type BufferBudget, BufferShare } from './buffer-budget.js'
 

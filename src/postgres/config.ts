@@ -1,7 +1,7 @@
 import { hostname } from 'node:os'
 import type pg from 'pg'
 import { z } from 'zod'
-import { describeZodError, type Logger } from '../core/schema.js'
+import { describeZodError, type Logger } from '../session/schema.js'
 import { SessionPersistenceError } from '../errors.js'
 
 /** Unquoted PostgreSQL identifiers only: the schema name is interpolated into SQL. */

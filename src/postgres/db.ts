@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { Logger } from '../core/schema.js'
+import type { Logger } from '../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 
 /** SQLSTATE classes that mean the connection or the server went away, not that SQL failed. */

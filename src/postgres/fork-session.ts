@@ -1,4 +1,4 @@
-import type { SessionHeader, SessionMeta } from '../core/schema.js'
+import type { SessionHeader, SessionMeta } from '../session/schema.js'
 import { SessionPersistenceError } from '../errors.js'
 import type { Db } from './db.js'
 import { notFound, parseEventLine, parseStoredHeader, readSnapshot } from './read-session.js'

@@ -1,5 +1,5 @@
 import type { RawSessionLog } from '../persistence.js'
-import { LONE_SURROGATE } from '../core/raw-log.js'
+import { LONE_SURROGATE } from '../jsonl/raw-log.js'
 import { SessionPersistenceError } from '../errors.js'
 import type { Db } from './db.js'
 import { parseEventLine, parseStoredHeader } from './read-session.js'

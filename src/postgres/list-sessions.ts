@@ -1,5 +1,5 @@
-import { describeLocation } from '../core/location.js'
-import { metaFromHeader } from '../core/meta.js'
+import { describeLocation } from '../session/location.js'
+import { metaFromHeader } from '../session/meta.js'
 import { isSessionPersistenceError } from '../errors.js'
 import type { ListProblem, PostgresLocation, SessionListing } from '../persistence.js'
 import type { Db } from './db.js'

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import type { ResolvedPostgresConfig } from './config.js'
-import { SerialOps } from '../core/serial.js'
+import { SerialOps } from '../session/serial.js'
 
 // Session-level advisory locks: held until unlocked or until the connection ends, however it
 // ends (a killed process, a terminated backend). That makes them the liveness signal of a

@@ -1,13 +1,13 @@
-import { assertSeedLength, childMeta } from '../core/fork-point.js'
-import { callOptions } from '../core/call-options.js'
-import { computeClosers } from '../core/closers.js'
-import { describeLocation } from '../core/location.js'
-import { alreadyTracked } from '../core/tracked.js'
-import { defaultLogger } from '../core/logger.js'
-import { headerLine, metaFromHeader, validateMeta } from '../core/meta.js'
-import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import { assertSeedLength, childMeta } from '../session/fork-point.js'
+import { callOptions } from '../session/call-options.js'
+import { computeClosers } from '../session/closers.js'
+import { describeLocation } from '../session/location.js'
+import { alreadyTracked } from '../jsonl/tracked.js'
+import { defaultLogger } from '../session/logger.js'
+import { headerLine, metaFromHeader, validateMeta } from '../session/meta.js'
+import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { SessionPersistenceError } from '../errors.js'
-import { assertNotWrittenSince, parseDeleteOptions } from '../delete-options.js'
+import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
 import type {
   DeleteOptions,
   ForkChild,

@@ -1,7 +1,7 @@
 import pg from 'pg'
-import { envelopeProblem } from '../core/envelope.js'
-import { parseHeaderLine } from '../core/scan-log.js'
-import type { SessionEvent, SessionHeader } from '../core/schema.js'
+import { envelopeProblem } from '../session/envelope.js'
+import { parseHeaderLine } from '../jsonl/scan-log.js'
+import type { SessionEvent, SessionHeader } from '../session/schema.js'
 import { SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
 import type { Db } from './db.js'
 

@@ -1,7 +1,7 @@
-import { encodeSessionId } from '../core/id-encoding.js'
-import { serializeEvents } from '../core/prepare-batch.js'
-import type { SessionEvent, SessionMeta } from '../core/schema.js'
-import { SerialOps } from '../core/serial.js'
+import { encodeSessionId } from '../session/id-encoding.js'
+import { serializeEvents } from '../session/prepare-batch.js'
+import type { SessionEvent, SessionMeta } from '../session/schema.js'
+import { SerialOps } from '../session/serial.js'
 import { SessionPersistenceError } from '../errors.js'
 import type { Batch } from './append-batch.js'
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { basename, dirname } from 'node:path'
-import type { DirEntry, FileHandle, FileStat, FileSystem } from '../fs/file-system.js'
+import type { DirEntry, FileHandle, FileStat, FileSystem } from '../jsonl/fs/file-system.js'
 
 /**
  * An in-memory file system that remembers what a crash could leave (crashes are tested by

@@ -1,5 +1,5 @@
-import type { FileHandle, FileSystem } from '../fs/file-system.js'
-import { createNodeFileSystem } from '../fs/node-file-system.js'
+import type { FileHandle, FileSystem } from '../jsonl/fs/file-system.js'
+import { createNodeFileSystem } from '../jsonl/fs/node-file-system.js'
 
 /** Every operation of the file-system seam, file-handle calls included. */
 export type FsOp =

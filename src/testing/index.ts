@@ -6,7 +6,7 @@ export {
   type FsOp,
   MUTATING_OPS,
 } from './fault-injection.js'
-export { createMemoryPersistence, MemoryStore, type MemoryPersistenceOptions } from './memory-persistence.js'
+export { createMemoryPersistence, MemoryStore, type MemoryPersistenceOptions } from '../memory/memory-persistence.js'
 export {
   createReferenceHost,
   type ReferenceHost,

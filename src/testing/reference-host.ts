@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'eventemitter3'
-import type { JsonValue, SessionEvent, SessionMeta } from '../core/schema.js'
+import type { JsonValue, SessionEvent, SessionMeta } from '../session/schema.js'
 import type { LoadedSession } from '../persistence.js'
 import type { AgentHost, HostSessionEvents, LiveSession } from '../plugin/host.js'
 

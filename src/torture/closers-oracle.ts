@@ -1,7 +1,7 @@
 // The closers a repair must append, written from the contract's rule (docs/contract.md §6.1)
 // and deliberately not from the package's own implementation: the proofs compare what the
 // package writes with this, so a bug in the package cannot hide behind its own oracle.
-import type { SessionEvent } from '../core/schema.js'
+import type { SessionEvent } from '../session/schema.js'
 
 type Json = Exclude<SessionEvent['data'], undefined>
 type Fields = Record<string, unknown>

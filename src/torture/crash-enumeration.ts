@@ -1,10 +1,10 @@
 import { isDeepStrictEqual } from 'node:util'
-import type { SessionEvent } from '../core/schema.js'
+import type { SessionEvent } from '../session/schema.js'
 import { isSessionPersistenceError } from '../errors.js'
-import { createJsonlPersistence } from '../jsonl-persistence.js'
+import { createJsonlPersistence } from '../jsonl/jsonl-persistence.js'
 import type { JsonlSessionPersistence } from '../persistence.js'
 import { type CrashImage, createCrashFileSystem, type UnexploredStates } from '../testing/crash-fs.js'
-import { jsonlPath } from '../core/location.js'
+import { jsonlPath } from '../session/location.js'
 import { expectedClosers } from './closers-oracle.js'
 import { seededRandom } from './random.js'
 

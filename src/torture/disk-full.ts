@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync, statSync, unlinkSync, writeSync, openSync, closeSy
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isSessionPersistenceError } from '../errors.js'
-import { createJsonlPersistence } from '../jsonl-persistence.js'
+import { createJsonlPersistence } from '../jsonl/jsonl-persistence.js'
 import { sessionPersistencePlugin } from '../plugin/plugin.js'
 import { createReferenceHost } from '../testing/reference-host.js'
-import { jsonlPath } from '../core/location.js'
+import { jsonlPath } from '../session/location.js'
 
 export interface DiskFullReport {
   cycles: number

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { SessionEvent } from '../core/schema.js'
+import type { SessionEvent } from '../session/schema.js'
 
 /**
  * A running digest of a session's events: the agent reports it with every acknowledged flush,

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { createJsonlPersistence } from '../jsonl-persistence.js'
+import { createJsonlPersistence } from '../jsonl/jsonl-persistence.js'
 import { HashChain } from './hash-chain.js'
 import { seededRandom } from './random.js'
 

@@ -2,7 +2,7 @@
 // (docs/contract.md §3.3, §6, §6.1) and written apart from the package's scanner: the proofs
 // compare every load and inspect with this, line by line, so a scanner that returned other
 // events (or refused, or cut, elsewhere) fails them.
-import type { SessionEvent } from '../core/schema.js'
+import type { SessionEvent } from '../session/schema.js'
 import { expectedClosers } from './closers-oracle.js'
 
 export type OracleVerdict =

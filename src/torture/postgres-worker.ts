@@ -3,7 +3,7 @@
 // stdout: {id, ok: true, ...} or {id, ok: false, code, message}. `stream` instead prints one
 // {ack} line per acknowledged batch, forever (until the process is killed).
 import { createInterface } from 'node:readline'
-import type { SessionEvent } from '../core/schema.js'
+import type { SessionEvent } from '../session/schema.js'
 import { isSessionPersistenceError } from '../errors.js'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../postgres/index.js'
 

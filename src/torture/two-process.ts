@@ -6,9 +6,9 @@
 // process created the directories it relies on, and a crash at any step of a lock takeover
 // never leaves a session unloadable once the crash is `staleLockMs` old.
 import { createHash } from 'node:crypto'
-import type { SessionEvent } from '../core/schema.js'
+import type { SessionEvent } from '../session/schema.js'
 import { isSessionPersistenceError } from '../errors.js'
-import { createJsonlPersistence } from '../jsonl-persistence.js'
+import { createJsonlPersistence } from '../jsonl/jsonl-persistence.js'
 import type { JsonlSessionPersistence } from '../persistence.js'
 import { type CrashFileSystem, type CrashImage, type CrashSeam, createCrashFileSystem, type UnexploredStates } from '../testing/crash-fs.js'
 import { expectedClosers } from './closers-oracle.js'

@@ -1,4 +1,4 @@
-import type { SessionEvent } from '../../core/schema.js'
+import type { SessionEvent } from '../../session/schema.js'
 import type { SessionPersistence } from '../../persistence.js'
 import type { EventDraft } from './from-messages.js'
 

@@ -1,5 +1,5 @@
 import type { ModelMessage } from 'ai'
-import type { JsonValue } from '../../core/schema.js'
+import type { JsonValue } from '../../session/schema.js'
 import { type JsonObject, toJson, toJsonOpt } from './json.js'
 import { outputToStored, partToBlock } from './parts.js'
 

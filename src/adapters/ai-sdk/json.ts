@@ -1,5 +1,5 @@
-import { asObject } from '../../core/as-object.js'
-import type { JsonValue } from '../../core/schema.js'
+import { asObject } from '../../session/as-object.js'
+import type { JsonValue } from '../../session/schema.js'
 
 export type JsonObject = { [key: string]: JsonValue }
 

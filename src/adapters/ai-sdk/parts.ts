@@ -4,8 +4,8 @@
 // stored as a `tool-call` block it would open a call that repair and history expect the host to
 // answer, so it is wrapped whole in an `ai-sdk/part` block instead.
 import type { AssistantContent, ToolResultPart, UserContent } from 'ai'
-import { asObject } from '../../core/as-object.js'
-import type { JsonValue } from '../../core/schema.js'
+import { asObject } from '../../session/as-object.js'
+import type { JsonValue } from '../../session/schema.js'
 import { type JsonObject, parseArguments, toJson, without } from './json.js'
 
 /** Block type holding an AI SDK part whose meaning the log's vocabulary would change. */

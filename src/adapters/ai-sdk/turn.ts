@@ -1,5 +1,5 @@
 import type { ModelMessage, ToolSet } from 'ai'
-import type { JsonValue } from '../../core/schema.js'
+import type { JsonValue } from '../../session/schema.js'
 import { SessionPersistenceError } from '../../errors.js'
 import type { EventWriter } from './event-writer.js'
 import { type EventDraft, messagesToDrafts } from './from-messages.js'

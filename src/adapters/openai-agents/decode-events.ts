@@ -1,6 +1,6 @@
 import type { AgentInputItem } from '@openai/agents'
-import { asObject } from '../../core/as-object.js'
-import type { SessionEvent } from '../../core/schema.js'
+import { asObject } from '../../session/as-object.js'
+import type { SessionEvent } from '../../session/schema.js'
 import { ITEM_FIELD, PROVISIONAL_FIELD } from './encode-items.js'
 import { blocksText } from './item-kind.js'
 

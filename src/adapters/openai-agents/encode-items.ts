@@ -1,5 +1,5 @@
 import type { AgentInputItem } from '@openai/agents'
-import type { JsonValue, SessionEvent } from '../../core/schema.js'
+import type { JsonValue, SessionEvent } from '../../session/schema.js'
 import {
   assistantContent,
   classifyItem,

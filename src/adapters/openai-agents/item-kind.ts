@@ -1,6 +1,6 @@
 import type { AgentInputItem } from '@openai/agents'
-import { asObject, type JsonObject } from '../../core/as-object.js'
-import type { JsonValue } from '../../core/schema.js'
+import { asObject, type JsonObject } from '../../session/as-object.js'
+import type { JsonValue } from '../../session/schema.js'
 
 /**
  * How the adapter reads one Agents SDK item. Only messages, function calls, their results and

@@ -1,6 +1,6 @@
 import type { AgentInputItem, FunctionCallItem } from '@openai/agents'
 import { z } from 'zod'
-import { asObject } from '../../core/as-object.js'
+import { asObject } from '../../session/as-object.js'
 import type { SessionPersistence } from '../../persistence.js'
 
 export interface JsonlSessionOptions {

@@ -1,5 +1,5 @@
 import type { Agent, AgentInputItem, FunctionCallItem } from '@openai/agents'
-import { asObject } from '../../core/as-object.js'
+import { asObject } from '../../session/as-object.js'
 import { SessionPersistenceError } from '../../errors.js'
 import { JsonlSession, RECORDER, type ToolCallRecorder } from './jsonl-session.js'
 

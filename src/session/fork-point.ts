@@ -2,7 +2,7 @@ import { SessionPersistenceError } from '../errors.js'
 import type { ForkChild } from '../persistence.js'
 import { asObject } from './as-object.js'
 import { validateMeta } from './meta.js'
-import type { LogScan } from './scan-log.js'
+import type { LogScan } from '../jsonl/scan-log.js'
 import type { SessionMeta } from './schema.js'
 
 /** `E_INVALID_META` unless `child` is an object whose `seedLength` is a non-negative integer. */

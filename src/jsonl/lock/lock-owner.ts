@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { errno } from '../core/errno.js'
+import { errno } from '../errno.js'
 import type { FileSystem } from '../fs/file-system.js'
 import { isPidAlive, type MachineIdentity, type ProcessIdentity, readStartTime } from './process-identity.js'
 

@@ -1,5 +1,5 @@
 import { SessionPersistenceError, ioError } from '../errors.js'
-import type { FileHandle } from '../fs/file-system.js'
+import type { FileHandle } from './fs/file-system.js'
 import { syncFile, syncWritten, writeAll } from './durable.js'
 import type { StoreContext } from './store-context.js'
 

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path'
 import { SessionPersistenceError } from '../errors.js'
-import type { FileSystem } from '../fs/file-system.js'
-import { createNodeFileSystem } from '../fs/node-file-system.js'
-import { defaultLogger } from './logger.js'
-import { describeZodError, type JsonlConfig, JsonlConfigSchema, type Logger, type SyncMode } from './schema.js'
+import type { FileSystem } from './fs/file-system.js'
+import { createNodeFileSystem } from './fs/node-file-system.js'
+import { defaultLogger } from '../session/logger.js'
+import { describeZodError, type JsonlConfig, JsonlConfigSchema, type Logger, type SyncMode } from '../session/schema.js'
 
 /** What every storage primitive needs: the seam, the root and the durability mode. */
 export interface StoreContext {

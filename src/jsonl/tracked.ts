@@ -1,8 +1,8 @@
 import { SessionPersistenceError } from '../errors.js'
-import type { HeldLock } from '../lock/lease.js'
+import type { HeldLock } from './lock/lease.js'
 import type { LogWriter } from './log-writer.js'
-import type { SessionMeta } from './schema.js'
-import { SerialOps } from './serial.js'
+import type { SessionMeta } from '../session/schema.js'
+import { SerialOps } from '../session/serial.js'
 
 /** One session an instance writes (or is about to): created, loaded, forked or being deleted there. */
 export interface Tracked {

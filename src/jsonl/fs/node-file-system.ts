@@ -15,7 +15,7 @@ import {
   unlink as unlinkCallback,
   write as writeCallback,
 } from 'node:fs'
-import { errno } from '../core/errno.js'
+import { errno } from '../errno.js'
 import type { DirEntry, FileHandle, FileStat, FileSystem, OpenFlags } from './file-system.js'
 
 function toStat(s: import('node:fs').Stats): FileStat {

@@ -1,6 +1,6 @@
 import { dirname, join } from 'node:path'
 import { SessionPersistenceError } from '../errors.js'
-import type { FileHandle } from '../fs/file-system.js'
+import type { FileHandle } from './fs/file-system.js'
 import { inEnsuredDir, syncDir, syncWritten, writeAll, writeFlags } from './durable.js'
 import { errno } from './errno.js'
 import { tmpName } from './paths.js'

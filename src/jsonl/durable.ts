@@ -1,6 +1,6 @@
 import { dirname, sep } from 'node:path'
 import { errno } from './errno.js'
-import type { FileHandle, OpenFlags } from '../fs/file-system.js'
+import type { FileHandle, OpenFlags } from './fs/file-system.js'
 import { DIR_MODE, type StoreContext } from './store-context.js'
 
 /** Writes the whole buffer at `position`, looping on short writes (write(2) may stop early). */

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os'
-import { errno } from '../core/errno.js'
+import { errno } from '../errno.js'
 import type { FileSystem } from '../fs/file-system.js'
 
 /** Host, boot and pid namespace: a pid (and its start time) only means something within all three. */

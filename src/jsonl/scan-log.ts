@@ -1,9 +1,9 @@
 import { isUtf8 } from 'node:buffer'
 import { SessionFormatUnsupportedError, SessionPersistenceCorruptionError } from '../errors.js'
-import type { FileHandle } from '../fs/file-system.js'
-import { envelopeProblem } from './envelope.js'
+import type { FileHandle } from './fs/file-system.js'
+import { envelopeProblem } from '../session/envelope.js'
 import { forEachLine } from './read-lines.js'
-import { describeZodError, type SessionEvent, SessionHeaderSchema, type SessionHeader } from './schema.js'
+import { describeZodError, type SessionEvent, SessionHeaderSchema, type SessionHeader } from '../session/schema.js'
 
 export interface Defect {
   line: number // 1-based

@@ -1,7 +1,7 @@
 import { z } from 'zod'
-import { describeZodError } from './core/schema.js'
-import { SessionPersistenceError } from './errors.js'
-import type { DeleteOptions } from './persistence.js'
+import { describeZodError } from './schema.js'
+import { SessionPersistenceError } from '../errors.js'
+import type { DeleteOptions } from '../persistence.js'
 
 // The condition `delete` can be given (docs/contract.md §4.9), shared by every backend so that
 // each validates it and refuses with the same code and wording.

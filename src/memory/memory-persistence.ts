@@ -1,14 +1,14 @@
-import { assertSeedLength, childMeta } from '../core/fork-point.js'
+import { assertSeedLength, childMeta } from '../session/fork-point.js'
 import PQueue from 'p-queue'
-import { callOptions } from '../core/call-options.js'
-import { computeClosers } from '../core/closers.js'
-import { encodeSessionId } from '../core/id-encoding.js'
-import { headerLine, validateMeta } from '../core/meta.js'
-import { bucketName, logFileName } from '../core/paths.js'
-import { prepareBatch } from '../core/prepare-batch.js'
-import type { SessionEvent, SessionMeta } from '../core/schema.js'
+import { callOptions } from '../session/call-options.js'
+import { computeClosers } from '../session/closers.js'
+import { encodeSessionId } from '../session/id-encoding.js'
+import { headerLine, validateMeta } from '../session/meta.js'
+import { bucketName, logFileName } from '../jsonl/paths.js'
+import { prepareBatch } from '../session/prepare-batch.js'
+import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { SessionFormatUnsupportedError, SessionPersistenceError } from '../errors.js'
-import { assertNotWrittenSince, parseDeleteOptions } from '../delete-options.js'
+import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
 import type {
   DeleteOptions,
   ForkChild,

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
-import { encodeSessionId } from './id-encoding.js'
+import { encodeSessionId } from '../session/id-encoding.js'
 
 export const NO_CWD_BUCKET = '_no-cwd'
 export const LOG_SUFFIX = '.jsonl'

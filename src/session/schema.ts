@@ -1,6 +1,6 @@
 import { isAbsolute } from 'node:path'
 import { z } from 'zod'
-import type { FileSystem } from '../fs/file-system.js'
+import type { FileSystem } from '../jsonl/fs/file-system.js'
 
 /** Format version written in every header (docs/contract.md §2). */
 export const SESSION_FORMAT_VERSION = 0

@@ -1,6 +1,6 @@
-import { errno } from '../core/errno.js'
-import type { StoreContext } from '../core/store-context.js'
-import { SessionPersistenceError } from '../errors.js'
+import { errno } from '../errno.js'
+import type { StoreContext } from '../store-context.js'
+import { SessionPersistenceError } from '../../errors.js'
 
 /** A writer lock this instance holds. */
 export interface HeldLock {

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer'
-import type { FileHandle } from '../fs/file-system.js'
+import type { FileHandle } from './fs/file-system.js'
 
 /**
  * Called once per line, synchronously. `buf[start, end)` is the line without its `\n`; the

@@ -1,26 +1,26 @@
 import { dirname } from 'node:path'
-import { callOptions } from './core/call-options.js'
-import { syncDir } from './core/durable.js'
-import { findLogs, findOneLog } from './core/find-logs.js'
-import { assertSeedLength, forkMeta } from './core/fork-point.js'
-import { encodeSessionId } from './core/id-encoding.js'
-import { listSessions } from './core/list-sessions.js'
-import { LogWriter } from './core/log-writer.js'
-import { materialize } from './core/materialize.js'
-import { headerLine, metaFromHeader, validateMeta } from './core/meta.js'
-import { openLog } from './core/open-log.js'
-import { logPath } from './core/paths.js'
-import { type PreparedBatch, prepareBatch } from './core/prepare-batch.js'
-import { rawLogFromBytes, rawLogToBytes } from './core/raw-log.js'
-import { readRange } from './core/read-range.js'
-import { planRepair } from './core/repair-plan.js'
-import { scanLog } from './core/scan-log.js'
-import type { JsonlConfig, SessionEvent, SessionMeta } from './core/schema.js'
-import { createStoreContext, type StoreContext } from './core/store-context.js'
-import { alreadyTracked, newTracked, notWritable, type Tracked } from './core/tracked.js'
-import { ioError, isSessionPersistenceError, SessionPersistenceError } from './errors.js'
+import { callOptions } from '../session/call-options.js'
+import { syncDir } from './durable.js'
+import { findLogs, findOneLog } from './find-logs.js'
+import { assertSeedLength, forkMeta } from '../session/fork-point.js'
+import { encodeSessionId } from '../session/id-encoding.js'
+import { listSessions } from './list-sessions.js'
+import { LogWriter } from './log-writer.js'
+import { materialize } from './materialize.js'
+import { headerLine, metaFromHeader, validateMeta } from '../session/meta.js'
+import { openLog } from './open-log.js'
+import { logPath } from './paths.js'
+import { type PreparedBatch, prepareBatch } from '../session/prepare-batch.js'
+import { rawLogFromBytes, rawLogToBytes } from './raw-log.js'
+import { readRange } from './read-range.js'
+import { planRepair } from './repair-plan.js'
+import { scanLog } from './scan-log.js'
+import type { JsonlConfig, SessionEvent, SessionMeta } from '../session/schema.js'
+import { createStoreContext, type StoreContext } from './store-context.js'
+import { alreadyTracked, newTracked, notWritable, type Tracked } from './tracked.js'
+import { ioError, isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import { SessionLocks } from './lock/session-lock.js'
-import { assertNotWrittenSince, parseDeleteOptions } from './delete-options.js'
+import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
 import type {
   DeleteOptions,
   ForkChild,
@@ -31,7 +31,7 @@ import type {
   LoadOptions,
   RawSessionLog,
   SessionListing,
-} from './persistence.js'
+} from '../persistence.js'
 
 /** Never reached: a first append sets what its link waits for before its first await. */
 function notYetLocked(): Promise<never> {

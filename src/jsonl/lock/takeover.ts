@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import type { StoreContext } from '../core/store-context.js'
+import type { StoreContext } from '../store-context.js'
 import { type LockOwner, type ObservedRecord, observeRecord, recordKey } from './lock-owner.js'
 import { linkRecord, writeRecordFile } from './record-file.js'
 

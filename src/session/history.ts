@@ -1,5 +1,5 @@
-import { asObject } from './core/as-object.js'
-import type { JsonValue, SessionEvent } from './core/schema.js'
+import { asObject } from './as-object.js'
+import type { JsonValue, SessionEvent } from './schema.js'
 
 /** Text of the in-memory result of a call the log never answered (docs/contract.md §7). */
 export const UNANSWERED_TOOL_TEXT = 'Tool call was not completed; no result was recorded.'

@@ -1,7 +1,7 @@
 import { SessionPersistenceCorruptionError } from '../errors.js'
-import { computeClosers } from './closers.js'
+import { computeClosers } from '../session/closers.js'
 import type { LogScan } from './scan-log.js'
-import type { SessionEvent } from './schema.js'
+import type { SessionEvent } from '../session/schema.js'
 
 /** What a repair cut and wrote (docs/contract.md §4). */
 export interface RepairReport {

@@ -1,8 +1,8 @@
 import { join } from 'node:path'
-import { inEnsuredDir, writeAll } from '../core/durable.js'
-import { errno } from '../core/errno.js'
-import { tmpName } from '../core/paths.js'
-import { FILE_MODE, type StoreContext } from '../core/store-context.js'
+import { inEnsuredDir, writeAll } from '../durable.js'
+import { errno } from '../errno.js'
+import { tmpName } from '../paths.js'
+import { FILE_MODE, type StoreContext } from '../store-context.js'
 import type { LockOwner } from './lock-owner.js'
 
 /** A lock or marker record written under a temporary name in the lock directory, not yet published. */

@@ -40,7 +40,10 @@ export type {
   PostgresLocation,
   RawLogTransfer,
   RawSessionLog,
+  ReadRange,
   SessionPersistence,
+  SessionRange,
+  WatchOptions,
   SessionStore,
 } from './persistence.js'
 export { createJsonlPersistence } from './jsonl/jsonl-persistence.js'

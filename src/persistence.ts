@@ -19,9 +19,40 @@ export interface PostgresLocation {
 /** What `load` and `inspect` return. */
 export interface LoadedSession {
   meta: SessionMeta
+  /** `events[i].seq === firstSeq + i`. */
   events: readonly SessionEvent[]
+  /** The seq of `events[0]`: 0 for a load from the start, later for a load from the last compaction (§15.1). */
+  firstSeq: number
   /** Present when the tail needed repair (a torn tail cut, or an open final turn closed). */
   repair?: RepairReport
+}
+
+/** What `read` returns (§15.2): a slice of the stored events, and how many valid ones are stored. */
+export interface SessionRange {
+  meta: SessionMeta
+  /** `events[i].seq === firstSeq + i`. */
+  events: readonly SessionEvent[]
+  /** The seq of `events[0]` (where the range starts, clamped to `length`). */
+  firstSeq: number
+  /** The number of valid events stored (a torn tail not counted; no closers added). */
+  length: number
+}
+
+/**
+ * Which events `read` returns: `fromSeq <= seq < toSeq` (defaults 0 and the end), or the last
+ * `last` events. `last` cannot be combined with `fromSeq`/`toSeq` (`E_CONFIG`).
+ */
+export interface ReadRange {
+  fromSeq?: number
+  toSeq?: number
+  last?: number
+}
+
+export interface WatchOptions {
+  /** The first seq to yield (default 0). */
+  fromSeq?: number
+  /** Ends the iteration (without an error) when it aborts. */
+  signal?: AbortSignal
 }
 
 export interface SessionListing {
@@ -40,6 +71,12 @@ export interface ListProblem {
 export interface LoadOptions {
   /** Default true. False adopts a session still live in a host: an open final turn stays open. */
   closeOpenTurn?: boolean
+  /**
+   * `'start'` (default) reads the whole log. `'last-compaction'` reads only from the earliest of
+   * the compaction in force's `firstKeptSeq`, the last `request/header` and an open turn's start
+   * (§15.1): same repair, same lock, appends continue at `firstSeq + events.length`.
+   */
+  from?: 'start' | 'last-compaction'
 }
 
 export interface DeleteOptions {
@@ -53,6 +90,10 @@ export interface DeleteOptions {
 
 export interface ListOptions {
   onProblem?: (problem: ListProblem) => void
+  /** `'createdAt'` (default: newest first, then id) or `'lastWrite'` (newest `mtimeMs` first, then id). */
+  orderBy?: 'createdAt' | 'lastWrite'
+  /** At most this many listings (a non-negative integer); with `lastWrite`, at most this many headers are read (§15.4). */
+  limit?: number
 }
 
 /**
@@ -66,6 +107,19 @@ export interface SessionPersistence {
   load(id: string, options?: LoadOptions): Promise<LoadedSession>
   inspect(id: string): Promise<LoadedSession>
   list(options?: ListOptions): Promise<SessionListing[]>
+  /**
+   * A slice of a stored session, read-only like `inspect` (no lock, any session, including one
+   * being written): its start is found by bisecting on seq, never by reading what comes before.
+   * A torn tail is not returned; damage inside the range rejects as `load` would (§15.2).
+   */
+  read(id: string, range?: ReadRange): Promise<SessionRange>
+  /**
+   * Every event with `seq >= fromSeq`, in order: those stored, then each new one soon after any
+   * instance or process appends it; complete valid lines only, never one twice, the closers after
+   * a repair. Waits for a session that does not exist yet; ends when it is deleted or `signal`
+   * aborts. Takes no lock (§15.3).
+   */
+  watch(id: string, options?: WatchOptions): AsyncIterable<SessionEvent>
   /**
    * Removes a session's log durably. `E_NOT_FOUND` when there is none, `E_SESSION_LIVE` when
    * this instance has it open, `E_LOCKED` when another instance holds its lock. Forks of it keep

@@ -41,6 +41,8 @@ function delegate(inner: SessionPersistence): SessionPersistence {
     load: (id, o) => inner.load(id, o),
     inspect: (id) => inner.inspect(id),
     list: (o) => inner.list(o),
+    read: (id, r) => inner.read(id, r),
+    watch: (id, o) => inner.watch(id, o),
     delete: (id) => inner.delete(id),
     close: (id) => inner.close(id),
   }

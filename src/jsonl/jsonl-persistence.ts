@@ -30,7 +30,10 @@ import type {
   LoadedSession,
   LoadOptions,
   RawSessionLog,
+  ReadRange,
   SessionListing,
+  SessionRange,
+  WatchOptions,
 } from '../persistence.js'
 
 /** Never reached: a first append sets what its link waits for before its first await. */
@@ -175,7 +178,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     try {
       const path = await findOneLog(this.#ctx, id)
       const { scan, plan } = await this.#read(id, path, { closeOpenTurn: true, keepEventEnds: false })
-      const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events: [...scan.events, ...plan.closers] }
+      const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events: [...scan.events, ...plan.closers], firstSeq: 0 }
       if (plan.report) loaded.repair = { persisted: false, ...plan.report }
       return loaded
     } catch (err) {
@@ -196,6 +199,14 @@ class JsonlPersistence implements JsonlSessionPersistence {
     } finally {
       await handle.close()
     }
+  }
+
+  read(_id: string, _range?: ReadRange): Promise<SessionRange> {
+    throw new Error('not yet')
+  }
+
+  watch(_id: string, _options?: WatchOptions): AsyncIterable<SessionEvent> {
+    throw new Error('not yet')
   }
 
   async list(options?: ListOptions): Promise<SessionListing[]> {

@@ -35,7 +35,7 @@ export async function openLog(
     if (plan.truncateAt !== undefined) await writer.truncate(plan.truncateAt)
     if (plan.closers.length > 0) await writer.append(prepareBatch(id, plan.closers).bytes)
     const events = plan.closers.length > 0 ? [...scan.events, ...plan.closers] : scan.events
-    const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events }
+    const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events, firstSeq: 0 }
     if (plan.report) loaded.repair = { persisted: true, ...plan.report }
     return { writer, loaded }
   } catch (err) {

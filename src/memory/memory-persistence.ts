@@ -1,4 +1,5 @@
 import { assertSeedLength, childMeta } from '../session/fork-point.js'
+import { EventEmitter } from 'eventemitter3'
 import PQueue from 'p-queue'
 import { callOptions } from '../session/call-options.js'
 import { computeClosers } from '../session/closers.js'
@@ -18,8 +19,14 @@ import type {
   RawSessionLog,
   SessionListing,
   SessionLocation,
+  ReadRange,
+  SessionRange,
   SessionStore,
+  WatchOptions,
 } from '../persistence.js'
+import { listingOrder, parseListOrder, parseLoadFrom, parseReadRange, parseWatchOptions, rangeBounds } from '../session/read-options.js'
+import { tailStartOf } from '../session/tail-start.js'
+import { watchLoop } from '../session/watch-loop.js'
 
 interface StoredSession {
   meta: SessionMeta
@@ -34,6 +41,8 @@ interface StoredSession {
 export class MemoryStore {
   readonly sessions = new Map<string, StoredSession>()
   readonly locks = new Map<string, object>()
+  /** Told the id of every session whose stored lines changed (appended, published, deleted). */
+  readonly changes = new EventEmitter<{ change: [id: string] }>()
 }
 
 const namedStores = new Map<string, MemoryStore>()
@@ -131,6 +140,7 @@ class MemoryPersistence implements SessionStore {
       stored.bytes += batch.bytes.length
       stored.mtimeMs = Date.now()
       s.nextSeq += batch.count
+      this.#store.changes.emit('change', id)
     })
   }
 
@@ -144,6 +154,7 @@ class MemoryPersistence implements SessionStore {
       mtimeMs: Date.now(),
     }
     this.#store.sessions.set(meta.id, stored)
+    this.#store.changes.emit('change', meta.id)
     return stored
   }
 
@@ -165,7 +176,9 @@ class MemoryPersistence implements SessionStore {
   }
 
   async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
-    const closeOpenTurn = callOptions(options, 'load').closeOpenTurn !== false
+    const opts = callOptions(options, 'load')
+    const closeOpenTurn = opts.closeOpenTurn !== false
+    const from = parseLoadFrom(opts)
     if (this.#open.has(id)) {
       throw new SessionPersistenceError('E_SESSION_LIVE', `session '${id}' is open in this instance`, { sessionId: id })
     }
@@ -179,8 +192,10 @@ class MemoryPersistence implements SessionStore {
       stored.bytes += Buffer.byteLength(line) + 1
       stored.mtimeMs = Date.now()
     }
+    if (closers.length > 0) this.#store.changes.emit('change', id)
     this.#track(stored.meta, all.length, stored)
-    const loaded: LoadedSession = { meta: structuredClone(stored.meta), events: all }
+    const firstSeq = from === 'last-compaction' ? tailStartOf(all) : 0
+    const loaded: LoadedSession = { meta: structuredClone(stored.meta), events: firstSeq > 0 ? all.slice(firstSeq) : all, firstSeq }
     if (closers.length > 0) {
       loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
     }
@@ -190,7 +205,7 @@ class MemoryPersistence implements SessionStore {
   async inspect(id: string): Promise<LoadedSession> {
     const { stored, events } = this.#read(id)
     const closers = computeClosers(events, stored.meta.createdAt)
-    const loaded: LoadedSession = { meta: structuredClone(stored.meta), events: [...events, ...closers] }
+    const loaded: LoadedSession = { meta: structuredClone(stored.meta), events: [...events, ...closers], firstSeq: 0 }
     if (closers.length > 0) {
       loaded.repair = { persisted: false, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
     }
@@ -198,15 +213,55 @@ class MemoryPersistence implements SessionStore {
   }
 
   async list(options?: ListOptions): Promise<SessionListing[]> {
-    callOptions(options, 'list') // nothing to skip here, but bad options are refused as everywhere
-    return [...this.#store.sessions.values()]
+    const { orderBy, limit } = parseListOrder(callOptions(options, 'list'))
+    const all = [...this.#store.sessions.values()]
       .map((s) => ({
         meta: structuredClone(s.meta),
         location: this.locate(s.meta),
         sizeBytes: s.bytes,
         mtimeMs: s.mtimeMs,
       }))
-      .sort((a, b) => b.meta.createdAt - a.meta.createdAt || (a.meta.id < b.meta.id ? -1 : a.meta.id > b.meta.id ? 1 : 0))
+      .sort(listingOrder(orderBy))
+    return limit === undefined ? all : all.slice(0, limit)
+  }
+
+  async read(id: string, range?: ReadRange): Promise<SessionRange> {
+    const parsed = parseReadRange(range)
+    encodeSessionId(id)
+    const stored = this.#store.sessions.get(id)
+    if (!stored) throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}'`, { sessionId: id })
+    const { from, to } = rangeBounds(parsed, stored.lines.length)
+    const events = stored.lines.slice(from, to).map((line) => JSON.parse(line) as SessionEvent)
+    return { meta: structuredClone(stored.meta), events, firstSeq: from, length: stored.lines.length }
+  }
+
+  watch(id: string, options?: WatchOptions): AsyncIterable<SessionEvent> {
+    const { fromSeq, signal } = parseWatchOptions(options)
+    encodeSessionId(id)
+    const { changes } = this.#store
+    let wake: (() => void) | undefined
+    const listener = (changed: string) => {
+      if (changed === id) wake?.()
+    }
+    changes.on('change', listener)
+    return watchLoop(
+      {
+        poll: async (next) => {
+          const stored = this.#store.sessions.get(id)
+          if (!stored) return { kind: 'missing' }
+          return { kind: 'events', events: stored.lines.slice(next).map((line) => JSON.parse(line) as SessionEvent) }
+        },
+        changed: (stop) =>
+          new Promise<void>((resolve) => {
+            if (stop.aborted) return resolve()
+            wake = resolve
+            stop.addEventListener('abort', () => resolve(), { once: true })
+          }),
+        close: () => void changes.off('change', listener),
+      },
+      fromSeq,
+      signal,
+    )
   }
 
   async delete(id: string, options?: DeleteOptions): Promise<void> {
@@ -226,6 +281,7 @@ class MemoryPersistence implements SessionStore {
     }
     this.#store.sessions.delete(id)
     this.#store.locks.delete(id)
+    this.#store.changes.emit('change', id)
   }
 
   async fork(parentId: string, child: ForkChild): Promise<SessionMeta> {

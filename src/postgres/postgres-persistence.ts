@@ -18,7 +18,11 @@ import type {
   RawSessionLog,
   SessionListing,
   SessionStore,
+  ReadRange,
+  SessionRange,
+  WatchOptions,
 } from '../persistence.js'
+import { parseReadRange, rangeBounds } from '../session/read-options.js'
 import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
 import { Db, dbError, isConnectionError } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
@@ -133,7 +137,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
         const { count, text, bytes } = serializeBatch(id, closers)
         await this.#writer.write(s, { sessionId: id, epoch: s.epoch!, firstSeq: log.events.length, count, text, bytes })
       }
-      const loaded: LoadedSession = { meta: { ...meta }, events: closers.length > 0 ? [...log.events, ...closers] : log.events }
+      const loaded: LoadedSession = { meta: { ...meta }, events: closers.length > 0 ? [...log.events, ...closers] : log.events, firstSeq: 0 }
       if (closers.length > 0) loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
       return loaded
     })
@@ -147,7 +151,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
       const log = await readSnapshot(this.#db, (client) => readStoredLog(client, this.#c.schema, id, path))
       if (!log) throw notFound(id, path)
       const closers = computeClosers(log.events, log.header.createdAt)
-      const loaded: LoadedSession = { meta: metaFromHeader(log.header), events: [...log.events, ...closers] }
+      const loaded: LoadedSession = { meta: metaFromHeader(log.header), events: [...log.events, ...closers], firstSeq: 0 }
       if (closers.length > 0) loaded.repair = { persisted: false, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
       return loaded
     } catch (err) {
@@ -164,6 +168,26 @@ class PostgresPersistence implements PostgresSessionPersistence {
     } catch (err) {
       throw this.#wrap(err, 'list sessions')
     }
+  }
+
+  // TODO(§15 on PostgreSQL): a read by seq range and a LISTEN/NOTIFY watch replace these placeholders.
+  async read(id: string, range?: ReadRange): Promise<SessionRange> {
+    const parsed = parseReadRange(range)
+    checkId(id)
+    await this.#ready_()
+    const path = this.#path(id)
+    try {
+      const log = await readSnapshot(this.#db, (client) => readStoredLog(client, this.#c.schema, id, path))
+      if (!log) throw notFound(id, path)
+      const { from, to } = rangeBounds(parsed, log.events.length)
+      return { meta: metaFromHeader(log.header), events: log.events.slice(from, to), firstSeq: from, length: log.events.length }
+    } catch (err) {
+      throw this.#wrap(err, `read session '${id}'`, id)
+    }
+  }
+
+  watch(_id: string, _options?: WatchOptions): AsyncIterable<SessionEvent> {
+    throw new SessionPersistenceError('E_CONFIG', 'watch is not available on PostgreSQL yet')
   }
 
   async fork(parentId: string, child: ForkChild): Promise<SessionMeta> {

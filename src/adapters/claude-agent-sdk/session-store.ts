@@ -1,0 +1,286 @@
+import { isAbsolute } from 'node:path'
+import { isSessionPersistenceError, SessionPersistenceError, type SessionEvent, type SessionMeta } from '../../index.js'
+import { assertEntry, entryEvent, entryOf } from './entry-events.js'
+import {
+  assertKey,
+  KEY_FIELD,
+  parseKey,
+  parseProjectKey,
+  sessionIdOf,
+  storedKeyOf,
+  type StoredKey,
+} from './session-key.js'
+import { type ResolvedOptions, resolveOptions, type SessionStoreOptions } from './store-options.js'
+import type { SdkSessionStore, SessionKey, SessionStoreEntry } from './types.js'
+
+/** The SDK's `SessionStore` over a `SessionPersistence`, plus a way to release every session. */
+export interface ClaudeSessionStore extends SdkSessionStore {
+  /** Waits for pending appends, then closes every session the store has open (releasing their locks). */
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** One key the store has touched: its session, and what appends need while it is open. */
+interface Tracked {
+  readonly id: string
+  readonly key: StoredKey
+  /** Open for appends in the persistence (loaded or created by this store). */
+  open: boolean
+  nextSeq: number
+  /** The uuids stored in the session: an entry whose uuid is here is not stored again. */
+  seen: Set<string>
+  /** Operations on this key run one at a time, in call order. */
+  tail: Promise<void>
+  busy: number
+  timer: NodeJS.Timeout | undefined
+}
+
+// Refusals of the batch itself: nothing was written and the session is as it was.
+const BATCH_REFUSALS = new Set(['E_NOT_JSON', 'E_INVALID_EVENT'])
+const noop = () => {}
+
+/**
+ * A Claude Agent SDK `SessionStore` (pass it as `sessionStore` to `query()`) over any
+ * `SessionPersistence`: each key is one session, each entry one event, durable when `append`
+ * resolves. A session is held (locked) only while it is written: `idleCloseMs` after its last
+ * append the store closes it, so another host can resume it.
+ */
+export function createSessionStore(options: SessionStoreOptions): ClaudeSessionStore {
+  return new Store(resolveOptions(options))
+}
+
+class Store implements ClaudeSessionStore {
+  readonly #o: ResolvedOptions
+  readonly #tracked = new Map<string, Tracked>()
+
+  constructor(options: ResolvedOptions) {
+    this.#o = options
+  }
+
+  /**
+   * Stores the entries durably, in order; resolves when they are durable. Entries whose `uuid`
+   * the session already holds (an SDK retry, an `importSessionToStore` replay), or that repeat
+   * a `uuid` earlier in the batch, are not stored again; entries without `uuid` always are.
+   * `append(key, [])` writes nothing. Rejects with the backend's error, never dropping silently:
+   * `E_LOCKED` when another instance or host writes the session.
+   */
+  async append(key: SessionKey, entries: SessionStoreEntry[]): Promise<void> {
+    const k = parseKey(key)
+    const id = sessionIdOf(k)
+    if (!Array.isArray(entries)) {
+      throw new SessionPersistenceError('E_INVALID_EVENT', 'append: entries must be an array of entry objects', { sessionId: id })
+    }
+    entries.forEach((entry, i) => assertEntry(entry, i, id))
+    if (entries.length === 0) return
+    const t = this.#track(id, k)
+    // With the session open and nothing queued, the batch reaches the backend on this call's
+    // stack, so the backend captures it before the caller can change it.
+    return this.#run(t, () => this.#append(t, entries as Record<string, unknown>[]))
+  }
+
+  /** The entries appended under `key`, deep-equal and in order; `null` for a key never written. */
+  async load(key: SessionKey): Promise<SessionStoreEntry[] | null> {
+    const k = parseKey(key)
+    const id = sessionIdOf(k)
+    const t = this.#tracked.get(id)
+    // A read takes no lock (`inspect`), so readers never keep a writer from a session.
+    const read = async () => {
+      let events: readonly SessionEvent[]
+      try {
+        const loaded = await this.#o.persistence.inspect(id)
+        assertKey(loaded.meta, k, id)
+        events = loaded.events
+      } catch (err) {
+        if (isSessionPersistenceError(err, 'E_NOT_FOUND')) return null
+        throw err
+      }
+      const entries: SessionStoreEntry[] = []
+      for (const e of events) {
+        const entry = entryOf(e)
+        if (entry) entries.push(entry as SessionStoreEntry)
+      }
+      return entries
+    }
+    return t ? this.#run(t, read) : read()
+  }
+
+  /** The main transcripts of `projectKey`, with their last write time (epoch ms); `[]` for none. */
+  async listSessions(projectKey: string): Promise<Array<{ sessionId: string; mtime: number }>> {
+    const project = parseProjectKey(projectKey)
+    const out: Array<{ sessionId: string; mtime: number }> = []
+    for (const listing of await this.#o.persistence.list()) {
+      const k = storedKeyOf(listing.meta)
+      if (k?.projectKey === project && k.subpath === undefined) out.push({ sessionId: k.sessionId, mtime: Math.floor(listing.mtimeMs) })
+    }
+    return out
+  }
+
+  /** The subpaths stored under a session (its subagent transcripts), sorted; never the main one. */
+  async listSubkeys(key: { projectKey: string; sessionId: string }): Promise<string[]> {
+    const k = parseKey({ projectKey: (key as SessionKey | null)?.projectKey, sessionId: (key as SessionKey | null)?.sessionId })
+    const out: string[] = []
+    for (const listing of await this.#o.persistence.list()) {
+      const s = storedKeyOf(listing.meta)
+      if (s?.projectKey === k.projectKey && s.sessionId === k.sessionId && s.subpath !== undefined) out.push(s.subpath)
+    }
+    return out.sort()
+  }
+
+  /**
+   * Deletes `key`'s session durably; for a main key (no `subpath`), its subkeys too, and
+   * nothing else. A key that holds nothing is not an error. Rejects with `E_LOCKED` when another
+   * instance is writing one of them (what was deleted before stays deleted; call again).
+   */
+  async delete(key: SessionKey): Promise<void> {
+    const k = parseKey(key)
+    const ids = new Set<string>()
+    for (const listing of await this.#o.persistence.list()) {
+      const s = storedKeyOf(listing.meta)
+      if (s?.projectKey !== k.projectKey || s.sessionId !== k.sessionId) continue
+      if (k.subpath === undefined || s.subpath === k.subpath) ids.add(listing.meta.id)
+    }
+    const own = sessionIdOf(k)
+    // Subkeys first: a delete cut short leaves the main transcript, which a new call finds again.
+    const order = [...ids].filter((id) => id !== own)
+    order.push(own)
+    for (const id of order) {
+      const t = this.#tracked.get(id)
+      const remove = async () => {
+        if (t?.open) await this.#drop(t)
+        try {
+          await this.#o.persistence.delete(id)
+        } catch (err) {
+          if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
+        }
+      }
+      await (t ? this.#run(t, remove) : remove())
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#tracked.values()].map((t) => this.#run(t, () => this.#drop(t))))
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+
+  #track(id: string, key: StoredKey): Tracked {
+    let t = this.#tracked.get(id)
+    if (!t) {
+      t = { id, key, open: false, nextSeq: 0, seen: new Set(), tail: Promise.resolve(), busy: 0, timer: undefined }
+      this.#tracked.set(id, t)
+    }
+    return t
+  }
+
+  /** Runs `job` after the key's earlier operations; at once (same stack) when none is pending. */
+  #run<T>(t: Tracked, job: () => Promise<T>): Promise<T> {
+    t.busy++
+    if (t.timer) {
+      clearTimeout(t.timer)
+      t.timer = undefined
+    }
+    const p = t.busy === 1 ? job() : t.tail.then(job)
+    t.tail = p.then(noop, noop)
+    return p.finally(() => {
+      t.busy--
+      if (t.busy > 0) return
+      if (t.open) this.#armIdleClose(t)
+      else this.#tracked.delete(t.id)
+    })
+  }
+
+  #armIdleClose(t: Tracked): void {
+    t.timer = setTimeout(() => {
+      t.timer = undefined
+      this.#run(t, () => this.#drop(t)).catch((err) => this.#o.onError(err, t.key))
+    }, this.#o.idleCloseMs)
+    t.timer.unref?.()
+  }
+
+  async #append(t: Tracked, entries: readonly Record<string, unknown>[]): Promise<void> {
+    if (!t.open) await this.#open(t, entries)
+    const fresh: Record<string, unknown>[] = []
+    const inBatch = new Set<string>()
+    for (const entry of entries) {
+      const uuid = entry.uuid
+      if (typeof uuid === 'string') {
+        if (t.seen.has(uuid) || inBatch.has(uuid)) continue
+        inBatch.add(uuid)
+      }
+      fresh.push(entry)
+    }
+    if (fresh.length === 0) return
+    const time = this.#o.now()
+    const events = fresh.map((entry, i) => entryEvent(entry, t.nextSeq + i, time))
+    try {
+      await this.#o.persistence.append(t.id, events)
+    } catch (err) {
+      // Anything but a refusal of the batch: close, so the next append (the SDK's retry) reads
+      // the log again, learning what is stored (the uuids), and takes the lock again.
+      if (!(isSessionPersistenceError(err) && BATCH_REFUSALS.has(err.code))) await this.#drop(t).catch(noop)
+      this.#o.onError(err, t.key)
+      throw err
+    }
+    t.nextSeq += events.length
+    for (const uuid of inBatch) t.seen.add(uuid)
+  }
+
+  /** Opens the key's session for appends: loads it (the lock, the uuids it holds) or creates it. */
+  async #open(t: Tracked, firstBatch: readonly Record<string, unknown>[]): Promise<void> {
+    const { persistence } = this.#o
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const loaded = await persistence.load(t.id, { closeOpenTurn: false })
+        try {
+          assertKey(loaded.meta, t.key, t.id)
+        } catch (err) {
+          await persistence.close(t.id).catch(noop)
+          throw err
+        }
+        t.seen = new Set()
+        for (const e of loaded.events) {
+          const uuid = entryOf(e)?.uuid
+          if (typeof uuid === 'string') t.seen.add(uuid)
+        }
+        t.nextSeq = loaded.events.length
+        t.open = true
+        return
+      } catch (err) {
+        if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
+      }
+      try {
+        await persistence.create(this.#metaOf(t, firstBatch))
+        t.seen = new Set()
+        t.nextSeq = 0
+        t.open = true
+        return
+      } catch (err) {
+        // Another instance stored the session between our load and create: load it.
+        if (!isSessionPersistenceError(err, 'E_EXISTS') || attempt > 0) throw err
+      }
+    }
+  }
+
+  #metaOf(t: Tracked, firstBatch: readonly Record<string, unknown>[]): SessionMeta {
+    const meta: SessionMeta = { id: t.id, createdAt: this.#o.now(), delegationDepth: 0 }
+    // The project directory the SDK records on its entries, for `session-jsonl ls` and buckets.
+    const cwd = firstBatch.find((e) => typeof e.cwd === 'string' && isAbsolute(e.cwd))?.cwd
+    if (typeof cwd === 'string') meta.cwd = cwd
+    if (t.key.subpath !== undefined) {
+      // A subagent transcript is delegated from its main transcript (`session-jsonl tree`).
+      meta.parentSession = sessionIdOf({ projectKey: t.key.projectKey, sessionId: t.key.sessionId })
+      meta.delegationDepth = 1
+    }
+    meta[KEY_FIELD] = { ...t.key }
+    return meta
+  }
+
+  async #drop(t: Tracked): Promise<void> {
+    if (!t.open) return
+    t.open = false
+    t.seen = new Set()
+    await this.#o.persistence.close(t.id)
+  }
+}

@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'E_IO',
   'E_WRITER_BROKEN',
   'E_DISPOSED',
+  'E_TIMEOUT',
 ] as const
 
 export type ErrorCode = (typeof ERROR_CODES)[number]
@@ -25,10 +26,22 @@ export type ErrorCode = (typeof ERROR_CODES)[number]
 // A registry-wide symbol, so two copies of this package recognise each other's errors.
 const BRAND = Symbol.for('session-persistence-jsonl/error')
 
+/**
+ * Who holds a session's writer lock, as far as it is known (`E_LOCKED`). `since` is when the
+ * holder took the lock, in epoch milliseconds.
+ */
+export interface LockHolder {
+  readonly pid: number
+  readonly host: string
+  readonly since: number
+}
+
 export interface ErrorDetails {
   sessionId?: string | undefined
   path?: string | undefined
   cause?: unknown
+  /** `E_LOCKED`: the lock's holder. */
+  holder?: LockHolder | undefined
 }
 
 /** The one error type the package throws on purpose. Compare `code`, never `message`. */
@@ -36,6 +49,8 @@ export class SessionPersistenceError extends Error {
   readonly code: ErrorCode
   readonly sessionId: string | undefined
   readonly path: string | undefined
+  /** Set on `E_LOCKED` when the holder of the lock is known (pid, host, since in epoch ms). */
+  readonly holder: LockHolder | undefined
 
   constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause })
@@ -43,6 +58,7 @@ export class SessionPersistenceError extends Error {
     this.code = code
     this.sessionId = details.sessionId
     this.path = details.path
+    this.holder = details.holder === undefined ? undefined : Object.freeze({ ...details.holder })
     Object.defineProperty(this, BRAND, { value: true })
   }
 }

@@ -1,0 +1,48 @@
+import type { SerializerProtocol } from '@langchain/langgraph-checkpoint'
+import { z } from 'zod'
+import { SessionPersistenceError } from '../../errors.js'
+import type { SessionPersistence } from '../../persistence.js'
+
+export interface SessionCheckpointSaverOptions {
+  /** Any backend: the JSONL one, the in-memory reference, PostgreSQL. */
+  persistence: SessionPersistence
+  /**
+   * How long a thread stays open (its writer lock held, its index in memory) after its last
+   * use, in milliseconds; default 30000. Afterwards it is closed, so another process or machine
+   * can write it. `0` closes it after every call; `Infinity` keeps it until `close()`.
+   */
+  idleMs?: number
+  /** LangGraph's serializer for checkpoints and writes; its `JsonPlusSerializer` by default. */
+  serde?: SerializerProtocol
+  /** Clock for event times and `createdAt` (epoch milliseconds); `Date.now` by default. */
+  now?: () => number
+}
+
+const METHODS = ['create', 'append', 'load', 'inspect', 'list', 'delete', 'close'] as const
+
+const OptionsSchema = z.object({
+  persistence: z.custom<SessionPersistence>(
+    (v) => typeof v === 'object' && v !== null && METHODS.every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),
+    `must implement SessionPersistence (${METHODS.join(', ')})`,
+  ),
+  idleMs: z.number().min(0).optional(),
+  serde: z
+    .custom<SerializerProtocol>(
+      (v) => typeof v === 'object' && v !== null && ['dumpsTyped', 'loadsTyped'].every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),
+      'must have dumpsTyped and loadsTyped',
+    )
+    .optional(),
+  now: z.custom<() => number>((v) => typeof v === 'function', 'must be a function').optional(),
+})
+
+export const DEFAULT_IDLE_MS = 30_000
+
+export function parseOptions(options: unknown): Required<Omit<SessionCheckpointSaverOptions, 'serde'>> & { serde?: SerializerProtocol } {
+  const parsed = OptionsSchema.safeParse(options)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new SessionPersistenceError('E_CONFIG', `SessionCheckpointSaver: ${issue?.path.join('.') || 'options'}: ${issue?.message ?? 'invalid'}`)
+  }
+  const { persistence, idleMs, serde, now } = parsed.data
+  return { persistence, idleMs: idleMs ?? DEFAULT_IDLE_MS, now: now ?? Date.now, ...(serde ? { serde } : {}) }
+}

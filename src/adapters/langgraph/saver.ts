@@ -1,0 +1,203 @@
+import type { RunnableConfig } from '@langchain/core/runnables'
+import {
+  BaseCheckpointSaver,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+  WRITES_IDX_MAP,
+  copyCheckpoint,
+} from '@langchain/langgraph-checkpoint'
+import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
+import type { SessionPersistence } from '../../persistence.js'
+import { beforeId, listNamespace, readRef, requireRef } from './config.js'
+import { type CheckpointRecord, checkpointDraft, type StoredValue, type StoredWrite, writesDraft } from './events.js'
+import { type SessionCheckpointSaverOptions, parseOptions } from './options.js'
+import { THREAD_META_FIELD } from './thread-id.js'
+import type { ThreadIndex } from './thread-index.js'
+import { Threads } from './threads.js'
+import { buildTuple, matchesFilter, planTuple, type TuplePlan } from './tuples.js'
+import { dumpJsonObject, dumpTyped } from './typed.js'
+
+export type { SessionCheckpointSaverOptions } from './options.js'
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+const isVersion = (v: unknown) => (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'string'
+
+/**
+ * A LangGraph checkpointer over any `SessionPersistence`: one session per thread, every `put`
+ * and `putWrites` one durable append, nothing ever rewritten. `getTuple` and `list` answer from
+ * an index of the thread's log, built from one read when the thread is first used and kept
+ * current by each append. A thread is held (its writer lock taken) while it is used and closed
+ * `idleMs` after its last call; another process writing it meanwhile gets `E_LOCKED`.
+ */
+export class SessionCheckpointSaver extends BaseCheckpointSaver {
+  readonly persistence: SessionPersistence
+  readonly #threads: Threads
+
+  constructor(options: SessionCheckpointSaverOptions) {
+    const parsed = parseOptions(options)
+    super(parsed.serde)
+    this.persistence = parsed.persistence
+    this.#threads = new Threads(parsed.persistence, parsed.idleMs, parsed.now)
+  }
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const ref = readRef('getTuple', config)
+    if (!ref) return undefined
+    const plan = await this.#threads.run(ref.threadId, async (t) => {
+      const ns = (await this.#threads.readable(t))?.ns(ref.ns)
+      const record = ref.checkpointId === undefined ? ns?.latest() : ns?.checkpoints.get(ref.checkpointId)
+      return ns && record ? planTuple(ref.threadId, ns, record) : undefined
+    })
+    return plan && buildTuple(this.serde, plan, this)
+  }
+
+  async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    const ref = readRef('list', config)
+    const nsFilter = listNamespace(config)
+    const before = beforeId(options?.before)
+    const { limit, filter } = options ?? {}
+    if (limit !== undefined && limit !== null && !Number.isInteger(limit)) {
+      throw new SessionPersistenceError('E_CONFIG', `list: limit must be an integer, got ${String(limit)}`)
+    }
+    if (filter !== undefined && filter !== null && !isObject(filter)) {
+      throw new SessionPersistenceError('E_CONFIG', 'list: filter must be an object of metadata fields')
+    }
+    const max = limit ?? Infinity
+    if (max <= 0) return
+    const select = (threadId: string, index: ThreadIndex | undefined): TuplePlan[] => {
+      const plans: TuplePlan[] = []
+      for (const [name, ns] of index?.namespaces ?? []) {
+        if (nsFilter !== undefined && name !== nsFilter) continue
+        let taken = 0
+        for (let i = ns.ids.length - 1; i >= 0 && taken < max; i--) {
+          const id = ns.ids[i]!
+          if (ref?.checkpointId !== undefined && id !== ref.checkpointId) continue
+          if (before !== undefined && id >= before) continue
+          const record = ns.checkpoints.get(id)!
+          if (filter && !matchesFilter(record.metadata, filter)) continue
+          plans.push(planTuple(threadId, ns, record))
+          taken++
+        }
+      }
+      return plans
+    }
+    let plans: TuplePlan[]
+    if (ref) {
+      plans = await this.#threads.run(ref.threadId, async (t) => select(ref.threadId, await this.#threads.readable(t)))
+    } else {
+      // Every thread of the backend: those held are read from their index, the others from a
+      // lock-free snapshot, so listing never takes a thread from another process.
+      const ids = new Set(this.#threads.heldThreadIds())
+      for (const listing of await this.persistence.list()) {
+        const threadId = listing.meta[THREAD_META_FIELD]
+        if (typeof threadId === 'string') ids.add(threadId)
+      }
+      plans = []
+      for (const threadId of ids) {
+        plans.push(...(await this.#threads.run(threadId, async (t) => select(threadId, await this.#threads.snapshot(t)))))
+      }
+    }
+    // Newest first across namespaces and threads: uuid6 ids sort by time as strings.
+    plans.sort((a, b) => (a.record.id < b.record.id ? 1 : a.record.id > b.record.id ? -1 : 0))
+    for (const plan of plans.slice(0, max)) yield await buildTuple(this.serde, plan, this)
+  }
+
+  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const ref = requireRef('put', config)
+    if (!isObject(checkpoint) || typeof checkpoint.id !== 'string' || checkpoint.id === '') {
+      throw new SessionPersistenceError('E_INVALID_EVENT', 'put: checkpoint must be an object with a non-empty string id')
+    }
+    if (!isObject(metadata)) throw new SessionPersistenceError('E_INVALID_EVENT', 'put: metadata must be an object')
+    const versions = newVersions ?? {}
+    if (!isObject(versions) || !Object.values(versions).every(isVersion)) {
+      throw new SessionPersistenceError('E_INVALID_EVENT', 'put: newVersions must map channels to number or string versions')
+    }
+    // Captured now: LangGraph goes on changing its checkpoint after the call.
+    const copy = copyCheckpoint(checkpoint)
+    const { channel_values: channelValues = {}, ...core } = copy
+    const values = channelValues as Record<string, unknown>
+    const what = `checkpoint ${checkpoint.id} of thread ${JSON.stringify(ref.threadId)}`
+    const [coreJson, metaJson, stored] = await Promise.all([
+      dumpJsonObject(this.serde, core, `${what}`, ref.threadId),
+      dumpJsonObject(this.serde, metadata, `the metadata of ${what}`, ref.threadId),
+      Promise.all(
+        Object.entries(versions).map(async ([channel, version]): Promise<StoredValue> => {
+          if (!Object.hasOwn(values, channel)) return { channel, version }
+          return { channel, version, value: await dumpTyped(this.serde, values[channel], `channel '${channel}' of ${what}`, ref.threadId) }
+        }),
+      ),
+    ])
+    const record: CheckpointRecord = {
+      ns: ref.ns,
+      id: checkpoint.id,
+      ...(ref.checkpointId === undefined ? {} : { parent: ref.checkpointId }),
+      checkpoint: coreJson,
+      metadata: metaJson,
+      values: stored,
+    }
+    await this.#threads.run(ref.threadId, (t) => this.#threads.write(t, () => [checkpointDraft(record)]))
+    return { configurable: { thread_id: ref.threadId, checkpoint_ns: ref.ns, checkpoint_id: checkpoint.id } }
+  }
+
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    const ref = requireRef('putWrites', config)
+    const checkpointId = ref.checkpointId
+    if (checkpointId === undefined) {
+      throw new SessionPersistenceError('E_CONFIG', 'putWrites: config.configurable.checkpoint_id is missing: writes belong to a checkpoint')
+    }
+    if (typeof taskId !== 'string' || taskId === '') throw new SessionPersistenceError('E_CONFIG', 'putWrites: taskId must be a non-empty string')
+    if (taskPath !== undefined && typeof taskPath !== 'string') throw new SessionPersistenceError('E_CONFIG', 'putWrites: taskPath must be a string')
+    if (!Array.isArray(writes) || !writes.every((w) => Array.isArray(w) && typeof w[0] === 'string')) {
+      throw new SessionPersistenceError('E_INVALID_EVENT', 'putWrites: writes must be [channel, value] pairs')
+    }
+    const stored = await Promise.all(
+      writes.map(async ([channel, value], i): Promise<StoredWrite> => ({
+        idx: Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel]! : i,
+        channel,
+        value: await dumpTyped(this.serde, value, `write ${i} (channel '${channel}') of task ${taskId}`, ref.threadId),
+      })),
+    )
+    await this.#threads.run(ref.threadId, (t) =>
+      this.#threads.write(t, (index) => {
+        const effective = index.nsForWrite(ref.ns).effectiveWrites(checkpointId, taskId, stored)
+        if (effective.length === 0) return undefined
+        return [writesDraft({ ns: ref.ns, checkpoint: checkpointId, task: taskId, ...(taskPath ? { path: taskPath } : {}), writes: effective })]
+      }),
+    )
+  }
+
+  /** Deletes the thread's session (SPEC 4.9): `E_LOCKED` while another process holds it. */
+  async deleteThread(threadId: string): Promise<void> {
+    if (typeof threadId !== 'string' || threadId === '') throw new SessionPersistenceError('E_CONFIG', 'deleteThread: threadId must be a non-empty string')
+    await this.#threads.run(threadId, async (t) => {
+      await this.#threads.release(t)
+      try {
+        await this.persistence.delete(t.sessionId)
+      } catch (err) {
+        if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
+      }
+    })
+  }
+
+  /** Closes a thread now (after its pending calls), releasing its lock, instead of after `idleMs`. */
+  async release(threadId: string): Promise<void> {
+    if (typeof threadId !== 'string' || threadId === '') throw new SessionPersistenceError('E_CONFIG', 'release: threadId must be a non-empty string')
+    await this.#threads.run(threadId, (t) => this.#threads.release(t))
+  }
+
+  /** Closes every thread (after its pending calls), releasing every lock. The saver stays usable. */
+  async close(): Promise<void> {
+    await this.#threads.closeAll()
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+}
+
+export type { SerializerProtocol }

@@ -1,0 +1,89 @@
+import { isDeepStrictEqual } from 'node:util'
+import {
+  type BaseCheckpointSaver,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  compareWritesSortKeys,
+  maxChannelVersion,
+  type SerializerProtocol,
+  TASKS,
+  writesSortKey,
+} from '@langchain/langgraph-checkpoint'
+import type { ChannelVersion, CheckpointRecord } from './events.js'
+import type { IndexedWrite, NamespaceIndex } from './thread-index.js'
+import { loadTyped, type Typed } from './typed.js'
+
+/** Everything a tuple needs, gathered from the index; deserialized later, outside the thread's queue. */
+export interface TuplePlan {
+  threadId: string
+  record: CheckpointRecord
+  values: [channel: string, value: Typed][]
+  writes: IndexedWrite[]
+  /** For a checkpoint of format < 4: the sends its parent's tasks wrote, which become its `__pregel_tasks` value. */
+  sends: Typed[] | undefined
+}
+
+/** A checkpoint's writes in the order live execution applies them: (task path, task id, index). */
+function ordered(writes: IndexedWrite[]): IndexedWrite[] {
+  return writes
+    .map((w) => ({ w, key: writesSortKey(w.path, w.task, w.idx) }))
+    .sort((a, b) => compareWritesSortKeys(a.key, b.key))
+    .map(({ w }) => w)
+}
+
+export function planTuple(threadId: string, ns: NamespaceIndex, record: CheckpointRecord): TuplePlan {
+  const versions = (record.checkpoint.channel_versions ?? {}) as Record<string, ChannelVersion>
+  const values: [string, Typed][] = []
+  for (const [channel, version] of Object.entries(versions)) {
+    const value = ns.valueAt(record, channel, version)?.value
+    if (value) values.push([channel, value])
+  }
+  const v = record.checkpoint.v
+  const sends =
+    typeof v === 'number' && v < 4 && record.parent !== undefined
+      ? ordered(ns.writesOf(record.parent))
+          .filter((w) => w.channel === TASKS)
+          .map((w) => w.value)
+      : undefined
+  return { threadId, record, values, writes: ordered(ns.writesOf(record.id)), sends }
+}
+
+export async function buildTuple(serde: SerializerProtocol, plan: TuplePlan, saver: BaseCheckpointSaver): Promise<CheckpointTuple> {
+  const { record, threadId } = plan
+  const json = (value: unknown): Typed => ({ type: 'json', text: JSON.stringify(value) })
+  const [checkpoint, metadata, values, pendingWrites, sends] = await Promise.all([
+    loadTyped(serde, json(record.checkpoint)) as Promise<Checkpoint>,
+    loadTyped(serde, json(record.metadata)) as Promise<CheckpointMetadata>,
+    Promise.all(plan.values.map(async ([channel, value]) => [channel, await loadTyped(serde, value)] as const)),
+    Promise.all(plan.writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await loadTyped(serde, w.value)])),
+    plan.sends && Promise.all(plan.sends.map((s) => loadTyped(serde, s))),
+  ])
+  checkpoint.channel_values = Object.fromEntries(values)
+  checkpoint.channel_versions ??= {}
+  if (sends) {
+    // What LangGraph's savers do for checkpoints written before format 4 kept sends in the parent's writes.
+    const versions = Object.values(checkpoint.channel_versions)
+    checkpoint.channel_values[TASKS] = sends
+    checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : saver.getNextVersion(undefined)
+  }
+  const configurable = { thread_id: threadId, checkpoint_ns: record.ns }
+  return {
+    config: { configurable: { ...configurable, checkpoint_id: record.id } },
+    checkpoint,
+    metadata,
+    pendingWrites,
+    ...(record.parent === undefined ? {} : { parentConfig: { configurable: { ...configurable, checkpoint_id: record.parent } } }),
+  }
+}
+
+/** `list`'s filter: every field given equals the stored metadata's (deep equality for objects). */
+export function matchesFilter(metadata: Record<string, unknown>, filter: Record<string, unknown>): boolean {
+  for (const [key, value] of Object.entries(filter)) {
+    const stored = Object.hasOwn(metadata, key) ? metadata[key] : undefined
+    if (stored === value) continue
+    if (typeof value !== 'object' || value === null || !isDeepStrictEqual(stored, value)) return false
+  }
+  return true
+}

@@ -75,7 +75,14 @@ class Store implements ClaudeSessionStore {
     const t = this.#track(id, k)
     // With the session open and nothing queued, the batch reaches the backend on this call's
     // stack, so the backend captures it before the caller can change it.
-    return this.#run(t, () => this.#append(t, entries as Record<string, unknown>[]))
+    return this.#run(t, async () => {
+      try {
+        await this.#append(t, entries as Record<string, unknown>[])
+      } catch (err) {
+        this.#report(err, t.key)
+        throw err
+      }
+    })
   }
 
   /** The entries appended under `key`, deep-equal and in order; `null` for a key never written. */
@@ -194,9 +201,18 @@ class Store implements ClaudeSessionStore {
   #armIdleClose(t: Tracked): void {
     t.timer = setTimeout(() => {
       t.timer = undefined
-      this.#run(t, () => this.#drop(t)).catch((err) => this.#o.onError(err, t.key))
+      this.#run(t, () => this.#drop(t)).catch((err) => this.#report(err, t.key))
     }, this.#o.idleCloseMs)
     t.timer.unref?.()
+  }
+
+  /** Hands an error to `onError`; a listener that throws never replaces the error itself. */
+  #report(err: unknown, key: StoredKey): void {
+    try {
+      this.#o.onError(err, { ...key })
+    } catch {
+      // The rejection the caller gets is the store's error, not the listener's.
+    }
   }
 
   async #append(t: Tracked, entries: readonly Record<string, unknown>[]): Promise<void> {
@@ -220,7 +236,6 @@ class Store implements ClaudeSessionStore {
       // Anything but a refusal of the batch: close, so the next append (the SDK's retry) reads
       // the log again, learning what is stored (the uuids), and takes the lock again.
       if (!(isSessionPersistenceError(err) && BATCH_REFUSALS.has(err.code))) await this.#drop(t).catch(noop)
-      this.#o.onError(err, t.key)
       throw err
     }
     t.nextSeq += events.length

@@ -1,0 +1,210 @@
+// What the store adds to the SDK's contracts, over each backend: uuid de-duplication (also
+// across a restart), the SDK's retry, one writer per session, the lock released when idle.
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createSessionStore, type ClaudeSessionStore, type SessionStoreEntry } from '../src/adapters/claude-agent-sdk/index.js'
+import { sessionIdOf } from '../src/adapters/claude-agent-sdk/session-key.js'
+import { SessionPersistenceError } from '../src/errors.js'
+import type { SessionPersistence } from '../src/persistence.js'
+import { type Backend, type BackendFactory, jsonlBackend, memoryBackend, postgresBackend } from './helpers/claude-agent-sdk-backends.js'
+import { codeOf, rejection } from './helpers/codes.js'
+import { pgUrl } from './helpers/pg-env.js'
+
+const entry = (n: number, extra: Record<string, unknown> = {}): SessionStoreEntry => ({
+  type: 'user',
+  uuid: `uuid-${n}`,
+  message: { role: 'user', content: `prompt ${n}` },
+  ...extra,
+})
+const uuids = (entries: SessionStoreEntry[] | null) => (entries ?? []).map((e) => e.uuid ?? `(${e.type})`)
+const key = { projectKey: '-work-app', sessionId: '8c3e1f7a-0000-4000-8000-000000000001' }
+
+/** A persistence whose appends fail after `failNext(n)`: before writing anything, or after the batch was stored. */
+function failingAppends(inner: SessionPersistence, when: 'before-write' | 'after-write'): SessionPersistence & { attempts: number; failNext(n: number): void } {
+  let left = 0
+  const wrapped = Object.create(inner) as SessionPersistence & { attempts: number; failNext(n: number): void }
+  wrapped.attempts = 0
+  wrapped.failNext = (n) => {
+    left = n
+  }
+  wrapped.append = async (id, events) => {
+    wrapped.attempts++
+    if (left > 0) {
+      left--
+      if (when === 'after-write') await inner.append(id, events)
+      throw new SessionPersistenceError('E_IO', 'injected append failure', { sessionId: id })
+    }
+    return inner.append(id, events)
+  }
+  for (const m of ['create', 'load', 'inspect', 'list', 'delete', 'close', 'locate'] as const) {
+    ;(wrapped as unknown as Record<string, unknown>)[m] = (inner[m] as (...a: unknown[]) => unknown).bind(inner)
+  }
+  return wrapped
+}
+
+function suite(name: string, factory: BackendFactory): void {
+  describe(`the store over ${name}`, () => {
+    const cleanups: (() => Promise<void>)[] = []
+    afterEach(async () => {
+      for (const c of cleanups.splice(0).reverse()) await c()
+    })
+    const backend = async (): Promise<Backend> => {
+      const b = await factory()
+      cleanups.push(b.cleanup)
+      return b
+    }
+    const storeOn = (persistence: SessionPersistence, options: { idleCloseMs?: number; onError?: (e: unknown) => void } = {}): ClaudeSessionStore => {
+      const store = createSessionStore({ persistence, onError: () => {}, ...options })
+      cleanups.push(() => store.close())
+      return store
+    }
+
+    it('stores an entry whose uuid it already holds once: a repeated batch, a repeat inside a batch', async () => {
+      const store = storeOn((await backend()).persistence)
+      await store.append(key, [entry(1), entry(2)])
+      await store.append(key, [entry(1), entry(2)])
+      await store.append(key, [entry(2), entry(3), entry(3, { changed: true })])
+      expect(uuids(await store.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3'])
+      // The first copy is the one kept.
+      expect((await store.load(key))?.[2]).toEqual(entry(3))
+    })
+
+    it('stores entries without a uuid every time (the SDK says: append them without dedup)', async () => {
+      const store = storeOn((await backend()).persistence)
+      const mode = { type: 'mode', mode: 'default' }
+      await store.append(key, [mode, entry(1)])
+      await store.append(key, [mode])
+      expect(uuids(await store.load(key))).toEqual(['(mode)', 'uuid-1', '(mode)'])
+    })
+
+    it('de-duplicates across a restart: a new store on the same storage learns the stored uuids from the log', async () => {
+      const b = await backend()
+      const first = storeOn(b.persistence)
+      await first.append(key, [entry(1), entry(2)])
+      await first.close()
+      const second = storeOn(b.another())
+      // importSessionToStore replays, an SDK retry after a crash: the same entries again.
+      await second.append(key, [entry(1), entry(2), entry(3)])
+      expect(uuids(await second.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3'])
+    })
+
+    it('append([]) writes nothing: no session appears and the key loads null', async () => {
+      const b = await backend()
+      const store = storeOn(b.persistence)
+      await store.append(key, [])
+      await store.append({ ...key, subpath: 'subagents/agent-1' }, [])
+      expect(await b.persistence.list()).toEqual([])
+      expect(await store.load(key)).toBeNull()
+    })
+
+    it('an append that fails twice before writing, then succeeds, stores each entry once', async () => {
+      const b = await backend()
+      const persistence = failingAppends(b.persistence, 'before-write')
+      const store = storeOn(persistence)
+      await store.append(key, [entry(1)])
+      persistence.failNext(2)
+      const batch = [entry(2), entry(3)]
+      // What the SDK does with a rejected append: retry it, three attempts in all.
+      expect(await codeOf(store.append(key, batch))).toBe('E_IO')
+      expect(await codeOf(store.append(key, batch))).toBe('E_IO')
+      await store.append(key, batch)
+      expect(uuids(await store.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3'])
+      expect(persistence.attempts).toBe(4)
+    })
+
+    it('an append stored but reported failed twice (an unknown outcome), then retried, stores each entry once', async () => {
+      const b = await backend()
+      const persistence = failingAppends(b.persistence, 'after-write')
+      const store = storeOn(persistence)
+      persistence.failNext(2)
+      const batch = [entry(1), entry(2)]
+      expect(await codeOf(store.append(key, batch))).toBe('E_IO')
+      expect(await codeOf(store.append(key, [...batch, entry(3)]))).toBe('E_IO')
+      await store.append(key, [...batch, entry(3)])
+      expect(uuids(await store.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3'])
+    })
+
+    it('one writer per session: a second store on the same storage gets E_LOCKED on append, as a rejection and through onError', async () => {
+      const b = await backend()
+      const first = storeOn(b.persistence)
+      const reported: unknown[] = []
+      const second = storeOn(b.another(), { onError: (e) => reported.push(e) })
+      await first.append(key, [entry(1)])
+      const err = await rejection(second.append(key, [entry(2)]))
+      expect(err.code).toBe('E_LOCKED')
+      expect(reported).toEqual([err])
+      // Readers take no lock: the second store still loads the session.
+      expect(uuids(await second.load(key))).toEqual(['uuid-1'])
+      // Other sessions are not held.
+      await second.append({ ...key, sessionId: 'another' }, [entry(3)])
+      // Once the first releases it, the second writes it, learning what is stored.
+      await first.close()
+      await second.append(key, [entry(1), entry(2)])
+      expect(uuids(await first.load(key))).toEqual(['uuid-1', 'uuid-2'])
+    })
+
+    it('releases a session after idleCloseMs without appends, so another host can resume it', async () => {
+      const b = await backend()
+      const first = storeOn(b.persistence, { idleCloseMs: 50 })
+      const second = storeOn(b.another(), { idleCloseMs: 60_000 })
+      await first.append(key, [entry(1)])
+      expect(await codeOf(second.append(key, [entry(2)]))).toBe('E_LOCKED')
+      await sleep(200)
+      await second.append(key, [entry(2)])
+      // Now the second holds it: the first, coming back, is refused and writes nothing.
+      expect(await codeOf(first.append(key, [entry(3)]))).toBe('E_LOCKED')
+      expect(uuids(await first.load(key))).toEqual(['uuid-1', 'uuid-2'])
+    })
+
+    it('keeps a busy session open: appends within idleCloseMs keep the lock', async () => {
+      const b = await backend()
+      const first = storeOn(b.persistence, { idleCloseMs: 300 })
+      const second = storeOn(b.another())
+      for (let i = 1; i <= 4; i++) {
+        await first.append(key, [entry(i)])
+        await sleep(100)
+        expect(await codeOf(second.append(key, [entry(100 + i)]))).toBe('E_LOCKED')
+      }
+      expect(uuids(await second.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3', 'uuid-4'])
+    })
+
+    it('refuses a session stored under its id that holds another key (E_EXISTS), reading and writing nothing', async () => {
+      const b = await backend()
+      const id = sessionIdOf(key)
+      await b.persistence.create({ id, createdAt: 1, delegationDepth: 0 })
+      await b.persistence.append(id, [{ seq: 0, type: 'user/message', time: 1, data: { content: 'not from a store' } }])
+      await b.persistence.close(id)
+      const store = storeOn(b.persistence)
+      expect(await codeOf(store.load(key))).toBe('E_EXISTS')
+      expect(await codeOf(store.append(key, [entry(1)]))).toBe('E_EXISTS')
+      expect((await b.persistence.inspect(id)).events).toHaveLength(1)
+    })
+
+    it('refuses entries that are not plain JSON (E_NOT_JSON, naming the path) and writes nothing of the batch', async () => {
+      const b = await backend()
+      const store = storeOn(b.persistence)
+      await store.append(key, [entry(1)])
+      const cyclic: Record<string, unknown> = { type: 'user', uuid: 'c' }
+      cyclic.self = cyclic
+      for (const bad of [
+        { type: 'user', uuid: 'x', big: 10n },
+        { type: 'user', uuid: 'x', when: new Date(0) },
+        { type: 'user', uuid: 'x', fn: () => 1 },
+        { type: 'user', uuid: 'x', n: Number.NaN },
+        cyclic,
+      ]) {
+        const err = await rejection(store.append(key, [entry(2), bad as SessionStoreEntry]))
+        expect(err.code).toBe('E_NOT_JSON')
+        expect(err.message).toContain('claudeEntry')
+      }
+      // A refused batch leaves the session open and usable: the next batch is stored.
+      await store.append(key, [entry(2)])
+      expect(uuids(await store.load(key))).toEqual(['uuid-1', 'uuid-2'])
+    })
+  })
+}
+
+suite('the JSONL backend', jsonlBackend)
+suite('the in-memory backend', memoryBackend)
+const url = pgUrl()
+if (url) suite('PostgreSQL', postgresBackend(url))

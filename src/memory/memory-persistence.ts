@@ -1,5 +1,6 @@
 import { assertSeedLength, childMeta } from '../session/fork-point.js'
 import { EventEmitter } from 'eventemitter3'
+import { hostname } from 'node:os'
 import PQueue from 'p-queue'
 import { callOptions } from '../session/call-options.js'
 import { computeClosers } from '../session/closers.js'
@@ -41,6 +42,7 @@ interface StoredSession {
 export class MemoryStore {
   readonly sessions = new Map<string, StoredSession>()
   readonly locks = new Map<string, object>()
+  readonly lockedSince = new Map<string, number>() // epoch ms each lock was taken (E_LOCKED's holder)
   /** Told the id of every session whose stored lines changed (appended, published, deleted). */
   readonly changes = new EventEmitter<{ change: [id: string] }>()
 }
@@ -163,8 +165,10 @@ class MemoryPersistence implements SessionStore {
     if (holder !== undefined && holder !== this.#token) {
       throw new SessionPersistenceError('E_LOCKED', `session '${id}' is being written by another instance`, {
         sessionId: id,
+        holder: { pid: process.pid, host: hostname(), since: this.#store.lockedSince.get(id) ?? Date.now() },
       })
     }
+    if (holder === undefined) this.#store.lockedSince.set(id, Date.now())
     this.#store.locks.set(id, this.#token)
   }
 

@@ -1,6 +1,7 @@
 import { errno } from '../errno.js'
 import type { StoreContext } from '../store-context.js'
 import { SessionPersistenceError } from '../../errors.js'
+import { lockHolder, type LockOwner, observeRecord } from './lock-owner.js'
 
 /** A writer lock this instance holds. */
 export interface HeldLock {
@@ -84,15 +85,19 @@ export class Lease implements HeldLock {
     } catch (err) {
       if (errno(err) !== 'ENOENT') throw err
     }
-    if (ino !== this.#o.ino) throw this.#lose(ino === undefined ? 'removed' : 'taken over by another writer')
+    if (ino !== this.#o.ino) {
+      // Name the new holder when its record can be read (best effort: the loss stands either way).
+      const taker = ino === undefined ? undefined : await observeRecord(fs, this.path).catch(() => undefined)
+      throw this.#lose(ino === undefined ? 'removed' : 'taken over by another writer', taker?.owner)
+    }
     this.#confirmedAt = started
   }
 
-  #lose(how: string): SessionPersistenceError {
+  #lose(how: string, taker?: LockOwner): SessionPersistenceError {
     this.#lost ??= new SessionPersistenceError(
       'E_LOCKED',
       `the writer lock of session '${this.#o.sessionId}' was ${how}; nothing more is written by this instance`,
-      { sessionId: this.#o.sessionId, path: this.path },
+      { sessionId: this.#o.sessionId, path: this.path, ...(taker ? { holder: lockHolder(taker) } : {}) },
     )
     return this.#lost
   }

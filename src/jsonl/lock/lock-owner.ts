@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import type { LockHolder } from '../../errors.js'
 import { errno } from '../errno.js'
 import type { FileSystem } from '../fs/file-system.js'
 import { isPidAlive, type MachineIdentity, type ProcessIdentity, readStartTime } from './process-identity.js'
@@ -90,6 +91,11 @@ export async function writerState(
 /** The name a record goes by in a takeover marker's name: its token, or its inode and mtime when unreadable. */
 export function recordKey(record: ObservedRecord): string {
   return record.owner?.token ?? `ino${record.ino}-${Math.trunc(record.mtimeMs)}`
+}
+
+/** What an `E_LOCKED` error tells of a holder. */
+export function lockHolder(owner: LockOwner): LockHolder {
+  return { pid: owner.pid, host: owner.host, since: owner.since }
 }
 
 export function describeOwner(owner: LockOwner): string {

@@ -5,7 +5,7 @@ import type { StoreContext } from '../store-context.js'
 import { SessionPersistenceError } from '../../errors.js'
 import type { FileSystem } from '../fs/file-system.js'
 import { type HeldLock, Lease, monotonicNow } from './lease.js'
-import { describeOwner, type LockOwner, type ObservedRecord, observeRecord, ownerRecord, writerState } from './lock-owner.js'
+import { describeOwner, lockHolder, type LockOwner, type ObservedRecord, observeRecord, ownerRecord, writerState } from './lock-owner.js'
 import { type ProcessIdentity, readProcessIdentity } from './process-identity.js'
 import { linkRecord, type RecordFile, writeRecordFile } from './record-file.js'
 import { claimTakeover } from './takeover.js'
@@ -57,10 +57,9 @@ export class SessionLocks {
       const held = await this.#attempt(sessionId, path, self)
       if (held) return held
     }
-    throw new SessionPersistenceError('E_LOCKED', `could not take the writer lock of session '${sessionId}'`, {
-      sessionId,
-      path,
-    })
+    // The lock kept changing hands under us: name whoever holds it now, if anyone can be read.
+    const current = await observeRecord(this.#ctx.fs, path).catch(() => undefined)
+    throw lockedError(sessionId, path, current?.owner, 'the lock kept changing hands')
   }
 
   /** One try: the lock, `E_LOCKED`, or undefined when the lock changed under us (try again). */
@@ -145,11 +144,17 @@ export class SessionLocks {
   }
 }
 
-function lockedError(sessionId: string, path: string, owner: LockOwner | undefined, extra?: string): SessionPersistenceError {
+/** `E_LOCKED` naming the holder (pid, host, since) as a field when its record could be read. */
+export function lockedError(
+  sessionId: string,
+  path: string,
+  owner: LockOwner | undefined,
+  extra?: string,
+): SessionPersistenceError {
   const holder = owner ? describeOwner(owner) : 'an unknown holder'
   return new SessionPersistenceError(
     'E_LOCKED',
     `session '${sessionId}' is being written by ${holder}${extra ? ` (${extra})` : ''}`,
-    { sessionId, path },
+    { sessionId, path, ...(owner ? { holder: lockHolder(owner) } : {}) },
   )
 }

@@ -11,6 +11,12 @@ export type Typed = { type: string; text: string } | { type: string; base64: str
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
+/**
+ * What LangGraph's JSON serializer writes, instead of throwing, for a value it cannot serialize
+ * (a BigInt anywhere in it, say): the value would come back as this string. Refused instead.
+ */
+const UNSERIALIZABLE = JSON.stringify('[unable to serialize, circular reference is too complex to analyze]')
+
 export async function dumpTyped(serde: SerializerProtocol, value: unknown, what: string, sessionId: string): Promise<Typed> {
   let type: string
   let bytes: Uint8Array
@@ -23,11 +29,16 @@ export async function dumpTyped(serde: SerializerProtocol, value: unknown, what:
     throw new SessionPersistenceError('E_CONFIG', `${what}: the serializer's dumpsTyped must give [type, Uint8Array]`, { sessionId })
   }
   if (type !== 'bytes') {
+    let text: string | undefined
     try {
-      return { type, text: UTF8.decode(bytes) }
+      text = UTF8.decode(bytes)
     } catch {
       // not UTF-8: base64 below
     }
+    if (text === UNSERIALIZABLE && type === 'json') {
+      throw new SessionPersistenceError('E_NOT_JSON', `${what} cannot be serialized (the serializer gave up on it: a BigInt or a structure it cannot walk)`, { sessionId })
+    }
+    if (text !== undefined) return { type, text }
   }
   return { type, base64: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') }
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe } from 'vitest'
 import type { SessionPersistence } from '../persistence.js'
+import { anyLengthTests } from './any-length.js'
 import { createAndAppendTests } from './create-append.js'
 import { contentionTests } from './contention.js'
 import { deleteTests } from './delete.js'
@@ -65,5 +66,6 @@ export function runPersistenceContract({ name, factory }: PersistenceContractOpt
     deleteTests(ctx)
     contentionTests(ctx)
     storeTests(ctx)
+    anyLengthTests(ctx)
   })
 }

@@ -21,6 +21,10 @@ import { alreadyTracked, newTracked, notWritable, type Tracked } from './tracked
 import { ioError, isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import { SessionLocks } from './lock/session-lock.js'
 import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
+import { parseListOrder, parseLoadFrom, parseReadRange, parseWatchOptions } from '../session/read-options.js'
+import { watchLoop } from '../session/watch-loop.js'
+import { readSessionRange } from './read-session.js'
+import { jsonlWatchSource } from './watch-log.js'
 import type {
   DeleteOptions,
   ForkChild,
@@ -157,7 +161,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
 
   async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
     encodeSessionId(id)
-    const closeOpenTurn = callOptions(options, 'load').closeOpenTurn !== false
+    const opts = callOptions(options, 'load')
+    const closeOpenTurn = opts.closeOpenTurn !== false
+    const from = parseLoadFrom(opts)
     const s = this.#track(id, 'E_SESSION_LIVE')
     return this.#run(s, async () => {
       // Find first, then lock, then find again under the lock: an id with no log is never
@@ -167,8 +173,8 @@ class JsonlPersistence implements JsonlSessionPersistence {
       s.lock = await this.#locks.acquire(id)
       const path = await findOneLog(this.#ctx, id)
       const lock = s.lock
-      const { writer, loaded } = await openLog(this.#ctx, id, path, { closeOpenTurn, beforeWrite: () => lock.assertHeld() })
-      Object.assign(s, { writer, path, meta: loaded.meta, nextSeq: loaded.events.length })
+      const { writer, loaded } = await openLog(this.#ctx, id, path, { closeOpenTurn, from, beforeWrite: () => lock.assertHeld() })
+      Object.assign(s, { writer, path, meta: loaded.meta, nextSeq: loaded.firstSeq + loaded.events.length })
       return { ...loaded, meta: { ...loaded.meta } }
     })
   }
@@ -189,8 +195,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
   /** Read-only scan; a log this instance is writing is read up to its acknowledged length. */
   async #read(id: string, path: string, options: ReadOptions) {
     const { closeOpenTurn, keepEventEnds } = options
-    const live = this.#sessions.get(id)
-    const to = live?.writer && live.path === path ? live.writer.size : undefined
+    const to = this.#readableSize(id, path)
     const handle = await this.#ctx.fs.open(path, 'r')
     try {
       const scan = await scanLog(handle, { path, sessionId: id, keepEventEnds, ...(to === undefined ? {} : { to }) })
@@ -201,18 +206,40 @@ class JsonlPersistence implements JsonlSessionPersistence {
     }
   }
 
-  read(_id: string, _range?: ReadRange): Promise<SessionRange> {
-    throw new Error('not yet')
+  async read(id: string, range?: ReadRange): Promise<SessionRange> {
+    const parsed = parseReadRange(range)
+    encodeSessionId(id)
+    try {
+      const path = await findOneLog(this.#ctx, id)
+      const handle = await this.#ctx.fs.open(path, 'r')
+      try {
+        return await readSessionRange(handle, id, path, parsed, this.#readableSize(id, path) ?? (await handle.stat()).size)
+      } finally {
+        await handle.close()
+      }
+    } catch (err) {
+      throw this.#wrap(err, `read session '${id}'`)
+    }
   }
 
-  watch(_id: string, _options?: WatchOptions): AsyncIterable<SessionEvent> {
-    throw new Error('not yet')
+  watch(id: string, options?: WatchOptions): AsyncIterable<SessionEvent> {
+    const { fromSeq, signal } = parseWatchOptions(options)
+    encodeSessionId(id)
+    return watchLoop(jsonlWatchSource(this.#ctx, id), fromSeq, signal)
+  }
+
+  /** The acknowledged length of a log this instance is writing (an append in flight is no torn tail). */
+  #readableSize(id: string, path: string): number | undefined {
+    const live = this.#sessions.get(id)
+    return live?.writer && live.path === path ? live.writer.size : undefined
   }
 
   async list(options?: ListOptions): Promise<SessionListing[]> {
-    const onProblem = callOptions(options, 'list').onProblem ?? ((p) => this.#ctx.logger.warn(`skipped ${p.path}: ${p.message}`, p))
+    const opts = callOptions(options, 'list')
+    const order = parseListOrder(opts)
+    const onProblem = opts.onProblem ?? ((p) => this.#ctx.logger.warn(`skipped ${p.path}: ${p.message}`, p))
     try {
-      return await listSessions(this.#ctx, onProblem)
+      return await listSessions(this.#ctx, onProblem, order)
     } catch (err) {
       throw this.#wrap(err, 'list sessions')
     }

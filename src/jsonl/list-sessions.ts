@@ -10,6 +10,7 @@ import { forEachLine } from './read-lines.js'
 import { parseHeaderLine } from './scan-log.js'
 import type { SessionHeader } from '../session/schema.js'
 import type { StoreContext } from './store-context.js'
+import { listingOrder } from '../session/read-options.js'
 
 /** A header line longer than this is refused in a listing (a real header is a few hundred bytes). */
 const MAX_HEADER_BYTES = 1 << 20
@@ -49,11 +50,14 @@ export async function readHeader(
 
 /**
  * One listing per materialized log with a valid header (docs/contract.md §4.6), newest first, then by id.
- * A bad file is reported and skipped, never fatal; temporary files are ignored.
+ * A bad file is reported and skipped, never fatal; temporary files are ignored. Ordered by last
+ * write (§15.4), the logs are `stat`ed first and only the headers of the newest `limit` (and of
+ * those reported as problems in their place) are read.
  */
 export async function listSessions(
   ctx: StoreContext,
   onProblem: (problem: ListProblem) => void,
+  order: { orderBy: 'createdAt' | 'lastWrite'; limit: number | undefined } = { orderBy: 'createdAt', limit: undefined },
 ): Promise<SessionListing[]> {
   const report = (path: string, err: unknown) =>
     onProblem({
@@ -61,7 +65,7 @@ export async function listSessions(
       code: isSessionPersistenceError(err) ? err.code : 'E_IO',
       message: err instanceof Error ? err.message : String(err),
     })
-  const files: { path: string; id: string }[] = []
+  const files: { path: string; id: string; mtimeMs?: number }[] = []
   for (const bucket of await listBuckets(ctx)) {
     let entries
     try {
@@ -81,19 +85,41 @@ export async function listSessions(
       files.push({ path, id })
     }
   }
-  const listings: SessionListing[] = []
   const queue = new PQueue({ concurrency: 32 })
+  const listings: SessionListing[] = []
+  const readOne = async ({ path, id }: { path: string; id: string }) => {
+    try {
+      const { header, sizeBytes, mtimeMs } = await readHeader(ctx, path, id)
+      listings.push({ meta: metaFromHeader(header), location: { kind: 'jsonl', path }, sizeBytes, mtimeMs })
+    } catch (err) {
+      report(path, err)
+    }
+  }
+  const sorted = (all: SessionListing[]) => all.sort(listingOrder(order.orderBy))
+  if (order.orderBy === 'createdAt') {
+    // createdAt is in the header: every header is read, then the first `limit` kept.
+    await queue.addAll(files.map((f) => () => readOne(f)))
+    return order.limit === undefined ? sorted(listings) : sorted(listings).slice(0, order.limit)
+  }
+  // Last write first: one stat per log, then headers in that order until `limit` are good.
   await queue.addAll(
-    files.map(({ path, id }) => async () => {
+    files.map((f) => async () => {
       try {
-        const { header, sizeBytes, mtimeMs } = await readHeader(ctx, path, id)
-        listings.push({ meta: metaFromHeader(header), location: { kind: 'jsonl', path }, sizeBytes, mtimeMs })
+        f.mtimeMs = (await ctx.fs.stat(f.path)).mtimeMs
       } catch (err) {
-        report(path, err)
+        report(f.path, err)
       }
     }),
   )
-  return listings.sort(
-    (a, b) => b.meta.createdAt - a.meta.createdAt || (a.meta.id < b.meta.id ? -1 : a.meta.id > b.meta.id ? 1 : 0),
-  )
+  const candidates = files
+    .filter((f): f is typeof f & { mtimeMs: number } => f.mtimeMs !== undefined)
+    .sort((a, b) => b.mtimeMs - a.mtimeMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  const limit = order.limit ?? candidates.length
+  let next = 0
+  while (listings.length < limit && next < candidates.length) {
+    const batch = candidates.slice(next, next + (limit - listings.length))
+    next += batch.length
+    await queue.addAll(batch.map((f) => () => readOne(f)))
+  }
+  return sorted(listings)
 }

@@ -4,7 +4,10 @@ import { LogWriter } from './log-writer.js'
 import { metaFromHeader } from '../session/meta.js'
 import { prepareBatch } from '../session/prepare-batch.js'
 import { planRepair } from './repair-plan.js'
-import { scanLog } from './scan-log.js'
+import { type LogScan, scanLog } from './scan-log.js'
+import type { FileHandle } from './fs/file-system.js'
+import { findLogTail } from './log-tail.js'
+import { readHeaderLine } from './read-session.js'
 import type { StoreContext } from './store-context.js'
 
 /**
@@ -18,6 +21,8 @@ export async function openLog(
   path: string,
   options: {
     closeOpenTurn: boolean
+    /** `'last-compaction'`: read only the tail a resume needs (§15.1). */
+    from?: 'start' | 'last-compaction'
     /**
      * Confirms the writer lock before the repair writes anything (the writer lock's lease:
      * reading a large log may outlast it, and a lock lost meanwhile must cut nothing).
@@ -28,18 +33,37 @@ export async function openLog(
   const handle = await ctx.fs.open(path, writeFlags(ctx, 'r+'))
   const writer = new LogWriter(ctx, id, path, handle, 0)
   try {
-    const scan = await scanLog(handle, { path, sessionId: id })
+    const { scan, firstSeq } = await scanForLoad(handle, id, path, options.from ?? 'start')
     const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: options.closeOpenTurn })
     writer.size = scan.size
     if (plan.truncateAt !== undefined || plan.closers.length > 0) await options.beforeWrite?.()
     if (plan.truncateAt !== undefined) await writer.truncate(plan.truncateAt)
     if (plan.closers.length > 0) await writer.append(prepareBatch(id, plan.closers).bytes)
-    const events = plan.closers.length > 0 ? [...scan.events, ...plan.closers] : scan.events
-    const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events, firstSeq: 0 }
+    const kept = firstSeq > 0 ? scan.events.slice(firstSeq - (scan.events[0]?.seq ?? firstSeq)) : scan.events
+    const events = plan.closers.length > 0 ? [...kept, ...plan.closers] : kept
+    const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events, firstSeq }
     if (plan.report) loaded.repair = { persisted: true, ...plan.report }
     return { writer, loaded }
   } catch (err) {
     await writer.close().catch(() => {})
     throw err
   }
+}
+
+/**
+ * The scan a load repairs from: the whole log, or for `'last-compaction'` only its tail (§15.1).
+ * A tail whose scan meets a defect at or before a marker line it relied on is not trusted (that
+ * line may be cut), and the whole log is scanned instead; so is a log with no compaction in force.
+ */
+async function scanForLoad(handle: FileHandle, id: string, path: string, from: 'start' | 'last-compaction'): Promise<{ scan: LogScan; firstSeq: number }> {
+  if (from === 'last-compaction') {
+    const { header, headerBytes } = await readHeaderLine(handle, path, id)
+    const size = (await handle.stat()).size
+    const tail = await findLogTail(handle, headerBytes, size)
+    if (tail && tail.firstSeq > 0) {
+      const scan = await scanLog(handle, { path, sessionId: id, start: { ...tail.start, header, headerBytes } })
+      if (!scan.defect || scan.defect.byteOffset > tail.newestMarker) return { scan, firstSeq: tail.firstSeq }
+    }
+  }
+  return { scan: await scanLog(handle, { path, sessionId: id }), firstSeq: 0 }
 }

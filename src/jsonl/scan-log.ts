@@ -5,6 +5,14 @@ import { envelopeProblem } from '../session/envelope.js'
 import { forEachLine } from './read-lines.js'
 import { describeZodError, type SessionEvent, SessionHeaderSchema, type SessionHeader } from '../session/schema.js'
 
+/** Where a scan that does not start at the header starts. */
+export interface TailStartPoint {
+  offset: number
+  seq: number
+  header: SessionHeader
+  headerBytes: number
+}
+
 export interface Defect {
   line: number // 1-based
   byteOffset: number
@@ -94,17 +102,32 @@ export function parseHeaderLine(
  */
 export async function scanLog(
   handle: FileHandle,
-  context: { path: string; sessionId?: string; to?: number; keepEventEnds?: boolean },
+  context: {
+    path: string
+    sessionId?: string
+    to?: number
+    keepEventEnds?: boolean
+    /**
+     * Start at a line past the header (a tail, §15.1, or a range, §15.2): its byte offset and
+     * seq, and the header already read. Lines before it are not read, so not checked (§12).
+     */
+    start?: TailStartPoint
+    /** Stop once an event with this seq would be read, unless a defect was found before it. */
+    untilSeq?: number
+  },
 ): Promise<LogScan> {
-  const { path } = context
-  let header: SessionHeader | undefined
+  const { path, start, untilSeq } = context
+  let header: SessionHeader | undefined = start?.header
   let headerError: Error | undefined
-  let headerBytes = 0
-  let lineNo = 0
+  let headerBytes = start?.headerBytes ?? 0
+  // Line numbers stay 1-based file lines only for a scan from the start; a tail counts from its
+  // first line as line 2 + its seq (exact for an undamaged log: line i + 2 holds seq i).
+  let lineNo = start ? start.seq + 1 : 0
+  const firstSeq = start?.seq ?? 0
+  let validEnd = start?.offset ?? 0
   const events: SessionEvent[] = []
   const eventEnds: number[] | undefined = context.keepEventEnds ? [] : undefined
   let defect: Defect | undefined
-  let validEnd = 0
   let commitLine: number | undefined
   let droppedLines = 0
   let droppedTurnEnds = 0
@@ -150,7 +173,7 @@ export async function scanLog(
             value = parsed.value
             reason = envelopeProblem(value)
             if (reason === undefined) {
-              const expected = events.length
+              const expected = firstSeq + events.length
               const seq = (value as SessionEvent).seq
               if (seq !== expected) reason = `seq ${seq} where ${expected} was expected`
             }
@@ -159,6 +182,7 @@ export async function scanLog(
       }
       if (reason === undefined) {
         const event = value as SessionEvent
+        if (untilSeq !== undefined && event.seq >= untilSeq) return false
         events.push(event)
         eventEnds?.push(offset + end - start + 1)
         validEnd = offset + end - start + 1
@@ -174,7 +198,7 @@ export async function scanLog(
         droppedTurnEnds = 1
       }
     },
-    context.to === undefined ? { decode: true } : { to: context.to, decode: true },
+    { decode: true, ...(context.to === undefined ? {} : { to: context.to }), ...(start ? { from: start.offset } : {}) },
   )
   if (headerError) throw headerError
   if (!header) {

@@ -78,7 +78,7 @@ export function computeClosers(events: readonly SessionEvent[], createdAt: numbe
   if (!open) return []
   const last = events[events.length - 1]
   const time = last ? last.time : createdAt
-  let seq = events.length
+  let seq = last ? last.seq + 1 : 0 // a tail (§15.1) starts past seq 0
   const closers: SessionEvent[] = []
   for (const call of open.pending) {
     closers.push({

@@ -1,5 +1,6 @@
 import { asObject } from './as-object.js'
 import type { JsonValue, SessionEvent } from './schema.js'
+import { compactionKeep } from './tail-start.js'
 
 /** Text of the in-memory result of a call the log never answered (docs/contract.md §7). */
 export const UNANSWERED_TOOL_TEXT = 'Tool call was not completed; no result was recorded.'
@@ -22,6 +23,8 @@ export interface ModelMessage {
    * never answered, or an assistant message shown for calls recorded only as `tool/call`.
    */
   synthetic?: true
+  /** Present (true) on the summary message of the `history/compact` in force (§7). */
+  compaction?: true
 }
 
 export interface ModelHistory {
@@ -109,8 +112,12 @@ export function isRewoundBy(ranges: readonly RewoundRange[]): (seq: number) => b
  * assistant message holding that `tool-call` block, at the call's place; calls recorded one
  * after another share one such message. So the repair's result always has its call.
  */
-export function toModelHistory(events: readonly SessionEvent[]): ModelHistory {
-  const rewound = isRewoundBy(rewoundRanges(events))
+export function toModelHistory(all: readonly SessionEvent[]): ModelHistory {
+  const rewound = isRewoundBy(rewoundRanges(all))
+  const compaction = compactionInForce(all, rewound)
+  // With a compaction in force, only the events from its firstKeptSeq on count (§7): so the
+  // view of a tail that starts there (§15.1) is the view of the whole log.
+  const events = compaction ? all.filter((e) => e.seq >= compaction.keep && e.seq !== compaction.seq) : all
   const shown = events.filter((e) => !rewound(e.seq))
   const answered = new Set<string>()
   const shownCalls = new Set<string>()
@@ -145,12 +152,13 @@ export function toModelHistory(events: readonly SessionEvent[]): ModelHistory {
     unanswered = []
   }
   let requestHeader: JsonValue | undefined
-  for (const e of events) {
+  for (const e of all) {
     if (e.type !== 'request/header') continue
     const header = asObject(e.data)?.header
     if (header !== undefined) requestHeader = header as JsonValue
   }
   let orphanCalls: ModelMessage | undefined // the synthetic assistant message still open to more calls
+  if (compaction) messages.push({ role: 'user', seq: compaction.seq, compaction: true, content: compaction.summary })
   for (const e of shown) {
     if (e.type === 'tool/call') {
       const data = asObject(e.data)
@@ -173,6 +181,8 @@ export function toModelHistory(events: readonly SessionEvent[]): ModelHistory {
     const callId = typeof data?.callId === 'string' ? data.callId : undefined
     // The result of a call whose assistant message was rewound: gone with its call.
     if (role === 'tool' && callId !== undefined && hiddenCalls.has(callId) && !shownCalls.has(callId)) continue
+    // After a compaction, a result whose call lies before firstKeptSeq went with the summary.
+    if (role === 'tool' && compaction && (callId === undefined || !shownCalls.has(callId))) continue
     if (role !== 'tool') closeUnanswered()
     const message: ModelMessage = { role, seq: e.seq, content: (data?.content ?? null) as JsonValue }
     if (role === 'tool') {
@@ -184,4 +194,21 @@ export function toModelHistory(events: readonly SessionEvent[]): ModelHistory {
   }
   closeUnanswered()
   return { messages, requestHeader }
+}
+
+/**
+ * The `history/compact` in force (§7): the last valid one that no rewind drops (a rewind whose
+ * range holds a compaction's seq undoes it).
+ */
+function compactionInForce(
+  events: readonly SessionEvent[],
+  rewound: (seq: number) => boolean,
+): { seq: number; keep: number; summary: JsonValue } | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]!
+    if (e.type !== 'history/compact' || rewound(e.seq)) continue
+    const keep = compactionKeep(e)
+    if (keep !== undefined) return { seq: e.seq, keep, summary: (asObject(e.data)?.summary ?? '') as JsonValue }
+  }
+  return undefined
 }

@@ -3,6 +3,9 @@ import { envelopeProblem, isEnvelopeKey } from './envelope.js'
 import { isPlainJson, pathKey, plainJsonProblem } from './json-check.js'
 import type { SessionEvent } from './schema.js'
 
+/** The longest line an event may serialize to, without its `\n` (§15.5). */
+export const MAX_LINE_BYTES = 64 * 1024 * 1024
+
 export interface PreparedBatch {
   firstSeq: number
   count: number
@@ -53,7 +56,16 @@ export function serializeEvents(sessionId: string, events: readonly SessionEvent
         { sessionId },
       )
     }
-    text += `${JSON.stringify(e)}\n`
+    const line = JSON.stringify(e)
+    // A UTF-8 byte takes at most 3 bytes per UTF-16 unit: short lines skip the exact count.
+    if (line.length * 3 > MAX_LINE_BYTES && Buffer.byteLength(line) > MAX_LINE_BYTES) {
+      throw new SessionPersistenceError(
+        'E_INVALID_EVENT',
+        `event '${e.type}' (seq ${e.seq}) serializes to ${Buffer.byteLength(line)} bytes; a line holds at most ${MAX_LINE_BYTES} (64 MiB)`,
+        { sessionId },
+      )
+    }
+    text += `${line}\n`
   }
   return { firstSeq, count: events.length, text }
 }

@@ -26,6 +26,13 @@ export interface FileSystem {
   readlink(path: string): Promise<string>
   /** Makes the directory's entries durable (open the directory, fsync it). */
   syncDir(path: string): Promise<void>
+  /**
+   * Calls `onChange` (soon, not necessarily once per change) when an entry of the directory
+   * `dir` is created, removed, renamed or written (inotify through `fs.watch` on Linux). Only
+   * `watch` (§15.3) uses it, as a hint: a seam without it, or a watch that fails, leaves the
+   * watcher to its slow safety poll. Never keeps the process alive.
+   */
+  watchDir?(dir: string, onChange: (name: string | undefined) => void): { close(): void }
 }
 
 /**

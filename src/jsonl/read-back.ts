@@ -1,0 +1,47 @@
+import type { FileHandle } from './fs/file-system.js'
+
+const BACK_CHUNK = 1 << 20
+
+/**
+ * Reads `[from, to)` of a file backwards, one block of whole lines at a time, newest first: each
+ * block starts at a line start and ends just after a `\n` (a last line without one, at `to`, is
+ * left out: a torn tail is never a line). `from` must be a line start. Return `false` from
+ * `visit` to stop. Memory: one chunk plus the longest line.
+ */
+export async function forEachBlockBackward(
+  handle: FileHandle,
+  from: number,
+  to: number,
+  visit: (block: Buffer, offset: number) => boolean | void | Promise<boolean | void>,
+  chunkBytes = BACK_CHUNK,
+): Promise<void> {
+  let pos = to
+  let carry: Buffer[] = [] // later pieces of a line that begins before `pos`, in file order
+  let torn = true // until the first `\n` from the end: bytes after it are a torn tail
+  while (pos > from) {
+    const n = Math.min(chunkBytes, pos - from)
+    const chunk = Buffer.allocUnsafe(n)
+    let got = 0
+    while (got < n) {
+      const r = await handle.read(chunk, got, n - got, pos - n + got)
+      if (r === 0) return // the file shrank under us: nothing more to read reliably
+      got += r
+    }
+    pos -= n
+    let end = n
+    if (torn) {
+      end = chunk.lastIndexOf(10) + 1
+      if (end === 0) continue
+      torn = false
+    }
+    // Whole lines start after the first `\n` of the chunk, or at `from`.
+    const cut = pos > from ? chunk.indexOf(10) + 1 : 0
+    if (cut === 0 && pos > from) {
+      carry.unshift(chunk.subarray(0, end)) // one line longer than a chunk: keep reading back
+      continue
+    }
+    const block = carry.length > 0 ? Buffer.concat([chunk.subarray(cut, end), ...carry]) : chunk.subarray(cut, end)
+    carry = cut > 0 ? [chunk.subarray(0, cut)] : []
+    if (block.length > 0 && (await visit(block, pos + cut)) === false) return
+  }
+}

@@ -1,0 +1,90 @@
+import { SessionPersistenceCorruptionError } from '../errors.js'
+import type { SessionRange } from '../persistence.js'
+import { envelopeProblem } from '../session/envelope.js'
+import { metaFromHeader } from '../session/meta.js'
+import { type ParsedRange, rangeBounds } from '../session/read-options.js'
+import type { SessionEvent, SessionHeader } from '../session/schema.js'
+import type { FileHandle } from './fs/file-system.js'
+import { forEachBlockBackward } from './read-back.js'
+import { forEachLine } from './read-lines.js'
+import { planRepair } from './repair-plan.js'
+import { parseHeaderLine, scanLog } from './scan-log.js'
+import { bisectSeq } from './seq-search.js'
+
+/** A header line longer than this is refused (a real header is a few hundred bytes). */
+export const MAX_HEADER_BYTES = 1 << 20
+
+/** Line 1 of a log and its length with the `\n` (one 4 KiB read for any ordinary header). */
+export async function readHeaderLine(handle: FileHandle, path: string, sessionId?: string): Promise<{ header: SessionHeader; headerBytes: number }> {
+  let found: { header: SessionHeader; headerBytes: number } | undefined
+  let failure: unknown
+  await forEachLine(
+    handle,
+    (buf, start, end, _offset, complete) => {
+      try {
+        found = { header: parseHeaderLine(buf, start, end, complete, { path, sessionId }), headerBytes: end - start + 1 }
+      } catch (err) {
+        failure = err
+      }
+      return false
+    },
+    { chunkBytes: 4096, to: MAX_HEADER_BYTES },
+  )
+  if (failure) throw failure
+  if (!found) throw new SessionPersistenceCorruptionError(1, 0, 'the file is empty: no header line', { path, sessionId })
+  return found
+}
+
+/** An event line parsed, or undefined when the bytes are not one (JSON, envelope). */
+export function parseEventLine(line: Buffer): SessionEvent | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(line.toString('utf8'))
+  } catch {
+    return undefined
+  }
+  return envelopeProblem(value) === undefined ? (value as SessionEvent) : undefined
+}
+
+/**
+ * The last event line of `[from, to)` that parses with a valid envelope, read backwards (a torn
+ * tail is skipped), and the offset just after it; undefined for a log with no event.
+ */
+export async function lastEventLine(handle: FileHandle, from: number, to: number): Promise<{ seq: number; end: number } | undefined> {
+  let found: { seq: number; end: number } | undefined
+  await forEachBlockBackward(handle, from, to, (block, offset) => {
+    let end = block.length
+    while (end > 0) {
+      const start = end >= 2 ? block.lastIndexOf(10, end - 2) + 1 : 0
+      const event = parseEventLine(block.subarray(start, end - 1))
+      if (event) {
+        found = { seq: event.seq, end: offset + end }
+        return false
+      }
+      end = start
+    }
+  }, 64 * 1024)
+  return found
+}
+
+/**
+ * `read` of the JSONL backend (§15.2): the header, the length from the last valid line, the
+ * range's start found by bisection, then a forward scan of the range only, checked as `load`
+ * checks (committed damage is `E_CORRUPT`; a torn tail is not returned). `size` bounds what is
+ * read (a log this instance is writing is read up to its acknowledged length).
+ */
+export async function readSessionRange(handle: FileHandle, id: string, path: string, range: ParsedRange, size: number): Promise<SessionRange> {
+  const { header, headerBytes } = await readHeaderLine(handle, path, id)
+  const meta = metaFromHeader(header)
+  const last = await lastEventLine(handle, headerBytes, size)
+  let length = last ? last.seq + 1 : 0
+  const { from, to } = rangeBounds(range, length)
+  if (from >= to) return { meta, events: [], firstSeq: from, length }
+  const start = from === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, last!.end, from)
+  const scan = await scanLog(handle, { path, sessionId: id, to: size, start: { ...start, header, headerBytes }, untilSeq: to })
+  planRepair(scan, { path, sessionId: id, closeOpenTurn: false }) // committed damage in the range: E_CORRUPT
+  // A defect the backward look did not see (zeroed blocks before valid lines) ends the log there.
+  if (scan.defect) length = Math.min(length, start.seq + scan.events.length)
+  const events = scan.events.slice(from - start.seq)
+  return { meta, events, firstSeq: Math.min(from, length), length }
+}

@@ -1,0 +1,97 @@
+import type { FileHandle } from './fs/file-system.js'
+
+/** A probe of the bisection reads this much at a time. */
+export const PROBE_BYTES = 4096
+/** Bisection stops when the window is this small; the forward read then skips at most this. */
+export const WINDOW_BYTES = 16 * 1024
+
+/** A line start and the seq of the event there. */
+export interface SeqPoint {
+  offset: number
+  seq: number
+}
+
+/**
+ * The seq of an event line's bytes, or undefined when they are not an event line. Lines the
+ * package writes start with `{"seq":N,` when the caller put `seq` first (the adapters and the
+ * plugin do); any other line is parsed whole.
+ */
+export function seqOfLine(line: Buffer): number | undefined {
+  const prefix = '{"seq":'
+  if (line.length > prefix.length && line.toString('latin1', 0, prefix.length) === prefix) {
+    let n = 0
+    let i = prefix.length
+    for (; i < line.length && i < prefix.length + 16; i++) {
+      const c = line[i]!
+      if (c < 48 || c > 57) break
+      n = n * 10 + (c - 48)
+    }
+    if (i > prefix.length && (line[i] === 44 || line[i] === 125) && Number.isSafeInteger(n)) return n
+  }
+  try {
+    const seq = (JSON.parse(line.toString('utf8')) as { seq?: unknown } | null)?.seq
+    return typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0 ? seq : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The first complete line that starts at or after `pos` and before `limit`, and the seq it holds:
+ * small reads forward from `pos` (a long line costs its length). Undefined when none starts there
+ * or it is not an event line.
+ */
+async function lineAfter(handle: FileHandle, pos: number, limit: number, lineStart: boolean): Promise<(SeqPoint & { end: number }) | undefined> {
+  const buf = Buffer.allocUnsafe(PROBE_BYTES)
+  let start = lineStart ? pos : -1
+  const pieces: Buffer[] = []
+  let at = pos
+  while (at < limit) {
+    const n = await handle.read(buf, 0, Math.min(PROBE_BYTES, limit - at), at)
+    if (n === 0) return undefined
+    let from = 0
+    if (start === -1) {
+      const nl = buf.indexOf(10)
+      if (nl === -1 || nl >= n) {
+        at += n
+        continue
+      }
+      start = at + nl + 1
+      from = nl + 1
+    }
+    const nl = buf.subarray(from, n).indexOf(10)
+    if (nl !== -1) {
+      pieces.push(Buffer.from(buf.subarray(from, from + nl)))
+      const line = Buffer.concat(pieces)
+      const seq = seqOfLine(line)
+      return seq === undefined ? undefined : { offset: start, seq, end: start + line.length + 1 }
+    }
+    pieces.push(Buffer.from(buf.subarray(from, n)))
+    at += n
+  }
+  return undefined
+}
+
+/**
+ * Bisects `[lo.offset, end)` on seq for `target` (§15.2): lines are in seq order, so about
+ * log₂((end - lo) / PROBE_BYTES) small reads find a line start at most about WINDOW_BYTES before
+ * the line holding `target` (or that line itself), never reading what lies before it. `lo` must be
+ * a line whose seq is at most `target`. A damaged probe (no event line where one was expected)
+ * only narrows the window from above, so the answer stays at or before the target.
+ */
+export async function bisectSeq(handle: FileHandle, lo: SeqPoint, end: number, target: number): Promise<SeqPoint> {
+  let low = lo
+  let high = end // a line start (or end of file) whose seq, if any, is above target
+  while (high - low.offset > WINDOW_BYTES) {
+    const mid = low.offset + Math.floor((high - low.offset) / 2)
+    const found = await lineAfter(handle, mid, high, false)
+    if (found === undefined || found.offset >= high) {
+      high = mid
+      continue
+    }
+    if (found.seq === target) return { offset: found.offset, seq: found.seq }
+    if (found.seq < target) low = { offset: found.offset, seq: found.seq }
+    else high = found.offset
+  }
+  return low
+}

@@ -1,0 +1,129 @@
+import { basename, dirname } from 'node:path'
+import { isSessionPersistenceError } from '../errors.js'
+import type { SessionEvent } from '../session/schema.js'
+import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
+import { findOneLog, listBuckets } from './find-logs.js'
+import { forEachLine } from './read-lines.js'
+import { parseEventLine, readHeaderLine } from './read-session.js'
+import { bisectSeq, type SeqPoint } from './seq-search.js'
+import type { StoreContext } from './store-context.js'
+
+/** How often a watcher looks even without a notification (a missed inotify event, a network file system). */
+export const SAFETY_POLL_MS = 1000
+/** At most this many events a poll: a watcher from seq 0 of a huge log never holds all of it. */
+const POLL_EVENTS = 1000
+
+/**
+ * The JSONL backend's `watch` source (§15.3): directory notifications through the seam (the log's
+ * bucket once it exists; the root and every bucket before), a slow safety poll, and reads from
+ * where the last one stopped. A read yields complete, valid lines in seq order and stops at the
+ * first that is not one (a line being written, or a torn tail that a repair will cut and close).
+ */
+export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
+  let path: string | undefined
+  let ino: number | undefined
+  let point: SeqPoint | undefined // where the next unread line starts, and its seq
+  const watchers = new Map<string, { close(): void }>()
+  let dirty = false
+  let wake: (() => void) | undefined
+  const notify = (name: string | undefined) => {
+    if (path !== undefined && name !== undefined && name !== basename(path)) return
+    dirty = true
+    wake?.()
+  }
+  const watchDir = (dir: string) => {
+    if (watchers.has(dir) || !ctx.fs.watchDir) return
+    try {
+      watchers.set(dir, ctx.fs.watchDir(dir, notify))
+    } catch {
+      // not there (yet), or no notifications on this file system: the safety poll covers it
+    }
+  }
+  const unwatchAllBut = (keep: string) => {
+    for (const [dir, w] of watchers) {
+      if (dir !== keep) {
+        w.close()
+        watchers.delete(dir)
+      }
+    }
+  }
+
+  async function locate(): Promise<string | undefined> {
+    try {
+      return await findOneLog(ctx, id)
+    } catch (err) {
+      if (isSessionPersistenceError(err, 'E_NOT_FOUND')) return undefined
+      throw err
+    }
+  }
+
+  return {
+    async poll(next: number): Promise<WatchPoll> {
+      if (path === undefined) {
+        // Not found yet: notice a new bucket or a new log in any bucket.
+        watchDir(ctx.root)
+        for (const bucket of await listBuckets(ctx)) watchDir(bucket)
+        path = await locate()
+        if (path === undefined) return { kind: 'missing' }
+        unwatchAllBut(dirname(path))
+        watchDir(dirname(path))
+      }
+      let handle
+      try {
+        handle = await ctx.fs.open(path, 'r')
+      } catch (err) {
+        if ((err as { code?: unknown }).code === 'ENOENT') return { kind: 'missing' }
+        throw err
+      }
+      try {
+        const st = await handle.stat()
+        if (ino !== st.ino) point = undefined // another file under that name: start over by seq
+        ino = st.ino
+        const { headerBytes } = await readHeaderLine(handle, path, id)
+        if (point === undefined || point.seq !== next || point.offset > st.size) {
+          point = next === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, st.size, next)
+        }
+        const events: SessionEvent[] = []
+        let at = point
+        await forEachLine(
+          handle,
+          (buf, start, end, offset, complete) => {
+            if (!complete) return false
+            const event = parseEventLine(buf.subarray(start, end))
+            if (!event || event.seq !== at.seq) return false
+            at = { offset: offset + end - start + 1, seq: event.seq + 1 }
+            if (event.seq >= next) events.push(event)
+            return events.length < POLL_EVENTS
+          },
+          { from: point.offset, to: st.size },
+        )
+        point = at
+        return { kind: 'events', events }
+      } finally {
+        await handle.close()
+      }
+    },
+    changed(signal: AbortSignal): Promise<void> {
+      return new Promise<void>((resolve) => {
+        if (dirty || signal.aborted) {
+          dirty = false
+          return resolve()
+        }
+        const done = () => {
+          clearTimeout(timer)
+          signal.removeEventListener('abort', done)
+          wake = undefined
+          dirty = false
+          resolve()
+        }
+        const timer = setTimeout(done, SAFETY_POLL_MS)
+        wake = done
+        signal.addEventListener('abort', done, { once: true })
+      })
+    },
+    close() {
+      for (const w of watchers.values()) w.close()
+      watchers.clear()
+    },
+  }
+}

@@ -11,6 +11,8 @@ import { type AgentHost, type HostSessionEvents, isAgentHost } from './host.js'
 import { HostIntake } from './host-intake.js'
 import { asPersistenceError, disposedError } from './plugin-errors.js'
 import { type DrainContext, SessionDrainer } from './session-drain.js'
+import type { SessionChannel } from './session-channel.js'
+import { type DeadlineOptions, parseDeadline, type SessionWork, settleBy, startDeadline } from './deadline.js'
 
 export const PLUGIN_NAME = 'session-persistence-jsonl'
 
@@ -26,8 +28,19 @@ export interface SessionPersistencePlugin<P extends SessionPersistence = Session
   /** The backend the plugin writes to (the JSONL backend unless another was given). Hosts resume through its `load`. */
   readonly persistence: P
   apply(host: AgentHost): Promise<void>
-  flush(sessionId?: string): Promise<void>
-  dispose(): Promise<void>
+  /**
+   * Resolves when every event received before the call (for `sessionId`, or for all sessions)
+   * is durable. With `timeoutMs`, rejects with `E_TIMEOUT` (per session, in an `AggregateError`
+   * for all) once it has passed without the backend answering; what was not written stays
+   * buffered, in order, and is written when the backend answers.
+   */
+  flush(sessionId?: string, options?: DeadlineOptions): Promise<void>
+  /**
+   * Drains everything received, closes every session, unsubscribes. With `timeoutMs`, settles by
+   * then: each session not made durable is named in the `AggregateError` (`E_TIMEOUT` for those
+   * whose backend did not answer), everything else is released.
+   */
+  dispose(options?: DeadlineOptions): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -54,7 +67,8 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
   #applied = false
   #seeding: Promise<unknown> = Promise.resolve()
   #disposed = false
-  #disposing: Promise<void> | undefined
+  /** The one disposal every `dispose` call settles by its own deadline. */
+  #disposal: Disposal | undefined
 
   constructor(config: PluginConfig) {
     super()
@@ -95,66 +109,108 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
     await this.#seeding
   }
 
-  async flush(sessionId?: string): Promise<void> {
+  async flush(sessionId?: string, options?: DeadlineOptions): Promise<void> {
+    const timeoutMs = parseDeadline(options, 'flush')
     if (this.#disposed) throw disposedError('flush')
-    if (sessionId !== undefined) {
-      const ch = this.#intake.find(sessionId)
-      if (!ch) {
-        throw new SessionPersistenceError('E_NOT_FOUND', `the plugin does not track session '${sessionId}'`, { sessionId })
-      }
-      return this.#drainer.drain(ch)
+    const one = sessionId === undefined ? undefined : this.#intake.find(sessionId)
+    if (sessionId !== undefined && !one) {
+      throw new SessionPersistenceError('E_NOT_FOUND', `the plugin does not track session '${sessionId}'`, { sessionId })
     }
-    const all = this.#intake.all()
-    const results = await Promise.allSettled(all.map((ch) => this.#drainer.drain(ch)))
-    const failed = all.flatMap((ch, i) => {
-      const r = results[i]
-      return r?.status === 'rejected' ? [{ id: ch.id, error: asPersistenceError(r.reason, ch.id) }] : []
-    })
+    const channels = one ? [one] : this.#intake.all()
+    const deadline = startDeadline(timeoutMs)
+    // A drain that outlives the deadline goes on: when the backend answers, its batch is
+    // counted as written (or kept and retried), so nothing is lost or written twice.
+    const work = channels.map((ch): SessionWork<SessionChannel> => ({ key: ch, id: ch.id, done: settled(this.#drainer.drain(ch), ch.id) }))
+    const failed = await settleBy(work, deadline, 'flush').finally(() => deadline?.cancel())
+    if (one) {
+      if (failed[0]) throw failed[0].error
+      return
+    }
     if (failed.length > 0) throw aggregate('flush failed for', failed)
   }
 
-  dispose(): Promise<void> {
-    this.#disposing ??= this.#dispose()
-    return this.#disposing
+  dispose(options?: DeadlineOptions): Promise<void> {
+    let timeoutMs: number | undefined
+    try {
+      timeoutMs = parseDeadline(options, 'dispose')
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    this.#disposal ??= this.#startDisposal()
+    return this.#settleDisposal(this.#disposal, timeoutMs)
   }
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.dispose()
   }
 
-  /** Final drain of everything received, close every session (each lock), then unsubscribe. */
-  async #dispose(): Promise<void> {
+  /**
+   * From now on nothing is accepted; every session drains once more and is closed (its lock
+   * released), then the owned backend is closed. Runs once, whatever each caller's deadline.
+   */
+  #startDisposal(): Disposal {
     this.#disposed = true
-    await this.#seeding.catch(() => {})
     const all = this.#intake.all()
     for (const ch of all) ch.clearTimers()
-    const failures: { id: string; error: SessionPersistenceError }[] = []
-    await Promise.all(
-      all.map(async (ch) => {
-        let error: SessionPersistenceError | undefined
-        if (ch.closing) {
-          await ch.closing
-          error = ch.closedWith
-        } else {
-          error = await this.#drainer.drain(ch).then(
-            () => undefined,
-            (err: unknown) => asPersistenceError(err, ch.id),
-          )
-          ch.clearTimers()
-          await ch.queue.add(() => this.#backend.close(ch.id)).catch((err) => this.#report(asPersistenceError(err, ch.id)))
-          ch.dropBuffered()
-        }
-        // A collision is not a durability failure: the host's events were never the log's.
-        if (error && error.code !== 'E_EXISTS') failures.push({ id: ch.id, error })
-      }),
-    )
-    // A failed close loses no event (every drain has settled): it is reported, as at
-    // session/disposed, and the host is unsubscribed whatever happened.
+    const work = all.map((ch): SessionWork<SessionChannel> => ({ key: ch, id: ch.id, done: this.#disposeChannel(ch) }))
+    let released: Promise<void> | undefined
+    const release = () => (released ??= this.#release())
+    // Apply's seeding is part of each channel's drain (its queue); waited for before the release.
+    const finished = Promise.all(work.map((w) => w.done))
+      .then(() => this.#seeding.catch(() => {}))
+      .then(release)
+    return { work, finished, release }
+  }
+
+  /** The session's final drain and close; settles with the error that left its events not durable. */
+  async #disposeChannel(ch: SessionChannel): Promise<SessionPersistenceError | undefined> {
+    if (ch.closing) {
+      await ch.closing
+      return ch.closedWith
+    }
+    const error = await settled(this.#drainer.drain(ch), ch.id)
+    ch.clearTimers()
+    await ch.queue.add(() => this.#backend.close(ch.id)).catch((err) => this.#report(asPersistenceError(err, ch.id)))
+    ch.dropBuffered()
+    return error
+  }
+
+  /**
+   * Closes the owned backend (releasing every lock left) and unsubscribes from the host. A failed
+   * close loses no event (the drains have settled, or were given up at the deadline): it is
+   * reported, as at session/disposed.
+   */
+  async #release(): Promise<void> {
     if (this.#ownsBackend) await (this.#backend as JsonlSessionPersistence).closeAll().catch((err: unknown) => this.#report(closeAllError(err)))
+    this.#detach()
+  }
+
+  #detach(): void {
     this.#intake.channels.clear()
     this.#intake.closing.clear()
     this.#intake.unsubscribe()
-    if (failures.length > 0) throw aggregate('dispose could not make durable the events of', failures)
+  }
+
+  async #settleDisposal(d: Disposal, timeoutMs: number | undefined): Promise<void> {
+    const deadline = startDeadline(timeoutMs)
+    try {
+      const failed = await settleBy(d.work, deadline, 'dispose')
+      if (failed.some((f) => f.error.code === 'E_TIMEOUT')) {
+        // The backend does not answer for some sessions: release everything else now. Their
+        // drains go on and close them (releasing their locks) when the backend answers.
+        void d.release()
+        this.#detach()
+      } else if (!(await settledBy(d.finished, deadline))) {
+        // Every event is durable; only closing the backend hangs. Not a durability failure.
+        this.#detach()
+        this.#report(new SessionPersistenceError('E_TIMEOUT', `dispose: closing the persistence did not finish within ${timeoutMs} ms; every event was made durable`))
+      }
+      // A collision is not a durability failure: the host's events were never the log's.
+      const failures = failed.filter((f) => f.error.code !== 'E_EXISTS')
+      if (failures.length > 0) throw aggregate('dispose could not make durable the events of', failures)
+    } finally {
+      deadline?.cancel()
+    }
   }
 
   #report(error: SessionPersistenceError): void {
@@ -169,6 +225,31 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
   }
 }
 
+interface Disposal {
+  readonly work: readonly SessionWork<SessionChannel>[]
+  /** Every session drained and closed, and the owned backend closed. Never rejects. */
+  readonly finished: Promise<void>
+  /** Closes the owned backend and unsubscribes, once (also early, at a dispose deadline). */
+  readonly release: () => Promise<void>
+}
+
+/** The error a drain left, or undefined; never rejects. */
+function settled(drain: Promise<void>, sessionId: string): Promise<SessionPersistenceError | undefined> {
+  return drain.then(
+    () => undefined,
+    (err: unknown) => asPersistenceError(err, sessionId),
+  )
+}
+
+/** Whether `p` settled before the deadline (always, without one). */
+async function settledBy(p: Promise<void>, deadline: { expired: Promise<void> } | undefined): Promise<boolean> {
+  if (!deadline) {
+    await p
+    return true
+  }
+  return Promise.race([p.then(() => true), deadline.expired.then(() => false)])
+}
+
 function closeAllError(err: unknown): SessionPersistenceError {
   if (isSessionPersistenceError(err)) return err
   return new SessionPersistenceError('E_IO', `closing the persistence at dispose failed: ${String(err)}`, { cause: err })
@@ -181,4 +262,4 @@ function aggregate(what: string, failures: { id: string; error: SessionPersisten
   )
 }
 
-export type { HostSessionEvents }
+export type { DeadlineOptions, HostSessionEvents }

@@ -1,4 +1,4 @@
-import { basename, dirname } from 'node:path'
+import { dirname } from 'node:path'
 import { isSessionPersistenceError } from '../errors.js'
 import type { SessionEvent } from '../session/schema.js'
 import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
@@ -26,8 +26,11 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   const watchers = new Map<string, { close(): void }>()
   let dirty = false
   let wake: (() => void) | undefined
-  const notify = (name: string | undefined) => {
-    if (path !== undefined && name !== undefined && name !== basename(path)) return
+  let seen: { ino: number; size: number; mtimeMs: number } | undefined // the file as the last poll left it
+  // Every change in the watched directories wakes the watcher: inotify names a write by the name
+  // the writer opened the file as, which for a log published by link() is its temporary name.
+  // A wake that changed nothing costs one stat (below).
+  const notify = () => {
     dirty = true
     wake?.()
   }
@@ -70,6 +73,8 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
       }
       let handle
       try {
+        const before = await ctx.fs.stat(path)
+        if (seen && before.ino === seen.ino && before.size === seen.size && before.mtimeMs === seen.mtimeMs && point?.seq === next) return { kind: 'events', events: [] }
         handle = await ctx.fs.open(path, 'r')
       } catch (err) {
         if ((err as { code?: unknown }).code === 'ENOENT') return { kind: 'missing' }
@@ -98,6 +103,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
           { from: point.offset, to: st.size },
         )
         point = at
+        seen = events.length < POLL_EVENTS ? { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } : undefined
         return { kind: 'events', events }
       } finally {
         await handle.close()

@@ -13,8 +13,8 @@ const INSERT_CHILD = (s: string) => `
   ON CONFLICT (session_id) DO NOTHING`
 
 const COPY_SEED = (s: string) => `
-  INSERT INTO "${s}".events (session_id, seq, line)
-  SELECT $1, seq, line FROM "${s}".events WHERE session_id = $2 AND seq < $3::bigint`
+  INSERT INTO "${s}".events (session_id, seq, line, kind)
+  SELECT $1, seq, line, kind FROM "${s}".events WHERE session_id = $2 AND seq < $3::bigint`
 
 export interface ForkWrite {
   parentId: string

@@ -21,9 +21,10 @@ const GROUP_APPEND = (s: string) => `
      WHERE s.session_id = b.session_id AND s.writer_epoch = b.epoch AND s.length = b.first_seq
     RETURNING b.bi
   ), inserted AS (
-    INSERT INTO "${s}".events (session_id, seq, line)
-    SELECT ($1::text[])[l.bi], l.seq, l.line
-      FROM ROWS FROM (string_to_table($8::text, E'\\n'), unnest($6::bigint[]), unnest($7::bigint[])) AS l(line, bi, seq)
+    INSERT INTO "${s}".events (session_id, seq, line, kind)
+    SELECT ($1::text[])[l.bi], l.seq, l.line, l.kind
+      FROM ROWS FROM (string_to_table($8::text, E'\\n'), unnest($6::bigint[]), unnest($7::bigint[]), unnest($9::smallint[]))
+             AS l(line, bi, seq, kind)
      WHERE l.bi = ANY (ARRAY(SELECT bi FROM claim))
   )
   SELECT bi::integer AS bi FROM claim`
@@ -197,6 +198,7 @@ export class GroupCommit {
     const lineBatch: number[] = []
     const lineSeq: number[] = []
     const texts: string[] = []
+    const kinds: string[] = []
     for (const [i, b] of batches.entries()) {
       ids.push(b.sessionId)
       epochs.push(b.epoch)
@@ -208,10 +210,22 @@ export class GroupCommit {
         lineSeq.push(b.firstSeq + k)
       }
       texts.push(b.text)
+      // Unknown kinds are NULL: the schema's trigger computes them from the lines.
+      kinds.push(b.kinds ?? Array(b.count).fill('NULL').join(','))
     }
     const { rows } = await this.#db.query<{ bi: number }>(
       this.#text,
-      [ids, epochs, literal(firsts), literal(counts), literal(sizes), literal(lineBatch), literal(lineSeq), texts.join('\n')],
+      [
+        ids,
+        epochs,
+        literal(firsts),
+        literal(counts),
+        literal(sizes),
+        literal(lineBatch),
+        literal(lineSeq),
+        texts.join('\n'),
+        `{${kinds.join(',')}}`,
+      ],
       this.#name, // named: each connection parses and plans the statement once, not on every batch
     )
     return new Set(rows.map((r) => r.bi))

@@ -2,6 +2,7 @@ import type { RawSessionLog } from '../persistence.js'
 import { LONE_SURROGATE } from '../jsonl/raw-log.js'
 import { SessionPersistenceError } from '../errors.js'
 import type { Db } from './db.js'
+import { kindOf } from './event-kinds.js'
 import { parseEventLine, parseStoredHeader } from './read-session.js'
 
 /** Lines per INSERT: big logs go in several statements of one transaction. */
@@ -14,14 +15,16 @@ const INSERT_ROW = (s: string) => `
   ON CONFLICT (session_id) DO NOTHING`
 
 const INSERT_LINES = (s: string) => `
-  INSERT INTO "${s}".events (session_id, seq, line)
-  SELECT $1, $2::bigint + u.ord - 1, u.line FROM unnest($3::text[]) WITH ORDINALITY AS u(line, ord)`
+  INSERT INTO "${s}".events (session_id, seq, line, kind)
+  SELECT $1, $2::bigint + u.ord - 1, u.line, u.kind
+    FROM ROWS FROM (unnest($3::text[]), unnest($4::smallint[])) WITH ORDINALITY AS u(line, kind, ord)`
 
 /**
  * Checks a raw log as `load` would read it (header id = `log.id`, valid lines, seqs from 0),
- * so nothing is stored that could not be loaded back. Returns the header's createdAt.
+ * so nothing is stored that could not be loaded back. Returns the header's createdAt and the
+ * kind of each line (event-kinds.ts).
  */
-export function checkRawLog(log: RawSessionLog, path: string): number {
+export function checkRawLog(log: RawSessionLog, path: string): { createdAt: number; kinds: number[] } {
   if (typeof log !== 'object' || log === null || typeof log.headerLine !== 'string' || !Array.isArray(log.eventLines)) {
     throw new SessionPersistenceError('E_INVALID_EVENT', 'importRaw expects { id, headerLine, eventLines }', { path })
   }
@@ -36,14 +39,14 @@ export function checkRawLog(log: RawSessionLog, path: string): number {
   }
   unicode(log.headerLine, 'the header line')
   const header = parseStoredHeader(log.headerLine, log.id, path)
-  log.eventLines.forEach((line, i) => {
+  const kinds = log.eventLines.map((line, i) => {
     if (typeof line !== 'string') {
       throw new SessionPersistenceError('E_INVALID_EVENT', `event line ${i} is not a string`, { sessionId: log.id, path })
     }
     unicode(line, `event line ${i}`)
-    parseEventLine(line, i, path, log.id)
+    return kindOf(parseEventLine(line, i, path, log.id).type)
   })
-  return header.createdAt
+  return { createdAt: header.createdAt, kinds }
 }
 
 /** Stores a checked raw log in one transaction; `E_EXISTS` when the id is stored already. */
@@ -51,7 +54,7 @@ export async function importRawLog(
   db: Db,
   schema: string,
   log: RawSessionLog,
-  createdAt: number,
+  { createdAt, kinds }: { createdAt: number; kinds: readonly number[] },
   holder: { epoch: string; host: string },
   path: string,
 ): Promise<void> {
@@ -71,7 +74,8 @@ export async function importRawLog(
       throw new SessionPersistenceError('E_EXISTS', `a log for session '${log.id}' already exists`, { sessionId: log.id, path })
     }
     for (let from = 0; from < log.eventLines.length; from += CHUNK) {
-      await client.query(INSERT_LINES(schema), [log.id, from, log.eventLines.slice(from, from + CHUNK)])
+      const chunk = log.eventLines.slice(from, from + CHUNK)
+      await client.query(INSERT_LINES(schema), [log.id, from, chunk, `{${kinds.slice(from, from + CHUNK).join(',')}}`])
     }
   })
 }

@@ -1,16 +1,23 @@
 import { describeLocation } from '../session/location.js'
 import { metaFromHeader } from '../session/meta.js'
+import { listingOrder } from '../session/read-options.js'
 import { isSessionPersistenceError } from '../errors.js'
 import type { ListProblem, PostgresLocation, SessionListing } from '../persistence.js'
 import type { Db } from './db.js'
 import { parseStoredHeader } from './read-session.js'
 
-// Headers only, in one query: no event row is read.
-const LIST = (s: string) => `
+// Headers only, in one query: no event row is read. `updated_at` is the last write (every
+// append statement sets it), and what `mtimeMs` reports. With a limit, the database keeps only
+// the first `limit` rows of its sort (a top-N heap sort over the sessions table, which carries
+// no index on updated_at so that appends stay HOT updates) and sends only their headers. Ties
+// are broken by id in byte order ("C"): the sessions of one append statement share its
+// transaction's now().
+const LIST = (s: string, orderBy: 'createdAt' | 'lastWrite', limited: boolean) => `
   SELECT session_id, header_line, size_bytes::float8 AS size_bytes,
          (extract(epoch FROM updated_at) * 1000)::float8 AS mtime_ms
     FROM "${s}".sessions
-   ORDER BY created_at DESC, session_id`
+   ORDER BY ${orderBy === 'lastWrite' ? 'updated_at DESC' : 'created_at DESC'}, session_id COLLATE "C"
+   ${limited ? 'LIMIT $1 OFFSET $2' : ''}`
 
 interface Row {
   session_id: string
@@ -19,26 +26,48 @@ interface Row {
   mtime_ms: number
 }
 
-/** Every stored session with a valid header, newest first then by id; bad rows go to `onProblem`. */
-export async function listSessions(db: Db, schema: string, onProblem: (p: ListProblem) => void): Promise<SessionListing[]> {
-  const { rows } = await db.query<Row>(LIST(schema))
+export interface ListOrder {
+  orderBy: 'createdAt' | 'lastWrite'
+  limit: number | undefined
+}
+
+/**
+ * The stored sessions with a valid header, in the order asked for (§4.6 newest `createdAt`
+ * first, or §15.4 newest last write first; then by id), at most `limit` of them; bad rows go to
+ * `onProblem` and are skipped (not counted against `limit`).
+ */
+export async function listSessions(
+  db: Db,
+  schema: string,
+  onProblem: (p: ListProblem) => void,
+  order: ListOrder = { orderBy: 'createdAt', limit: undefined },
+): Promise<SessionListing[]> {
+  const { orderBy, limit } = order
   const listings: SessionListing[] = []
-  for (const row of rows) {
-    const location: PostgresLocation = { kind: 'postgres', schema, id: row.session_id }
-    const path = describeLocation(location)
-    try {
-      const header = parseStoredHeader(row.header_line, row.session_id, path)
-      listings.push({ meta: metaFromHeader(header), location, sizeBytes: row.size_bytes, mtimeMs: row.mtime_ms })
-    } catch (err) {
-      onProblem({
-        path,
-        code: isSessionPersistenceError(err) ? err.code : 'E_CORRUPT',
-        message: (err as Error).message,
-      })
+  // A bad row does not count against the limit (as on the JSONL backend): the rows after the
+  // first `limit` are read for each one reported, which is rare.
+  for (let offset = 0, want = limit; want === undefined || want > 0; ) {
+    const { rows } = await db.query<Row>(LIST(schema, orderBy, want !== undefined), want === undefined ? [] : [want, offset])
+    let bad = 0
+    for (const row of rows) {
+      const location: PostgresLocation = { kind: 'postgres', schema, id: row.session_id }
+      const path = describeLocation(location)
+      try {
+        const header = parseStoredHeader(row.header_line, row.session_id, path)
+        listings.push({ meta: metaFromHeader(header), location, sizeBytes: row.size_bytes, mtimeMs: row.mtime_ms })
+      } catch (err) {
+        bad++
+        onProblem({
+          path,
+          code: isSessionPersistenceError(err) ? err.code : 'E_CORRUPT',
+          message: (err as Error).message,
+        })
+      }
     }
+    if (want === undefined || rows.length < want) break
+    offset += want
+    want = bad
   }
-  // The same order as the JSONL backend (UTF-16 comparison of ids), whatever the collation.
-  return listings.sort(
-    (a, b) => b.meta.createdAt - a.meta.createdAt || (a.meta.id < b.meta.id ? -1 : a.meta.id > b.meta.id ? 1 : 0),
-  )
+  // The same order as the other backends (UTF-16 comparison of ids), whatever the collation.
+  return listings.sort(listingOrder(orderBy))
 }

@@ -54,6 +54,54 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
       FOR EACH ROW EXECUTE FUNCTION "${s}".delete_session_lines();
     ALTER TABLE "${s}".events DROP CONSTRAINT IF EXISTS events_session_id_fkey;
   `,
+  // 3: events.kind says which of the types a load from the last compaction looks for a line
+  // holds (event-kinds.ts: 1 turn/start, 2 turn/end, 3 request/header, 4 history/compact,
+  // 5 history/rewind; 0 any other), and two partial indexes hold only those lines: a tail load
+  // finds its start with a few index probes and a short walk back over compactions and rewinds
+  // instead of reading the log. The append statements name the kind of every line they insert
+  // (computed from the event when it is serialized). The column is added with DEFAULT 0, which
+  // gives every existing row 0 without rewriting the table, then the default is dropped: an
+  // insert that does not name the kind (an older release still running, an operator's SQL)
+  // gets NULL, and the trigger computes it from the line then. The backfill parses only the
+  // lines that can hold a marker type (its text, or a backslash that could escape it), through a
+  // function that gives 0 for a line that is not JSON (damage is for a load to report, not for a
+  // migration to fail on), and rewrites only the marker rows. Only events is locked: nothing
+  // here touches sessions, so a load holding it cannot deadlock with the migration. Nothing is
+  // dropped.
+  (s) => `
+    LOCK TABLE "${s}".events IN ACCESS EXCLUSIVE MODE;
+    ALTER TABLE "${s}".events ADD COLUMN kind smallint DEFAULT 0;
+    ALTER TABLE "${s}".events ALTER COLUMN kind DROP DEFAULT;
+    CREATE FUNCTION "${s}".event_kind(line text) RETURNS smallint LANGUAGE plpgsql IMMUTABLE
+      SET search_path = pg_catalog, pg_temp AS $body$
+    DECLARE
+      t text;
+    BEGIN
+      BEGIN
+        t := line::json ->> 'type';
+      EXCEPTION WHEN others THEN
+        RETURN 0;
+      END;
+      RETURN CASE t WHEN 'turn/start' THEN 1 WHEN 'turn/end' THEN 2 WHEN 'request/header' THEN 3
+                    WHEN 'history/compact' THEN 4 WHEN 'history/rewind' THEN 5 ELSE 0 END;
+    END
+    $body$;
+    CREATE FUNCTION "${s}".fill_event_kind() RETURNS trigger LANGUAGE plpgsql
+      SET search_path = pg_catalog, pg_temp AS $body$
+    BEGIN
+      NEW.kind := "${s}".event_kind(NEW.line);
+      RETURN NEW;
+    END
+    $body$;
+    CREATE TRIGGER events_fill_kind BEFORE INSERT ON "${s}".events
+      FOR EACH ROW WHEN (NEW.kind IS NULL) EXECUTE FUNCTION "${s}".fill_event_kind();
+    UPDATE "${s}".events SET kind = "${s}".event_kind(line)
+     WHERE (strpos(line, 'turn/') > 0 OR strpos(line, 'request/header') > 0 OR strpos(line, 'history/') > 0
+            OR strpos(line, E'\\\\') > 0)
+       AND "${s}".event_kind(line) <> 0;
+    CREATE INDEX events_markers ON "${s}".events (session_id, kind, seq) WHERE kind <> 0;
+    CREATE INDEX events_history ON "${s}".events (session_id, seq) WHERE kind >= 4;
+  `,
 ]
 
 /** The schema version this release writes and reads. */

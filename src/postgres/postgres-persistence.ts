@@ -22,7 +22,7 @@ import type {
   SessionRange,
   WatchOptions,
 } from '../persistence.js'
-import { parseReadRange, rangeBounds } from '../session/read-options.js'
+import { parseListOrder, parseLoadFrom, parseReadRange, parseWatchOptions } from '../session/read-options.js'
 import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
 import { Db, dbError, isConnectionError } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
@@ -32,9 +32,19 @@ import { listSessions } from './list-sessions.js'
 import { LockConnection, lockClientOpener, sessionKey } from './lock-connection.js'
 import { migrate } from './migrate.js'
 import { notFound, readSnapshot, readStoredLog } from './read-session.js'
+import { readRange } from './read-range.js'
+import { findTailStart } from './find-tail.js'
 import { checkId, newTracked, notWritable, serializeBatch, type Tracked } from './session-state.js'
 import { claimSession, lockedBy } from './session-row.js'
 import { SessionWriter } from './session-writer.js'
+
+/**
+ * The closers of a log's events from `firstSeq` on (a tail holds the open turn's start, so they
+ * are those of the whole log), numbered to continue the stored log.
+ */
+function closersAfter(events: readonly SessionEvent[], firstSeq: number, createdAt: number): SessionEvent[] {
+  return computeClosers(events, createdAt).map((c, i) => ({ ...c, seq: firstSeq + events.length + i }))
+}
 
 /** The PostgreSQL backend: the seam plus fork, closeAll, raw transfer, and `end()`. */
 export interface PostgresSessionPersistence extends SessionStore {
@@ -120,7 +130,9 @@ class PostgresPersistence implements PostgresSessionPersistence {
 
   async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
     checkId(id)
-    const closeOpenTurn = callOptions(options, 'load').closeOpenTurn !== false
+    const opts = callOptions(options, 'load')
+    const closeOpenTurn = opts.closeOpenTurn !== false
+    const from = parseLoadFrom(opts)
     const s = this.#track(id, 'E_SESSION_LIVE')
     return this.#run(s, async () => {
       await this.#ready_()
@@ -129,15 +141,18 @@ class PostgresPersistence implements PostgresSessionPersistence {
       await this.#writer.ensureHeld(s)
       const head = await claimSession(this.#db, this.#c.schema, id, s.epoch!, this.#c.host)
       if (!head) throw notFound(id, s.path)
-      const log = (await this.#db.with((client) => readStoredLog(client, this.#c.schema, id, s.path, { head })))!
+      // Under the lock: the rows below the length read by the claim stay as they are.
+      const firstSeq =
+        from === 'last-compaction' ? ((await findTailStart(this.#db, this.#c.schema, id, head.length, s.path)) ?? 0) : 0
+      const log = (await this.#db.with((client) => readStoredLog(client, this.#c.schema, id, s.path, { head, fromSeq: firstSeq })))!
       const meta = metaFromHeader(log.header)
-      Object.assign(s, { meta, headerLine: head.headerLine, stored: true, nextSeq: log.events.length })
-      const closers = closeOpenTurn ? computeClosers(log.events, log.header.createdAt) : []
+      Object.assign(s, { meta, headerLine: head.headerLine, stored: true, nextSeq: head.length })
+      const closers = closeOpenTurn ? closersAfter(log.events, firstSeq, log.header.createdAt) : []
       if (closers.length > 0) {
-        const { count, text, bytes } = serializeBatch(id, closers)
-        await this.#writer.write(s, { sessionId: id, epoch: s.epoch!, firstSeq: log.events.length, count, text, bytes })
+        const { count, text, bytes, kinds } = serializeBatch(id, closers)
+        await this.#writer.write(s, { sessionId: id, epoch: s.epoch!, firstSeq: head.length, count, text, bytes, kinds })
       }
-      const loaded: LoadedSession = { meta: { ...meta }, events: closers.length > 0 ? [...log.events, ...closers] : log.events, firstSeq: 0 }
+      const loaded: LoadedSession = { meta: { ...meta }, events: closers.length > 0 ? [...log.events, ...closers] : log.events, firstSeq }
       if (closers.length > 0) loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
       return loaded
     })
@@ -161,26 +176,22 @@ class PostgresPersistence implements PostgresSessionPersistence {
 
   async list(options?: ListOptions): Promise<SessionListing[]> {
     const given = callOptions(options, 'list')
+    const order = parseListOrder(given)
     await this.#ready_()
     const onProblem = given.onProblem ?? ((p) => this.#db.logger.warn(`skipped ${p.path}: ${p.message}`, p))
     try {
-      return await listSessions(this.#db, this.#c.schema, onProblem)
+      return await listSessions(this.#db, this.#c.schema, onProblem, order)
     } catch (err) {
       throw this.#wrap(err, 'list sessions')
     }
   }
 
-  // TODO(§15 on PostgreSQL): a read by seq range and a LISTEN/NOTIFY watch replace these placeholders.
   async read(id: string, range?: ReadRange): Promise<SessionRange> {
     const parsed = parseReadRange(range)
     checkId(id)
     await this.#ready_()
-    const path = this.#path(id)
     try {
-      const log = await readSnapshot(this.#db, (client) => readStoredLog(client, this.#c.schema, id, path))
-      if (!log) throw notFound(id, path)
-      const { from, to } = rangeBounds(parsed, log.events.length)
-      return { meta: metaFromHeader(log.header), events: log.events.slice(from, to), firstSeq: from, length: log.events.length }
+      return await readRange(this.#db, this.#c.schema, id, parsed, this.#path(id))
     } catch (err) {
       throw this.#wrap(err, `read session '${id}'`, id)
     }
@@ -264,7 +275,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
     const id = log?.id
     checkId(id)
     const path = this.#path(id)
-    const createdAt = checkRawLog(log, path)
+    const checked = checkRawLog(log, path)
     const s = this.#track(id, 'E_EXISTS')
     const copy: RawSessionLog = { id, headerLine: log.headerLine, eventLines: [...log.eventLines] }
     try {
@@ -272,7 +283,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
         await this.#assertAbsent(s)
         await this.#writer.ensureHeld(s)
         try {
-          await importRawLog(this.#db, this.#c.schema, copy, createdAt, { epoch: s.epoch!, host: this.#c.host }, path)
+          await importRawLog(this.#db, this.#c.schema, copy, checked, { epoch: s.epoch!, host: this.#c.host }, path)
         } catch (err) {
           if (!isConnectionError(err)) throw err
           if (!(await this.#isOurs(id, s.epoch!, copy.headerLine))) throw err

@@ -6,7 +6,8 @@ import { SessionPersistenceCorruptionError, SessionPersistenceError } from '../e
 import type { Db } from './db.js'
 
 const HEAD = (s: string) => `SELECT header_line, length::float8 AS length FROM "${s}".sessions WHERE session_id = $1`
-const LINES = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq < $2::bigint ORDER BY seq`
+const LINES = (s: string) =>
+  `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint ORDER BY seq`
 
 export interface StoredLog {
   header: SessionHeader
@@ -49,39 +50,64 @@ export function parseEventLine(line: string, index: number, path: string, id: st
   return value as SessionEvent
 }
 
+/** A session's row as reads need it: its header line and how many events it holds. */
+export interface StoredHead {
+  headerLine: string
+  length: number
+}
+
+/** The session's header line and length (`undefined` when it has no row). */
+export async function readHead(client: pg.ClientBase, schema: string, id: string): Promise<StoredHead | undefined> {
+  const { rows } = await client.query<{ header_line: string; length: number }>(HEAD(schema), [id])
+  const row = rows[0]
+  return row ? { headerLine: row.header_line, length: row.length } : undefined
+}
+
 /**
- * Reads a session's header and events (`undefined` when it has no row). Run inside one
- * snapshot (`readSnapshot`) or under the session's lock: the rows below the length read first
- * never change.
+ * Reads a session's header and its events from `fromSeq` (default 0) to its stored length
+ * (`undefined` when it has no row). Run inside one snapshot (`readSnapshot`) or under the
+ * session's lock: the rows below the length read first never change.
  */
 export async function readStoredLog(
   client: pg.ClientBase,
   schema: string,
   id: string,
   path: string,
-  options: { keepLines?: boolean; head?: { headerLine: string; length: number } } = {},
+  options: { keepLines?: boolean; head?: StoredHead; fromSeq?: number } = {},
 ): Promise<StoredLog | undefined> {
-  let head = options.head
-  if (!head) {
-    const { rows } = await client.query<{ header_line: string; length: number }>(HEAD(schema), [id])
-    const row = rows[0]
-    if (!row) return undefined
-    head = { headerLine: row.header_line, length: row.length }
-  }
+  const head = options.head ?? (await readHead(client, schema, id))
+  if (!head) return undefined
   const header = parseStoredHeader(head.headerLine, id, path)
+  const { events, lines } = await readEvents(client, schema, id, path, options.fromSeq ?? 0, head.length, options)
+  return { header, headerLine: head.headerLine, events, lines }
+}
+
+/**
+ * The events with `from <= seq < to`, through the primary key (an index range scan: nothing
+ * before `from` is read), each checked as the JSONL reader checks a line. One query whose rows
+ * are parsed as they arrive and never accumulated: a 100k-event load holds its events, not also
+ * every raw row (node-postgres streams rows to a 'row' listener).
+ */
+export async function readEvents(
+  client: pg.ClientBase,
+  schema: string,
+  id: string,
+  path: string,
+  from: number,
+  to: number,
+  options: { keepLines?: boolean } = {},
+): Promise<{ events: SessionEvent[]; lines: string[] | undefined }> {
   const events: SessionEvent[] = []
   const lines: string[] | undefined = options.keepLines ? [] : undefined
-  if (head.length > 0) {
-    // One query whose rows are parsed as they arrive and never accumulated: a 100k-event load
-    // holds its events, not also every raw row (node-postgres streams rows to a 'row' listener).
+  if (to > from) {
     await new Promise<void>((resolve, reject) => {
       let failed: unknown
-      const config = { text: LINES(schema), values: [id, head.length], rowMode: 'array' }
+      const config = { text: LINES(schema), values: [id, from, to], rowMode: 'array' }
       const query = new pg.Query<[string]>(config as pg.QueryConfig)
       query.on('row', (row) => {
         if (failed !== undefined) return
         try {
-          events.push(parseEventLine(row[0], events.length, path, id))
+          events.push(parseEventLine(row[0], from + events.length, path, id))
           lines?.push(row[0])
         } catch (err) {
           failed = err
@@ -92,13 +118,13 @@ export async function readStoredLog(
       void client.query(query)
     })
   }
-  if (events.length !== head.length) {
-    throw new SessionPersistenceCorruptionError(events.length + 2, -1, 'rows are missing below the stored length', {
+  if (events.length !== Math.max(0, to - from)) {
+    throw new SessionPersistenceCorruptionError(from + events.length + 2, -1, 'rows are missing below the stored length', {
       path,
       sessionId: id,
     })
   }
-  return { header, headerLine: head.headerLine, events, lines }
+  return { events, lines }
 }
 
 /** Runs `fn` in a read-only REPEATABLE READ transaction: one consistent snapshot, no locks taken. */

@@ -1,4 +1,4 @@
-import { SessionPersistenceError } from '../errors.js'
+import { type LockHolder, SessionPersistenceError } from '../errors.js'
 import type { Db } from './db.js'
 
 /** Who holds a session, as its row records it. */
@@ -40,6 +40,12 @@ export async function readSessionRow(db: Db, schema: string, id: string): Promis
   return rows[0] ? toSessionRow(rows[0]) : undefined
 }
 
+/** The holder a row records, as `E_LOCKED` carries it (undefined while none is recorded). */
+function holderOf(row: SessionRow | undefined): LockHolder | undefined {
+  if (row?.holderHost == null) return undefined
+  return { pid: row.holderPid ?? 0, host: row.holderHost, since: row.holderSince?.getTime() ?? 0 }
+}
+
 /** `E_LOCKED`, naming the holder the session's row records (host, pid, since when). */
 export function lockedError(id: string, row: SessionRow | undefined, path: string, { lost = false }: { lost?: boolean } = {}): SessionPersistenceError {
   const holder =
@@ -49,7 +55,7 @@ export function lockedError(id: string, row: SessionRow | undefined, path: strin
   const message = lost
     ? `session '${id}' was taken over by ${holder}; this instance no longer holds it and wrote nothing`
     : `session '${id}' is held by ${holder}`
-  return new SessionPersistenceError('E_LOCKED', message, { sessionId: id, path })
+  return new SessionPersistenceError('E_LOCKED', message, { sessionId: id, path, holder: holderOf(row) })
 }
 
 /** The holder's error for a session whose lock another connection has: reads who it is. */

@@ -4,6 +4,7 @@ import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { SerialOps } from '../session/serial.js'
 import { SessionPersistenceError } from '../errors.js'
 import type { Batch } from './append-batch.js'
+import { kindOf } from './event-kinds.js'
 
 /** One session this instance writes (or is about to): created, loaded or forked here. */
 export interface Tracked {
@@ -41,8 +42,8 @@ export function newTracked(id: string, path: string): Tracked {
   }
 }
 
-/** A batch serialized: `count` lines joined by `\n` in `text`, `bytes` long in a JSONL file. */
-export type SerializedBatch = Pick<Batch, 'firstSeq' | 'count' | 'text' | 'bytes'>
+/** A batch serialized: `count` lines joined by `\n` in `text`, `bytes` long in a JSONL file, and their kinds. */
+export type SerializedBatch = Pick<Batch, 'firstSeq' | 'count' | 'text' | 'bytes' | 'kinds'>
 
 /**
  * Validates and serializes a batch as the JSONL backend does (the same lines, captured now).
@@ -50,8 +51,10 @@ export type SerializedBatch = Pick<Batch, 'firstSeq' | 'count' | 'text' | 'bytes
  */
 export function serializeBatch(id: string, events: readonly SessionEvent[]): SerializedBatch {
   const { firstSeq, count, text } = serializeEvents(id, events)
-  if (count === 0) return { firstSeq, count, text: '', bytes: 0 }
-  return { firstSeq, count, text: text.slice(0, -1), bytes: Buffer.byteLength(text) }
+  if (count === 0) return { firstSeq, count, text: '', bytes: 0, kinds: '' }
+  // Checked by serializeEvents just now: every event has a string type.
+  const kinds = events.map((e) => kindOf(e.type)).join(',')
+  return { firstSeq, count, text: text.slice(0, -1), bytes: Buffer.byteLength(text), kinds }
 }
 
 /** The ids the JSONL backend accepts, minus NUL: PostgreSQL `text` cannot hold it. */

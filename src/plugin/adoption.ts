@@ -1,7 +1,7 @@
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { LoadedSession, LoadOptions, SessionPersistence } from '../persistence.js'
 import { divergedError } from './plugin-errors.js'
-import type { SessionChannel } from './session-channel.js'
+import type { SessionChannel, StoredSlice } from './session-channel.js'
 
 /**
  * Opens sessions for the plugin's appends: creates a new one, adopts a stored log the host's
@@ -10,8 +10,8 @@ import type { SessionChannel } from './session-channel.js'
  */
 export class SessionAdopter {
   readonly #backend: SessionPersistence
-  /** Sessions the host opened through `plugin.persistence.load`: id → stored event count. */
-  readonly #hostLoads = new Map<string, number>()
+  /** Sessions the host opened through `plugin.persistence.load`: id → what that load returned. */
+  readonly #hostLoads = new Map<string, StoredSlice>()
   /** Channels whose stored log, read while another instance held its lock, their events continued. */
   readonly #coveredWhileLocked = new WeakSet<SessionChannel>()
 
@@ -30,7 +30,7 @@ export class SessionAdopter {
         if (prop === 'load') {
           return async (id: string, options?: LoadOptions): Promise<LoadedSession> => {
             const loaded = await target.load(id, options)
-            hostLoads.set(id, loaded.events.length)
+            hostLoads.set(id, { events: loaded.events, firstSeq: loaded.firstSeq ?? 0 })
             return loaded
           }
         }
@@ -44,7 +44,8 @@ export class SessionAdopter {
    * Opens `ch` for appends. Resolves with `undefined` when it is open, or with the error that
    * halts the session for good: a collision (`E_EXISTS`: a stored log the host's events do not
    * continue), a divergence (a re-adopted log that no longer holds what the plugin wrote, or
-   * continues differently), or meta the backend refuses. Rejects with a passing failure.
+   * continues differently), a tail seed with no stored log (`E_NOT_FOUND`), or meta the backend
+   * refuses. Rejects with a passing failure.
    */
   async open(ch: SessionChannel): Promise<SessionPersistenceError | undefined> {
     await ch.after
@@ -55,7 +56,11 @@ export class SessionAdopter {
       const hostLoaded = this.#hostLoads.get(ch.id)
       if (hostLoaded !== undefined) {
         this.#hostLoads.delete(ch.id)
-        ch.openedAt(hostLoaded)
+        // The host holds the session open: continue from what its load returned, when the
+        // host's seed continues it. (A tail load that starts after the seed cannot tell: read.)
+        const stored = await this.#reachBack(ch, hostLoaded)
+        if (!ch.covers(stored)) return mismatch(ch, stored.firstSeq + stored.events.length)
+        ch.openedAt(stored.firstSeq + stored.events.length)
         return undefined
       }
     }
@@ -73,9 +78,12 @@ export class SessionAdopter {
   }
 
   async #adopt(ch: SessionChannel): Promise<SessionPersistenceError | undefined> {
-    let stored: LoadedSession['events']
+    let stored: StoredSlice
     try {
-      stored = (await this.#backend.load(ch.id, { closeOpenTurn: false })).events
+      // From a tail, only the log from the last compaction on is read (plus what lies between
+      // the channel's first known seq and it); from the start, the whole log.
+      const loaded = await this.#backend.load(ch.id, ch.knownFrom > 0 ? { closeOpenTurn: false, from: 'last-compaction' } : { closeOpenTurn: false })
+      stored = await this.#reachBack(ch, { events: loaded.events, firstSeq: loaded.firstSeq ?? 0 })
     } catch (err) {
       if (isSessionPersistenceError(err, 'E_LOCKED')) {
         // Another instance is writing it. Whether the host's events continue that log can be
@@ -83,43 +91,71 @@ export class SessionAdopter {
         // verdict. Read once per channel (a large log is not read again on every retry); the
         // load that finally gets the lock checks again.
         if (!this.#coveredWhileLocked.has(ch)) {
-          const inspected = await this.#backend.inspect(ch.id)
-          const events = inspected.events.slice(0, inspected.events.length - (inspected.repair?.closers.length ?? 0))
-          if (!ch.covers(events)) return mismatch(ch, events.length)
+          const events = await this.#readUnlocked(ch)
+          if (!ch.covers(events)) return mismatch(ch, events.firstSeq + events.events.length)
           this.#coveredWhileLocked.add(ch)
         }
         throw err
       }
+      // A tail seed names events a log must hold: with no log, nothing can be written.
+      if (isSessionPersistenceError(err, 'E_NOT_FOUND') && !ch.everOpened && ch.firstSeq > 0) return noLogForTail(ch)
       if (ch.everOpened || !isSessionPersistenceError(err, 'E_SESSION_LIVE')) throw err
       // The host opened it through the backend itself: count what is stored (closers are not).
       const inspected = await this.#backend.inspect(ch.id)
-      ch.openedAt(inspected.events.length - (inspected.repair?.closers.length ?? 0))
+      ch.openedAt((inspected.firstSeq ?? 0) + inspected.events.length - (inspected.repair?.closers.length ?? 0))
       return undefined
     }
     if (ch.covers(stored)) {
-      ch.openedAt(stored.length)
+      ch.openedAt(stored.firstSeq + stored.events.length)
       return undefined
     }
     await this.#backend.close(ch.id)
-    return mismatch(ch, stored.length)
+    return mismatch(ch, stored.firstSeq + stored.events.length)
+  }
+
+  /** `stored`, extended back to the channel's first known seq when it starts after it (read, not loaded again). */
+  async #reachBack(ch: SessionChannel, stored: StoredSlice): Promise<StoredSlice> {
+    const total = stored.firstSeq + stored.events.length
+    if (stored.firstSeq <= ch.knownFrom || total <= ch.knownFrom) return stored
+    const before = await this.#backend.read(ch.id, { fromSeq: ch.knownFrom, toSeq: stored.firstSeq })
+    if (before.firstSeq !== ch.knownFrom || before.events.length !== stored.firstSeq - ch.knownFrom) return stored // covers() refuses it
+    return { events: [...before.events, ...stored.events], firstSeq: ch.knownFrom }
+  }
+
+  /** The stored log from the channel's first known seq on, without the lock (a torn tail and closers left out). */
+  async #readUnlocked(ch: SessionChannel): Promise<StoredSlice> {
+    if (ch.knownFrom > 0) {
+      const range = await this.#backend.read(ch.id, { fromSeq: ch.knownFrom })
+      return { events: range.events, firstSeq: range.firstSeq }
+    }
+    const inspected = await this.#backend.inspect(ch.id)
+    return { events: inspected.events.slice(0, inspected.events.length - (inspected.repair?.closers.length ?? 0)), firstSeq: 0 }
   }
 }
 
 /**
  * A stored log the host's events do not continue. While nothing of the host's was ever written
- * (a new session reusing a stored id, or losing the race to publish it) it is a collision;
- * otherwise the host and the log diverged.
+ * (a new session reusing a stored id, a resumed seed that is not that log's, or losing the race
+ * to publish it) it is a collision; otherwise the host and the log diverged.
  */
 function mismatch(ch: SessionChannel, storedCount: number): SessionPersistenceError {
-  if (ch.cursor === 0) {
+  if (ch.cursor === ch.firstSeq) {
     return new SessionPersistenceError(
       'E_EXISTS',
-      `a log for session '${ch.id}' already exists and the host's events do not continue it; nothing was written`,
+      `a log for session '${ch.id}' already exists (${storedCount} events) and the host's events do not continue it${ch.firstSeq > 0 ? ` from seq ${ch.firstSeq}` : ''}; nothing was written`,
       { sessionId: ch.id },
     )
   }
   return divergedError(
     ch.id,
     `adopted again, the stored log holds ${storedCount} events that do not continue the ${ch.cursor} the plugin wrote with the events it holds`,
+  )
+}
+
+function noLogForTail(ch: SessionChannel): SessionPersistenceError {
+  return new SessionPersistenceError(
+    'E_NOT_FOUND',
+    `session '${ch.id}' was created with a seed from seq ${ch.firstSeq}, but no log of it is stored; nothing was written`,
+    { sessionId: ch.id },
   )
 }

@@ -1,7 +1,7 @@
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { BufferBudget } from './buffer-budget.js'
-import type { AgentHost, HostSessionEvents, SessionEventSource } from './host.js'
+import type { AgentHost, HostSessionEvents, SeedOptions, SessionEventSource } from './host.js'
 import { disposedError, divergedError, EventDroppedError } from './plugin-errors.js'
 import type { DrainContext, SessionDrainer } from './session-drain.js'
 import { SessionChannel } from './session-channel.js'
@@ -36,7 +36,7 @@ export class HostIntake {
     this.#source.on('session/disposed', this.#onDisposed)
     const seeded: Promise<unknown>[] = []
     for (const live of host.liveSessions()) {
-      const ch = this.#track(live.meta, live.events)
+      const ch = this.#track(live.meta, live.events, live.firstSeq === undefined ? undefined : { firstSeq: live.firstSeq })
       if (ch) seeded.push(this.#drainer.drain(ch).catch(() => {}))
     }
     return Promise.all(seeded)
@@ -60,9 +60,9 @@ export class HostIntake {
     return [...this.channels.values(), ...this.closing]
   }
 
-  #onCreated = (meta: SessionMeta, seed: readonly SessionEvent[]): void => {
+  #onCreated = (meta: SessionMeta, seed: readonly SessionEvent[], options?: SeedOptions): void => {
     if (this.#ctx.isDisposed()) return this.#ctx.report(disposedError(`session '${meta?.id}' created`, meta?.id))
-    const ch = this.#track(meta, seed)
+    const ch = this.#track(meta, seed, options)
     if (ch) this.#drainer.drainSoon(ch) // persists the seed once (after a tick: no I/O here)
   }
 
@@ -113,10 +113,12 @@ export class HostIntake {
   }
 
   /** Starts tracking a session; `undefined` when it is tracked already or its meta is refused. */
-  #track(meta: SessionMeta, seed: readonly SessionEvent[]): SessionChannel | undefined {
+  #track(meta: SessionMeta, seed: readonly SessionEvent[], options?: SeedOptions): SessionChannel | undefined {
     if (this.channels.has(meta?.id)) return undefined // a repeated session/created changes nothing
+    let firstSeq: number
     try {
       this.#ctx.backend.locate(meta) // validates id and meta without I/O
+      firstSeq = seedStart(meta.id, seed, options)
     } catch (err) {
       const id = String(meta?.id)
       this.#ctx.report(
@@ -124,7 +126,7 @@ export class HostIntake {
       )
       return undefined
     }
-    const ch = new SessionChannel(meta, seed, this.#budget)
+    const ch = new SessionChannel(meta, seed, this.#budget, firstSeq)
     for (const old of this.closing) if (old.id === meta.id) ch.after = old.closing
     this.channels.set(meta.id, ch)
     return ch
@@ -133,4 +135,27 @@ export class HostIntake {
   #dropped(ch: SessionChannel, event: SessionEvent): EventDroppedError {
     return new EventDroppedError(ch.id, event, this.#budget.maxBytes, ch.failure ?? ch.stall ?? ch.lastFailure)
   }
+}
+
+/**
+ * The seq the seed starts at: 0, or the `firstSeq` of `session/created`'s third argument, a
+ * non-negative safe integer that the seed's own seqs agree with. Anything else is refused like a
+ * bad meta (`E_INVALID_META`, not tracked).
+ */
+function seedStart(sessionId: string, seed: readonly SessionEvent[], options: SeedOptions | undefined): number {
+  if (options === undefined) return 0
+  const bad = (why: string) =>
+    new SessionPersistenceError('E_INVALID_META', `session/created of '${sessionId}': ${why}; the session is not tracked`, { sessionId })
+  if (typeof options !== 'object' || options === null) throw bad(`the seed options must be an object like { firstSeq }, got ${String(options)}`)
+  const { firstSeq } = options
+  if (firstSeq === undefined) return 0
+  if (typeof firstSeq !== 'number' || !Number.isSafeInteger(firstSeq) || firstSeq < 0) {
+    throw bad(`firstSeq must be a non-negative integer, got ${typeof firstSeq === 'number' ? firstSeq : typeof firstSeq}`)
+  }
+  if (!Array.isArray(seed)) throw bad('the seed must be an array of events')
+  for (let i = 0; i < seed.length; i++) {
+    const seq = (seed[i] as { seq?: unknown } | null)?.seq
+    if (seq !== firstSeq + i) throw bad(`the seed starts at firstSeq ${firstSeq}, so its event ${i} must have seq ${firstSeq + i}, not ${String(seq)}`)
+  }
+  return firstSeq
 }

@@ -3,13 +3,23 @@ import type { SessionEvent, SessionMeta } from '../session/schema.js'
 
 /** What an agent host emits about its sessions (docs/contract.md §8). */
 export interface HostSessionEvents {
-  /** `seed`: the events the live session starts with (a fork's inherited events, or a resumed session's stored events); they never arrive on 'session/event'. */
-  'session/created': [meta: SessionMeta, seed: readonly SessionEvent[]]
+  /**
+   * `seed`: the events the live session starts with (a fork's inherited events, or a resumed
+   * session's stored events); they never arrive on 'session/event'. With `{ firstSeq }` the seed
+   * holds the events from `firstSeq` on (a session resumed with `from: 'last-compaction'`).
+   */
+  'session/created': [meta: SessionMeta, seed: readonly SessionEvent[], options?: SeedOptions]
   /** Frozen, in seq order. */
   'session/event': [sessionId: string, event: SessionEvent]
   /** The host asks for a drain. */
   'session/flush': [sessionId: string]
   'session/disposed': [sessionId: string]
+}
+
+/** The third argument of `session/created`. */
+export interface SeedOptions {
+  /** The seq of `seed[0]`: the seed holds the session's events from here on (default 0). */
+  firstSeq?: number
 }
 
 export type HostSessionEventName = keyof HostSessionEvents
@@ -33,7 +43,10 @@ export interface SessionEventSource<Events extends { [K in keyof Events]: unknow
 
 export interface LiveSession {
   meta: SessionMeta
+  /** The live session's events from `firstSeq` on. */
   events: readonly SessionEvent[]
+  /** The seq of `events[0]` when the host holds only a tail (resumed from the last compaction); default 0. */
+  firstSeq?: number
 }
 
 /** The host interface the plugin registers with. */

@@ -4,6 +4,12 @@ import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import type { SessionPersistenceError } from '../errors.js'
 import { type BufferBudget, BufferShare } from './buffer-budget.js'
 
+/** Stored events from `firstSeq` on: `events[i].seq === firstSeq + i`; the log holds `firstSeq + events.length`. */
+export interface StoredSlice {
+  readonly events: readonly SessionEvent[]
+  readonly firstSeq: number
+}
+
 /**
  * The plugin's state for one live session: the events received from the host and not yet
  * durable, the cursor into the stored log, and the queue that serializes every operation.
@@ -13,6 +19,8 @@ export class SessionChannel {
   readonly meta: SessionMeta
   readonly queue = new PQueue({ concurrency: 1 })
   readonly share: BufferShare
+  /** The seq the host's seed starts at (0 unless it resumed from a tail): where the channel's cursor started. */
+  readonly firstSeq: number
   /** Events received and not yet durable, in seq order: buffer[i].seq === cursor + i. */
   buffer: SessionEvent[]
   /** First seq not known to be stored (everything below it is durable). */
@@ -49,23 +57,34 @@ export class SessionChannel {
   after: Promise<void> | undefined
   #wake: (() => void) | undefined
 
-  constructor(meta: SessionMeta, seed: readonly SessionEvent[], budget: BufferBudget) {
+  /** `seed` holds the session's events from `firstSeq` on (a tail, when the host resumed from the last compaction). */
+  constructor(meta: SessionMeta, seed: readonly SessionEvent[], budget: BufferBudget, firstSeq = 0) {
     this.id = meta.id
     this.meta = meta
     this.share = new BufferShare(budget)
+    this.firstSeq = firstSeq
     this.buffer = [...seed]
-    this.expected = seed.length
+    this.cursor = firstSeq
+    this.expected = firstSeq + seed.length
     this.known = seed
+    this.knownFrom = firstSeq
   }
 
-  /** Whether the stored events agree with what this channel knows (a resumed session, not a new one). */
-  covers(stored: readonly SessionEvent[]): boolean {
+  /**
+   * Whether the stored events agree with what this channel knows (a resumed session, not a new
+   * one): the log holds at least the events before `knownFrom`, at most what is known after it,
+   * and each stored event from `knownFrom` on equals the known one. `stored` holds the log from
+   * its `firstSeq` on, which must be at or before `knownFrom` when the log reaches past it.
+   */
+  covers(stored: StoredSlice): boolean {
     const known = this.known ?? []
-    if (stored.length < this.knownFrom || stored.length > this.knownFrom + known.length) return false
-    for (let seq = this.knownFrom; seq < stored.length; seq++) {
+    const total = stored.firstSeq + stored.events.length
+    if (total < this.knownFrom || total > this.knownFrom + known.length) return false
+    if (total > this.knownFrom && stored.firstSeq > this.knownFrom) return false // not read far back enough to tell
+    for (let seq = this.knownFrom; seq < total; seq++) {
       // Compare as JSON: the host's objects may carry `undefined` fields the log omits.
       const mine = JSON.parse(JSON.stringify(known[seq - this.knownFrom])) as unknown
-      if (!isDeepStrictEqual(stored[seq], mine)) return false
+      if (!isDeepStrictEqual(stored.events[seq - stored.firstSeq], mine)) return false
     }
     return true
   }

@@ -30,7 +30,10 @@ export interface TurnScript {
 /** One scripted session of the reference host. Every emitted event is frozen and in seq order. */
 export interface ReferenceSession {
   readonly meta: SessionMeta
+  /** The session's events from `firstSeq` on: `events[i].seq === firstSeq + i`. */
   readonly events: readonly SessionEvent[]
+  /** The seq of `events[0]`: 0, or where a resume from the last compaction started. */
+  readonly firstSeq: number
   /** The turn number of the open (or last) turn; 0 before the first. */
   readonly turn: number
   /** Emits one event with the next seq. */
@@ -52,7 +55,10 @@ export interface ReferenceSession {
 export interface ReferenceHost extends AgentHost {
   readonly sessionEvents: EventEmitter<HostSessionEvents>
   startSession(init?: { id?: string; cwd?: string; createdAt?: number; extra?: Record<string, JsonValue> }): ReferenceSession
-  /** Continues a stored session: its events become the live session's seed. */
+  /**
+   * Continues a stored session: its events become the live session's seed, from
+   * `loaded.firstSeq` on (a load from the last compaction holds only the tail).
+   */
   resume(loaded: LoadedSession): ReferenceSession
   /** A new session seeded with the parent's first `seedLength` events. */
   fork(parent: ReferenceSession, options: { seedLength: number; id?: string }): ReferenceSession
@@ -86,7 +92,7 @@ export function createReferenceHost(options: ReferenceHostOptions = {}): Referen
   const sessionEvents = new EventEmitter<HostSessionEvents>()
   const live = new Map<string, ReferenceSession>()
 
-  function open(meta: SessionMeta, seed: readonly SessionEvent[]): ReferenceSession {
+  function open(meta: SessionMeta, seed: readonly SessionEvent[], firstSeq = 0): ReferenceSession {
     const frozenMeta = deepFreeze({ ...meta })
     const events: SessionEvent[] = seed.map((e) => deepFreeze(structuredClone(e)))
     let turn = 0
@@ -99,11 +105,12 @@ export function createReferenceHost(options: ReferenceHostOptions = {}): Referen
     const session: ReferenceSession = {
       meta: frozenMeta,
       events,
+      firstSeq,
       get turn() {
         return turn
       },
       emit(type, data, extra) {
-        const event: SessionEvent = { seq: events.length, type, time: now(), ...(data === undefined ? {} : { data }), ...extra }
+        const event: SessionEvent = { seq: firstSeq + events.length, type, time: now(), ...(data === undefined ? {} : { data }), ...extra }
         deepFreeze(event)
         events.push(event)
         sessionEvents.emit('session/event', frozenMeta.id, event)
@@ -167,7 +174,8 @@ export function createReferenceHost(options: ReferenceHostOptions = {}): Referen
       },
     }
     live.set(frozenMeta.id, session)
-    sessionEvents.emit('session/created', frozenMeta, events.slice())
+    if (firstSeq === 0) sessionEvents.emit('session/created', frozenMeta, events.slice())
+    else sessionEvents.emit('session/created', frozenMeta, events.slice(), { firstSeq })
     return session
   }
 
@@ -180,7 +188,7 @@ export function createReferenceHost(options: ReferenceHostOptions = {}): Referen
   return {
     sessionEvents,
     liveSessions(): Iterable<LiveSession> {
-      return [...live.values()].map((s) => ({ meta: s.meta, events: s.events.slice() }))
+      return [...live.values()].map((s) => ({ meta: s.meta, events: s.events.slice(), ...(s.firstSeq === 0 ? {} : { firstSeq: s.firstSeq }) }))
     },
     startSession(init = {}) {
       const cwd = init.cwd ?? options.cwd
@@ -196,9 +204,13 @@ export function createReferenceHost(options: ReferenceHostOptions = {}): Referen
       )
     },
     resume(loaded) {
-      return open(loaded.meta, loaded.events)
+      return open(loaded.meta, loaded.events, loaded.firstSeq ?? 0)
     },
     fork(parent, { seedLength, id }) {
+      if (parent.firstSeq > 0 && seedLength > 0) {
+        // A fork's seed is the parent's first events, which a session resumed from a tail does not hold.
+        throw new Error(`the reference host cannot fork '${parent.meta.id}' with a seed: it holds only its events from seq ${parent.firstSeq} on`)
+      }
       return open({ ...childOf(parent, id), seedLength, delegationDepth: parent.meta.delegationDepth }, parent.events.slice(0, seedLength))
     },
     delegate(parent, { id } = {}) {

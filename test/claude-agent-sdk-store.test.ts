@@ -132,6 +132,8 @@ function suite(name: string, factory: BackendFactory): void {
       await first.append(key, [entry(1)])
       const err = await rejection(second.append(key, [entry(2)]))
       expect(err.code).toBe('E_LOCKED')
+      expect(err.message).toMatch(/^E_LOCKED: Claude Agent SDK session -work-app\/8c3e1f7a/)
+      expect((err.cause as { code?: string }).code).toBe('E_LOCKED')
       expect(reported).toEqual([err])
       // Readers take no lock: the second store still loads the session.
       expect(uuids(await second.load(key))).toEqual(['uuid-1'])

@@ -3,6 +3,7 @@ import { isSessionPersistenceError, SessionPersistenceError, type SessionEvent, 
 import { assertEntry, entryEvent, entryOf } from './entry-events.js'
 import {
   assertKey,
+  describeKey,
   KEY_FIELD,
   parseKey,
   parseProjectKey,
@@ -38,6 +39,22 @@ interface Tracked {
 // Refusals of the batch itself: nothing was written and the session is as it was.
 const BATCH_REFUSALS = new Set(['E_NOT_JSON', 'E_INVALID_EVENT'])
 const noop = () => {}
+
+/**
+ * The SDK shows only an error's message (in its `mirror_error`): a package error is rethrown
+ * with its code and the key in front of the message, keeping code, holder and the original as
+ * `cause`.
+ */
+function withCode(err: unknown, key: StoredKey): unknown {
+  if (!isSessionPersistenceError(err)) return err
+  const holder = (err as { holder?: { pid: number; host: string; since: number } }).holder
+  return new SessionPersistenceError(err.code, `${err.code}: Claude Agent SDK session ${describeKey(key)}: ${err.message}`, {
+    sessionId: err.sessionId,
+    path: err.path,
+    cause: err,
+    ...(holder ? { holder } : {}),
+  })
+}
 
 /**
  * A Claude Agent SDK `SessionStore` (pass it as `sessionStore` to `query()`) over any
@@ -79,8 +96,9 @@ class Store implements ClaudeSessionStore {
       try {
         await this.#append(t, entries as Record<string, unknown>[])
       } catch (err) {
-        this.#report(err, t.key)
-        throw err
+        const clear = withCode(err, t.key)
+        this.#report(clear, t.key)
+        throw clear
       }
     })
   }

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest'
-import { makeStyle, renderTranscript } from '../src/cli/render.js'
+import { makeStyle } from '../src/cli/render.js'
+import { renderTranscript } from '../src/cli/transcript.js'
 import type { LoadedSession, SessionEvent } from '../src/index.js'
 
 const ev = (seq: number, type: string, data: unknown, ignorable = false): SessionEvent =>

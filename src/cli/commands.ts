@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto'
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises'
-import { dirname, join, resolve } from 'node:path'
+import { readdir } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
 import PQueue from 'p-queue'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { ListProblem, LoadedSession, SessionListing, SessionStore } from '../persistence.js'
-import { formatBytes, formatTime, oneLine, renderMarkdown, renderTranscript, type Style } from './render.js'
+import { formatBytes, formatTime, oneLine, type Style } from './render.js'
 import { describeLocation } from '../session/location.js'
 import type { OpenedRoot } from './open-root.js'
 import { describeLockVerdict, lockVerdicts } from './lock-verdicts.js'
@@ -15,6 +15,8 @@ export interface Io {
   style: Style
   /** A progress line on a terminal only (undefined otherwise): `what done/total`. */
   progress: ((what: string, done: number, total: number) => void) | undefined
+  /** Resolves when stdout has taken what was written (so a streamed view never buffers the log); absent in tests. */
+  drain?: () => Promise<void>
 }
 
 /** A session id from an exact id or a unique prefix of one; an ambiguous prefix lists the matches. */
@@ -44,28 +46,28 @@ function matchId(ids: readonly string[], given: string): string {
   return given // not listed (e.g. a damaged header): let the operation say what is wrong
 }
 
-export async function ls({ store: p }: OpenedRoot, io: Io, opts: { json: boolean; cwd?: string | undefined }): Promise<number> {
+export async function ls({ store: p }: OpenedRoot, io: Io, opts: { json: boolean; cwd?: string | undefined; limit?: number | undefined }): Promise<number> {
   const problems: ListProblem[] = []
-  let listing = await p.list({ onProblem: (pr) => problems.push(pr) })
-  if (opts.cwd !== undefined) {
-    const cwd = resolve(opts.cwd)
-    listing = listing.filter((l) => l.meta.cwd === cwd)
-  }
+  const cwd = opts.cwd === undefined ? undefined : resolve(opts.cwd)
+  const listing = opts.limit === undefined ? await listAll(p, cwd, problems) : await listLastWritten(p, opts.limit, cwd, problems)
   if (opts.json) {
     io.out(`${JSON.stringify({ sessions: listing, problems }, null, 2)}\n`)
     return 0
   }
+  const byLastWrite = opts.limit !== undefined
   const rows = listing.map((l) => [
     l.meta.id,
+    ...(byLastWrite ? [formatTime(l.mtimeMs)] : []),
     formatTime(l.meta.createdAt),
     l.meta.cwd ?? '-',
     formatBytes(l.sizeBytes),
     l.meta.parentSession ? (l.meta.seedLength !== undefined ? `fork of ${l.meta.parentSession}@${l.meta.seedLength}` : `sub of ${l.meta.parentSession}`) : '-',
     String(l.meta.delegationDepth),
   ])
-  const header = ['ID', 'CREATED (UTC)', 'CWD', 'SIZE', 'PARENT', 'DEPTH']
+  const header = ['ID', ...(byLastWrite ? ['LAST WRITE (UTC)'] : []), 'CREATED (UTC)', 'CWD', 'SIZE', 'PARENT', 'DEPTH']
+  const sizeColumn = header.indexOf('SIZE')
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-  const fmt = (r: string[]) => r.map((c, i) => (i === 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()
+  const fmt = (r: string[]) => r.map((c, i) => (i === sizeColumn ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()
   io.out(`${io.style.bold(fmt(header))}\n`)
   for (const r of rows) io.out(`${fmt(r)}\n`)
   if (rows.length === 0) io.out(io.style.dim('(no sessions)\n'))
@@ -73,24 +75,26 @@ export async function ls({ store: p }: OpenedRoot, io: Io, opts: { json: boolean
   return 0
 }
 
-/** The stored text of a log: a file's bytes as they are (torn tail included), or a backend's lines. */
-async function rawText(root: OpenedRoot, id: string): Promise<string> {
-  const found = (await root.store.list({ onProblem: () => {} })).find((l) => l.meta.id === id)
-  if (!found) throw new SessionPersistenceError('E_NOT_FOUND', `no listable session '${id}' under ${root.name}`, { sessionId: id })
-  if (found.location.kind === 'jsonl') return (await readFile(found.location.path)).toString('utf8')
-  const raw = await root.store.readRaw(id)
-  return [raw.headerLine, ...raw.eventLines].map((l) => `${l}\n`).join('')
+async function listAll(p: SessionStore, cwd: string | undefined, problems: ListProblem[]): Promise<SessionListing[]> {
+  const listing = await p.list({ onProblem: (pr) => problems.push(pr) })
+  return cwd === undefined ? listing : listing.filter((l) => l.meta.cwd === cwd)
 }
 
-export async function show(root: OpenedRoot, io: Io, id: string, opts: { json: boolean; raw: boolean }): Promise<number> {
-  if (opts.raw) {
-    io.out(await rawText(root, id))
-    return 0
+/**
+ * The `limit` sessions written last (§15.4), newest first. With `--cwd` the backend cannot
+ * filter, so it asks for twice as many each time until `limit` of that project are found or
+ * the root has no more: at most about twice the headers the answer needs.
+ */
+async function listLastWritten(p: SessionStore, limit: number, cwd: string | undefined, problems: ListProblem[]): Promise<SessionListing[]> {
+  for (let ask = limit; ; ask *= 2) {
+    const seen: ListProblem[] = []
+    const listing = await p.list({ orderBy: 'lastWrite', limit: ask, onProblem: (pr) => seen.push(pr) })
+    const kept = cwd === undefined ? listing : listing.filter((l) => l.meta.cwd === cwd)
+    if (kept.length >= limit || listing.length < ask) {
+      problems.push(...seen)
+      return kept.slice(0, limit)
+    }
   }
-  const p = root.store
-  const session = await p.inspect(id)
-  io.out(opts.json ? `${JSON.stringify(session, null, 2)}\n` : renderTranscript(session, io.style))
-  return 0
 }
 
 export async function tree({ store: p, name }: OpenedRoot, io: Io, id: string | undefined, opts: { json: boolean }): Promise<number> {
@@ -258,16 +262,5 @@ export async function fork({ store: p }: OpenedRoot, io: Io, id: string, opts: {
   const meta = await p.fork(id, { id: opts.newId ?? randomUUID(), seedLength: opts.at })
   await p.closeAll()
   io.out(opts.json ? `${JSON.stringify(meta, null, 2)}\n` : `${meta.id}\n`)
-  return 0
-}
-
-export async function exportSession({ store: p }: OpenedRoot, io: Io, id: string, opts: { format: 'md' | 'json'; out: string | undefined }): Promise<number> {
-  const session = await p.inspect(id)
-  const text = opts.format === 'md' ? renderMarkdown(session) : `${JSON.stringify(session, null, 2)}\n`
-  if (opts.out) {
-    await stat(dirname(resolve(opts.out)))
-    await writeFile(opts.out, text)
-    io.err(`wrote ${opts.out}\n`)
-  } else io.out(text)
   return 0
 }

@@ -4,7 +4,9 @@ import { realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { isSessionPersistenceError } from '../errors.js'
-import { exportSession, fork, type Io, ls, repair, resolveId, resolveListedIds, show, tree, verify } from './commands.js'
+import { fork, type Io, ls, repair, resolveId, resolveListedIds, tree, verify } from './commands.js'
+import { exportSession, show, type ShowPage } from './show.js'
+import { tail } from './tail.js'
 import { copy, parseDuration, prune, rm } from './maintenance.js'
 import { isPostgresUrl, openRoot, type OpenedRoot } from './open-root.js'
 import { terminalIo } from './terminal-io.js'
@@ -12,8 +14,11 @@ import { terminalIo } from './terminal-io.js'
 const USAGE = `usage: session-jsonl [--root DIR|URL] <command> [options]
 
 commands:
-  ls [--cwd PATH]                      sessions, newest first
+  ls [--cwd PATH] [--limit <n>]        sessions, newest first (the n written last)
   show <id> [--raw]                    a session as a transcript (read-only)
+  show <id> --last <n>                 its last n events
+  show <id> --from <seq> [--to <seq>]  the events from seq to before --to
+  tail <id> [-n <n>] [-f]              the last n events (10), then each new one with -f
   tree [<id>]                          fork and delegation lineage
   verify                               check every log (read-only); exit 1 if any is corrupt
   repair <id> [--dry-run]              cut a torn tail and close an open turn
@@ -35,8 +40,9 @@ options:
 An id may be any unique prefix of one.`
 
 const HELP: Record<string, string> = {
-  ls: 'usage: session-jsonl ls [--cwd PATH] [--json]\n\nLists sessions with a valid header, newest first: id, creation time, cwd, size, parent or fork point, delegation depth. Reads only each log\'s first line. Files that cannot be listed are named on stderr.',
-  show: 'usage: session-jsonl show <id> [--raw] [--json]\n\nPrints the session as a transcript: turns, messages, tool calls with their results (chunks folded into their message). Interrupted calls and the closing events a repair would write are marked. --raw prints the log\'s lines; --json the session as inspect returns it. Never writes.',
+  ls: 'usage: session-jsonl ls [--cwd PATH] [--limit <n>] [--json]\n\nLists sessions with a valid header, newest first: id, creation time, cwd, size, parent or fork point, delegation depth. Reads only each log\'s first line. --limit n lists the n sessions written last, most recent first, with their last write, and reads only their headers. Files that cannot be listed are named on stderr.',
+  show: 'usage: session-jsonl show <id> [--raw] [--json]\n       session-jsonl show <id> --last <n> [--json]\n       session-jsonl show <id> --from <seq> [--to <seq>] [--json]\n\nPrints the session as a transcript: turns, messages, tool calls with their results (chunks folded into their message), compactions and rewinds. Interrupted calls and the closing events a repair would write are marked. --last n prints only the last n events, --from/--to the events with from <= seq < to, read without loading the rest of the log; a header line says which seqs of how many are shown. --raw prints the log\'s lines; --json the session as inspect returns it (a page as read returns it). Never writes; memory stays bounded on a log of any size.',
+  tail: 'usage: session-jsonl tail <id> [-n <n>] [-f] [--json]\n\nPrints the last n events (default 10), one line each. With -f (--follow) it then prints every new event as any process writes it, until interrupted (Ctrl-C or SIGTERM: exit 0) or the session is deleted (said on stderr, exit 0). --json prints each event as stored, one JSON object per line. Takes no lock.',
   tree: 'usage: session-jsonl tree [<id>] [--json]\n\nPrints fork and delegation lineage across sessions; with an id, the tree that contains it.',
   verify: 'usage: session-jsonl verify [--json]\n\nChecks every log under the root without writing: ok, repairable (what a load would cut and write), corrupt (where and why) or unsupported (a newer format). Lists temporary files left by interrupted writes. Exits 1 when any log is corrupt or unsupported.',
   repair: 'usage: session-jsonl repair <id> [--dry-run] [--json]\n\nLoads the session, which cuts a torn tail and closes an open turn durably, and prints what was cut and written. --dry-run prints the same without writing. A corrupt log is refused and left untouched.',
@@ -64,8 +70,9 @@ class UsageError extends Error {}
 const GLOBAL_OPTIONS = ['root', 'json', 'help']
 const NO_ID = new Set(['ls', 'verify', 'prune'])
 const OPTIONS: Record<string, string[]> = {
-  ls: ['cwd'],
-  show: ['raw'],
+  ls: ['cwd', 'limit'],
+  show: ['raw', 'last', 'from', 'to'],
+  tail: ['lines', 'follow'],
   tree: [],
   verify: [],
   repair: ['dry-run'],
@@ -98,6 +105,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         to: { type: 'string' },
         all: { type: 'boolean', default: false },
         'skip-existing': { type: 'boolean', default: false },
+        limit: { type: 'string' },
+        last: { type: 'string' },
+        from: { type: 'string' },
+        lines: { type: 'string', short: 'n' },
+        follow: { type: 'boolean', short: 'f', default: false },
       },
     })
   } catch (err) {
@@ -128,6 +140,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
   if (!rootArg) throw new UsageError('no session root: pass --root DIR (or a postgres:// URL) or set SESSION_JSONL_ROOT')
   const olderThanMs = command === 'prune' ? checkPrune(values['older-than']) : 0
   if (command === 'copy') checkCopy(values.to, values.all, arg)
+  const limit = command === 'ls' && values.limit !== undefined ? count('--limit', values.limit, 1) : undefined
+  const page = command === 'show' ? checkPage(values, values.raw) : undefined
+  const tailLines = command === 'tail' ? (values.lines === undefined ? DEFAULT_TAIL_LINES : count('-n', values.lines, 0)) : 0
   // The JSONL backend reports unreadable files through list's onProblem; a PostgreSQL server's
   // warnings (fsync off) are worth a line on stderr.
   const loggerFor = (given: string) => ({ warn: isPostgresUrl(given) ? (message: string) => io.err(`warning: ${message}\n`) : () => {} })
@@ -141,9 +156,19 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
   try {
     switch (command) {
       case 'ls':
-        return await ls(root, io, { json: values.json, cwd: values.cwd })
+        return await ls(root, io, { json: values.json, cwd: values.cwd, limit })
       case 'show':
-        return await show(root, io, await needId(), { json: values.json, raw: values.raw })
+        return await show(root, io, await needId(), { json: values.json, raw: values.raw, page })
+      case 'tail': {
+        const id = await needId()
+        if (!values.follow) return await tail(root, io, id, { json: values.json, lines: tailLines, signal: undefined })
+        const interrupt = interruptSignal()
+        try {
+          return await tail(root, io, id, { json: values.json, lines: tailLines, signal: interrupt.signal })
+        } finally {
+          interrupt.dispose()
+        }
+      }
       case 'tree':
         return await tree(root, io, arg === undefined ? undefined : await resolveId(p, arg), { json: values.json })
       case 'verify':
@@ -176,6 +201,48 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
     await Promise.allSettled([root.close(), target?.close()])
   }
   return 0
+}
+
+const DEFAULT_TAIL_LINES = 10
+
+/** A count given on the command line: digits only (no sign, no exponent), at least `min`. */
+function count(flag: string, text: string, min: number): number {
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN
+  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${flag} '${text}' is not ${min === 0 ? 'a non-negative' : 'a positive'} integer`)
+  return n
+}
+
+/** Which events `show` prints: all of them, the last n, or a seq range (checked before anything is read). */
+function checkPage(values: { last?: string | undefined; from?: string | undefined; to?: string | undefined }, raw: boolean): ShowPage | undefined {
+  const { last, from, to } = values
+  if (last === undefined && from === undefined && to === undefined) return undefined
+  if (raw) throw new UsageError('show --raw prints the whole log; it takes no --last, --from or --to')
+  if (last !== undefined) {
+    if (from !== undefined || to !== undefined) throw new UsageError('show takes either --last or --from/--to, not both')
+    return { last: count('--last', last, 1) }
+  }
+  if (from === undefined) throw new UsageError('show --to needs --from <seq>')
+  const fromSeq = count('--from', from, 0)
+  if (to === undefined) return { fromSeq }
+  const toSeq = count('--to', to, 0)
+  if (toSeq <= fromSeq) throw new UsageError(`show --to ${toSeq} must be after --from ${fromSeq} (the range is from <= seq < to)`)
+  return { fromSeq, toSeq }
+}
+
+/** An AbortSignal that SIGINT or SIGTERM aborts (once; a second signal then ends the process as usual). */
+function interruptSignal(): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController()
+  const onSignal = () => {
+    dispose()
+    controller.abort()
+  }
+  const dispose = () => {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  return { signal: controller.signal, dispose }
 }
 
 function checkPrune(olderThan: string | undefined): number {

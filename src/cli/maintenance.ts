@@ -3,6 +3,7 @@ import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js
 import type { ListProblem, SessionListing } from '../persistence.js'
 import type { Io } from './commands.js'
 import type { OpenedRoot } from './open-root.js'
+import { transferRaw } from './raw-stream.js'
 import { formatBytes, formatTime, oneLine } from './render.js'
 
 // The commands that remove or copy whole sessions: `rm`, `prune` and `copy` (docs/contract.md §11).
@@ -109,10 +110,9 @@ export async function copy(
       if (!opts.json) io.out(`skipped ${id} (already at the target)\n`)
     } else {
       try {
-        const raw = await from.store.readRaw(id)
-        await to.store.importRaw(raw)
-        copied.push({ id, events: raw.eventLines.length })
-        if (!opts.json) io.out(`copied ${id} (${raw.eventLines.length} events)\n`)
+        const events = await transferRaw(from.store, to.store, id)
+        copied.push({ id, events })
+        if (!opts.json) io.out(`copied ${id} (${events} events)\n`)
       } catch (err) {
         if (!isSessionPersistenceError(err)) throw err
         const entry = { id, code: err.code, message: err.message }

@@ -1,8 +1,7 @@
-import type { LoadedSession } from '../persistence.js'
 import type { JsonValue, SessionEvent } from '../session/schema.js'
 import { INTERRUPTED_TOOL_TEXT } from '../session/closers.js'
 import { asObject, type JsonObject } from '../session/as-object.js'
-import { isRewoundBy, rewoundRanges } from '../session/history.js'
+import { compactionKeep } from '../session/tail-start.js'
 import { renderClaudeAgentSdkEvent } from './render-claude-agent-sdk.js'
 import { renderLangGraphEvent } from './render-langgraph.js'
 
@@ -44,7 +43,8 @@ export function contentText(content: unknown): string {
     .join('\n')
 }
 
-function toolCalls(content: unknown): { callId: string; name: string; arguments: JsonValue }[] {
+/** The `tool-call` blocks of an assistant message's content. */
+export function toolCalls(content: unknown): { callId: string; name: string; arguments: JsonValue }[] {
   if (!Array.isArray(content)) return []
   return content
     .map(asObject)
@@ -53,32 +53,11 @@ function toolCalls(content: unknown): { callId: string; name: string; arguments:
 }
 
 /** An event of a framework adapter (LangGraph, Claude Agent SDK) that its own renderer knows. */
-function frameworkEvent(e: SessionEvent): { text: string; markdown: string } | undefined {
+export function frameworkEvent(e: SessionEvent): { text: string; markdown: string } | undefined {
   return renderLangGraphEvent(e) ?? renderClaudeAgentSdkEvent(e)
 }
 
-const MESSAGE_TYPES = new Set(['system/message', 'user/message', 'assistant/message', 'tool/result'])
-
-/**
- * How a view shows `history/rewind`: which events' messages are out of the model's history,
- * and one line for each rewind event (how many messages it took out, or why it is ignored).
- */
-function rewindView(events: readonly SessionEvent[]): { rewound: (seq: number) => boolean; describe: (e: SessionEvent) => string } {
-  const rewound = isRewoundBy(rewoundRanges(events))
-  // Messages before each index; a loaded log has events[i].seq === i.
-  const before = [0]
-  for (const e of events) before.push(before.at(-1)! + (MESSAGE_TYPES.has(e.type) ? 1 : 0))
-  return {
-    rewound,
-    describe: (e) => {
-      const to = asObject(e.data)?.to
-      if (typeof to !== 'number' || !Number.isSafeInteger(to) || to < 0) return `history rewind with an invalid 'to' (${oneLine(JSON.stringify(to ?? null), 40)}): ignored`
-      if (to >= e.seq) return `history rewind to seq ${to}: nothing before it to drop`
-      const dropped = before[Math.min(e.seq, events.length)]! - before[Math.min(to, events.length)]!
-      return `history rewound to seq ${to}: ${dropped} message(s) from seq ${to} to ${e.seq - 1} are out of the model's history`
-    },
-  }
-}
+export const MESSAGE_TYPES = new Set(['system/message', 'user/message', 'assistant/message', 'tool/result'])
 
 /** A UTC time to the second, as tables and reports show it: `2026-11-30 09:00:00`. */
 export function formatTime(ms: number): string {
@@ -92,151 +71,110 @@ export function formatBytes(n: number): string {
   return `${(n / 1024 ** 3).toFixed(2)} GiB`
 }
 
-/**
- * A session as a readable transcript: turns, steps, messages, tool calls with their results,
- * chunks folded into their message, the request header summarized; interrupted calls and the
- * closers a repair would write are marked.
- */
-export function renderTranscript(session: LoadedSession, style: Style): string {
-  const out: string[] = []
-  const m = session.meta
-  out.push(style.bold(`session ${m.id}`))
-  out.push(style.dim(`created ${new Date(m.createdAt).toISOString()}${m.cwd ? `  cwd ${m.cwd}` : ''}${m.parentSession ? `  ${m.seedLength !== undefined ? `fork of ${m.parentSession} at ${m.seedLength}` : `delegated from ${m.parentSession}`}` : ''}  depth ${m.delegationDepth}`))
-  const closerSeqs = new Set((session.repair?.closers ?? []).map((c) => c.seq))
-  if (session.repair) {
-    const r = session.repair
-    const cut = r.truncatedAtByte !== undefined ? `${r.droppedBytes} bytes in ${r.droppedLines} line(s) from byte ${r.truncatedAtByte} (${r.reason})` : 'nothing'
-    out.push(style.yellow(`${r.persisted ? 'repaired' : 'needs repair'}: cut ${cut}; ${r.closers.length} closing event(s)${r.persisted ? ' written' : ' would be written'}${r.droppedTurnEnds ? `; ${r.droppedTurnEnds} committed turn end(s) cut after zeroed blocks` : ''}`))
-  }
-  const chunks = new Map<string, number>()
-  const results = new Map<string, SessionEvent>()
-  for (const e of session.events) {
-    const d = asObject(e.data)
-    if (e.type === 'assistant/chunk') chunks.set(`${String(d?.turn)}/${String(d?.step)}`, (chunks.get(`${String(d?.turn)}/${String(d?.step)}`) ?? 0) + 1)
-    if (e.type === 'tool/result' && typeof d?.callId === 'string') results.set(d.callId, e)
-  }
-  const rewinds = rewindView(session.events)
-  const mark = (e: SessionEvent) =>
-    (closerSeqs.has(e.seq) ? style.yellow(session.repair?.persisted ? ' [written by repair]' : ' [a repair would write this]') : '') +
-    (MESSAGE_TYPES.has(e.type) && rewinds.rewound(e.seq) ? style.dim(' [rewound]') : '')
-  // A run of events of one type this view does not know (streamed tool output, say) with
-  // nothing printed in between is one line: its type, how many, and the first one's data.
-  let run: { type: string; ignorable: boolean; count: number; first: SessionEvent; line: number } | undefined
-  const unknownLine = (r: NonNullable<typeof run>) =>
-    style.dim(`(${r.type}${r.count > 1 ? ` ×${r.count}` : ''}${r.ignorable ? ', ignorable' : ''}) ${oneLine(r.first.data ?? null, 80)}`)
-  for (const e of session.events) {
-    const d = asObject(e.data)
-    switch (e.type) {
-      case 'turn/start':
-        out.push('', style.bold(`── turn ${String(d?.turn)} ──`))
-        break
-      case 'turn/end': {
-        const kind = String(asObject(d?.reason)?.kind ?? '?')
-        const text = `── end of turn ${String(d?.turn)} (${kind})`
-        out.push((kind === 'interrupted' ? style.yellow(text) : style.dim(text)) + mark(e))
-        break
-      }
-      case 'request/header': {
-        const h = asObject(d?.header)
-        const tools = Array.isArray(h?.tools) ? `${h.tools.length} tools` : ''
-        out.push(style.dim(`request header (${String(d?.reason)}): ${[h?.model ? `model ${String(h.model)}` : '', tools].filter(Boolean).join(', ') || oneLine(d?.header, 80)}`))
-        break
-      }
-      case 'system/message':
-        out.push(`${style.cyan('system')}: ${contentText(d?.content)}${mark(e)}`)
-        break
-      case 'user/message':
-        out.push(`${style.cyan('user')}: ${contentText(d?.content)}${mark(e)}`)
-        break
-      case 'history/rewind':
-        out.push(style.yellow(`↶ ${rewinds.describe(e)}`))
-        break
-      case 'assistant/message': {
-        const n = chunks.get(`${String(d?.turn)}/${String(d?.step)}`)
-        const text = contentText(d?.content)
-        out.push(`${style.cyan('assistant')}${n ? style.dim(` (streamed in ${n} chunks)`) : ''}${text ? `: ${text}` : ''}${mark(e)}`)
-        for (const call of toolCalls(d?.content)) {
-          const result = results.get(call.callId)
-          out.push(`  → ${style.bold(call.name)} ${oneLine(call.arguments, 80)} ${style.dim(`[${call.callId}]`)}`)
-          if (!result) out.push(style.yellow('    ⚠ no result recorded'))
-        }
-        break
-      }
-      case 'tool/result': {
-        const interrupted = contentText(d?.content) === INTERRUPTED_TOOL_TEXT
-        const text = `  ← ${style.dim(`[${String(d?.callId)}]`)} ${d?.isError ? style.red('error: ') : ''}${oneLine(contentText(d?.content), 100)}`
-        out.push((interrupted ? style.yellow(`${text} ⚠ interrupted`) : text) + mark(e))
-        break
-      }
-      case 'step/end':
-        if (closerSeqs.has(e.seq)) out.push(style.dim(`  step ${String(d?.step)} ends`) + mark(e))
-        break
-      case 'step/start':
-      case 'assistant/chunk':
-      case 'tool/call':
-        break
-      default: {
-        const framework = frameworkEvent(e)
-        if (framework) {
-          out.push(framework.text)
-          break
-        }
-        if (run && run.type === e.type && out.length === run.line + 1) {
-          run.count++
-          run.ignorable &&= e.ignorable === true
-          out[run.line] = unknownLine(run)
-        } else {
-          run = { type: e.type, ignorable: e.ignorable === true, count: 1, first: e, line: out.length }
-          out.push(unknownLine(run))
-        }
-      }
-    }
-  }
-  return `${out.join('\n')}\n`
+
+/** How a request header reads: its model and tool count, or its JSON. */
+export function requestHeaderText(data: JsonObject | undefined): string {
+  const h = asObject(data?.header)
+  const tools = Array.isArray(h?.tools) ? `${h.tools.length} tools` : ''
+  return `request header (${String(data?.reason)}): ${[h?.model ? `model ${String(h.model)}` : '', tools].filter(Boolean).join(', ') || oneLine(data?.header, 80)}`
 }
 
-/** The session as a Markdown document (for `export --format md`). */
-export function renderMarkdown(session: LoadedSession): string {
-  const m = session.meta
-  const out: string[] = [`# Session ${m.id}`, '', `- created: ${new Date(m.createdAt).toISOString()}`]
-  if (m.cwd) out.push(`- cwd: \`${m.cwd}\``)
-  if (m.parentSession) out.push(`- parent: ${m.parentSession}${m.seedLength !== undefined ? ` (fork at ${m.seedLength})` : ''}`)
-  out.push(`- delegation depth: ${m.delegationDepth}`, `- events: ${session.events.length}`, '')
-  const fence = (s: string) => ['```', s, '```'].join('\n')
-  const rewinds = rewindView(session.events)
-  for (const e of session.events) {
-    const d = asObject(e.data)
-    if (MESSAGE_TYPES.has(e.type) && rewinds.rewound(e.seq)) out.push(`*(rewound: seq ${e.seq} is out of the model's history)*`, '')
-    switch (e.type) {
-      case 'history/rewind':
-        out.push(`*↶ ${rewinds.describe(e)}.*`, '')
-        break
-      case 'turn/start':
-        out.push(`## Turn ${String(d?.turn)}`, '')
-        break
-      case 'system/message':
-        out.push(`**System:** ${contentText(d?.content)}`, '')
-        break
-      case 'user/message':
-        out.push(`**User:** ${contentText(d?.content)}`, '')
-        break
-      case 'assistant/message': {
-        const text = contentText(d?.content)
-        if (text) out.push(`**Assistant:** ${text}`, '')
-        for (const call of toolCalls(d?.content)) out.push(`Tool call \`${call.name}\` (${call.callId}):`, '', fence(JSON.stringify(call.arguments, null, 2)), '')
-        break
-      }
-      case 'tool/result':
-        out.push(`Result of ${String(d?.callId)}${d?.isError ? ' (error)' : ''}:`, '', fence(contentText(d?.content)), '')
-        break
-      case 'turn/end':
-        out.push(`*Turn ended: ${String(asObject(d?.reason)?.kind ?? '?')}*`, '')
-        break
-      default: {
-        const framework = frameworkEvent(e)
-        if (framework) out.push(framework.markdown, '')
-      }
+/** A tool call as the transcript and `tail` show it: `→ name args [callId]`. */
+export function callText(call: { callId: string; name: string; arguments: JsonValue }, style: Style): string {
+  return `→ ${style.bold(call.name)} ${oneLine(call.arguments, 80)} ${style.dim(`[${call.callId}]`)}`
+}
+
+/** A tool result: `← [callId] text`, its error marked. */
+export function resultText(data: JsonObject | undefined, style: Style): string {
+  return `← ${style.dim(`[${String(data?.callId)}]`)} ${data?.isError ? style.red('error: ') : ''}${oneLine(contentText(data?.content), 100)}`
+}
+
+/**
+ * What a `history/rewind` did. `dropped` is the number of messages it took out, when known (a
+ * page that starts after its `to` does not know it).
+ */
+export function describeRewind(e: SessionEvent, dropped: number | undefined): string {
+  const to = asObject(e.data)?.to
+  if (typeof to !== 'number' || !Number.isSafeInteger(to) || to < 0) return `history rewind with an invalid 'to' (${oneLine(JSON.stringify(to ?? null), 40)}): ignored`
+  if (to >= e.seq) return `history rewind to seq ${to}: nothing before it to drop`
+  return `history rewound to seq ${to}: ${dropped === undefined ? 'the messages' : `${dropped} message(s)`} from seq ${to} to ${e.seq - 1} are out of the model's history`
+}
+
+/** Where a compaction stands, as the views say it (nothing when a page cannot know). */
+export type CompactionState = { kind: 'in-force' } | { kind: 'superseded'; by: number } | { kind: 'rewound' } | { kind: 'unknown' }
+
+/**
+ * What a `history/compact` does (§7): its summary replaces the messages before its
+ * `firstKeptSeq` in the model's history. `replaced` is how many, when known.
+ */
+export function describeCompaction(e: SessionEvent, replaced: number | undefined, state: CompactionState): string {
+  const keep = compactionKeep(e)
+  if (keep === undefined) return `history compaction with an invalid summary or firstKeptSeq (${oneLine(JSON.stringify(asObject(e.data)?.firstKeptSeq ?? null), 40)}): ignored`
+  const what = `history compacted: the summary replaces ${replaced === undefined ? 'the messages' : `${replaced} message(s)`} before seq ${keep} in the model's history`
+  switch (state.kind) {
+    case 'in-force':
+      return `${what}; in force`
+    case 'superseded':
+      return `${what}; superseded by the compaction at seq ${state.by}`
+    case 'rewound':
+      return `${what}; undone by a later rewind`
+    case 'unknown':
+      return what
+  }
+}
+
+/** A compaction's summary as text. */
+export function summaryText(e: SessionEvent): string {
+  return contentText(asObject(e.data)?.summary)
+}
+
+/**
+ * One event on one line, as `tail` prints it: its seq, then what the transcript would show of
+ * it (chunks and step boundaries too, since a live view wants to see them arrive).
+ */
+export function eventLine(e: SessionEvent, style: Style): string {
+  return `${style.dim(`#${e.seq}`)} ${eventBody(e, style)}`
+}
+
+function eventBody(e: SessionEvent, style: Style): string {
+  const d = asObject(e.data)
+  switch (e.type) {
+    case 'turn/start':
+      return style.bold(`── turn ${String(d?.turn)} ──`)
+    case 'turn/end': {
+      const kind = String(asObject(d?.reason)?.kind ?? '?')
+      const text = `── end of turn ${String(d?.turn)} (${kind})`
+      return kind === 'interrupted' ? style.yellow(text) : style.dim(text)
+    }
+    case 'step/start':
+      return style.dim(`step ${String(d?.step)} starts`)
+    case 'step/end':
+      return style.dim(`step ${String(d?.step)} ends`)
+    case 'request/header':
+      return style.dim(requestHeaderText(d))
+    case 'system/message':
+    case 'user/message':
+      return `${style.cyan(e.type === 'user/message' ? 'user' : 'system')}: ${oneLine(contentText(d?.content), 200)}`
+    case 'assistant/message': {
+      const text = oneLine(contentText(d?.content), 200)
+      return [`${style.cyan('assistant')}${text ? `: ${text}` : ''}`, ...toolCalls(d?.content).map((c) => callText(c, style))].join('  ')
+    }
+    case 'assistant/chunk':
+      return style.dim(`assistant (chunk) ${oneLine(d?.chunk ?? null, 100)}`)
+    case 'tool/call':
+      return callText({ callId: String(d?.callId), name: String(d?.name), arguments: (d?.arguments ?? null) as JsonValue }, style)
+    case 'tool/result': {
+      const text = resultText(d, style)
+      return contentText(d?.content) === INTERRUPTED_TOOL_TEXT ? style.yellow(`${text} ⚠ interrupted`) : text
+    }
+    case 'history/rewind':
+      return style.yellow(`↶ ${describeRewind(e, undefined)}`)
+    case 'history/compact':
+      return style.yellow(`⇤ ${describeCompaction(e, undefined, { kind: 'unknown' })}: ${oneLine(summaryText(e), 120)}`)
+    default: {
+      const framework = frameworkEvent(e)
+      if (framework) return oneLine(framework.text, 200)
+      return style.dim(`(${e.type}${e.ignorable ? ', ignorable' : ''}) ${oneLine(e.data ?? null, 100)}`)
     }
   }
-  return `${out.join('\n').trimEnd()}\n`
 }

@@ -5,6 +5,15 @@ import { makeStyle } from './render.js'
 export interface OutputStream {
   write(s: string): unknown
   readonly isTTY?: boolean
+  /** True while the stream holds more than it wants (process.stdout on a slow pipe). */
+  readonly writableNeedDrain?: boolean
+  once?(event: 'drain', listener: () => void): unknown
+}
+
+/** Resolves once `stream` has written out what it holds (at once when it holds little). */
+function drained(stream: OutputStream): Promise<void> {
+  if (!stream.writableNeedDrain || !stream.once) return Promise.resolve()
+  return new Promise((resolve) => stream.once!('drain', resolve))
 }
 
 /**
@@ -27,6 +36,7 @@ export function terminalIo(stdout: OutputStream, stderr: OutputStream, env: Node
       wipe()
       stderr.write(s)
     },
+    drain: () => drained(stdout),
     style: makeStyle(stdout.isTTY === true && !('NO_COLOR' in env)),
     progress:
       stderr.isTTY === true

@@ -1,0 +1,104 @@
+import { asObject } from '../session/as-object.js'
+import { isRewoundBy, rewoundRanges } from '../session/history.js'
+import type { SessionEvent } from '../session/schema.js'
+import { compactionKeep } from '../session/tail-start.js'
+import { type CompactionState, toolCalls } from './render.js'
+
+// What later events say about earlier ones: a rewind marks the messages before it, a compaction
+// the messages before its firstKeptSeq, a missing result the call it never answered. A
+// transcript printed page by page learns these in a first pass over the same events, whose
+// state grows with the number of rewinds, compactions and unanswered calls, never with the log.
+
+/** A compaction (§2.1) as the views show it. */
+export interface Compaction {
+  seq: number
+  /** Its `firstKeptSeq`. */
+  keep: number
+}
+
+/** What the first pass learnt, read by the renderers as they print each event. */
+export interface HistoryMarks {
+  /** Whether a `history/rewind` drops the message of the event at `seq` (§2.1). */
+  rewound(seq: number): boolean
+  /** The compaction in force (§7), if one is known. */
+  readonly inForce: Compaction | undefined
+  /** Where a valid compaction stands: in force, replaced by a later one, undone by a rewind, or unknown (a page that does not reach the end). */
+  status(seq: number): CompactionState
+  /** Whether the call `callId` of the assistant message at `seq` is known never to get a result. */
+  unanswered(seq: number, callId: string): boolean
+  /** The seqs at which a renderer must note how many messages came before (each rewind's `to`, each compaction's `firstKeptSeq`). */
+  readonly countsWanted: ReadonlySet<number>
+}
+
+/** The first pass: fed every event of a view in seq order, then `finish`ed. */
+export class HistoryScan {
+  readonly #rewinds: SessionEvent[] = []
+  readonly #compactions: Compaction[] = []
+  /** Calls still waiting for a result: callId → seq of the assistant message holding it. */
+  readonly #pending = new Map<string, number>()
+  readonly #unanswered = new Set<string>()
+
+  feed(e: SessionEvent): void {
+    switch (e.type) {
+      case 'history/rewind':
+        this.#rewinds.push(e)
+        break
+      case 'history/compact': {
+        const keep = compactionKeep(e)
+        if (keep !== undefined) this.#compactions.push({ seq: e.seq, keep })
+        break
+      }
+      case 'assistant/message':
+        for (const call of toolCalls(asObject(e.data)?.content)) {
+          const earlier = this.#pending.get(call.callId)
+          // A call id used again before the first call got its result: the first never will.
+          if (earlier !== undefined) this.#unanswered.add(`${earlier}:${call.callId}`)
+          this.#pending.set(call.callId, e.seq)
+        }
+        break
+      case 'tool/result': {
+        const callId = asObject(e.data)?.callId
+        if (typeof callId === 'string') this.#pending.delete(callId)
+        break
+      }
+    }
+  }
+
+  /**
+   * `complete` says the events fed reach the end of the log: only then are the calls still
+   * waiting known to be unanswered, and the last compaction known to be in force.
+   */
+  finish(complete: boolean): HistoryMarks {
+    if (complete) for (const [callId, seq] of this.#pending) this.#unanswered.add(`${seq}:${callId}`)
+    const rewound = isRewoundBy(rewoundRanges(this.#rewinds))
+    const standing = this.#compactions.filter((c) => !rewound(c.seq))
+    const last = standing.at(-1)
+    const inForce = complete ? last : undefined
+    const countsWanted = new Set<number>()
+    for (const c of this.#compactions) countsWanted.add(c.keep)
+    for (const e of this.#rewinds) {
+      const to = asObject(e.data)?.to
+      if (typeof to === 'number' && Number.isSafeInteger(to) && to >= 0) countsWanted.add(to)
+    }
+    const unanswered = this.#unanswered
+    return {
+      rewound,
+      inForce,
+      countsWanted,
+      unanswered: (seq, callId) => unanswered.has(`${seq}:${callId}`),
+      status: (seq) => {
+        if (rewound(seq)) return { kind: 'rewound' }
+        const later = standing.find((c) => c.seq > seq)
+        if (later) return { kind: 'superseded', by: standing.at(-1)!.seq }
+        return complete ? { kind: 'in-force' } : { kind: 'unknown' }
+      },
+    }
+  }
+}
+
+/** The marks of a view with no first pass (every event already in memory): one scan of them. */
+export function marksOf(events: readonly SessionEvent[], complete: boolean): HistoryMarks {
+  const scan = new HistoryScan()
+  for (const e of events) scan.feed(e)
+  return scan.finish(complete)
+}

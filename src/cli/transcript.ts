@@ -1,0 +1,200 @@
+import type { LoadedSession } from '../persistence.js'
+import { asObject } from '../session/as-object.js'
+import { INTERRUPTED_TOOL_TEXT } from '../session/closers.js'
+import type { SessionEvent, SessionMeta } from '../session/schema.js'
+import { type HistoryMarks, marksOf } from './history-marks.js'
+import {
+  callText,
+  contentText,
+  describeCompaction,
+  describeRewind,
+  frameworkEvent,
+  MESSAGE_TYPES,
+  oneLine,
+  requestHeaderText,
+  resultText,
+  type Style,
+  summaryText,
+  toolCalls,
+} from './render.js'
+
+/** The closing events a view shows after the stored ones: those of a repair, done or to be done. */
+export interface CloserMarks {
+  seqs: ReadonlySet<number>
+  persisted: boolean
+}
+
+/** A run of events of one type this view does not know, with nothing printed in between. */
+interface UnknownRun {
+  type: string
+  ignorable: boolean
+  count: number
+  first: SessionEvent
+}
+
+/** Messages before a seq: all of them, and those still in the model's history (not rewound). */
+interface MessageCounts {
+  all: number
+  shown: number
+}
+
+/** The lines above a transcript: the session, when and where it was made, and what a repair would do. */
+export function transcriptHeader(meta: SessionMeta, style: Style, notes: readonly string[]): string[] {
+  const m = meta
+  const lineage = m.parentSession ? `  ${m.seedLength !== undefined ? `fork of ${m.parentSession} at ${m.seedLength}` : `delegated from ${m.parentSession}`}` : ''
+  return [
+    style.bold(`session ${m.id}`),
+    style.dim(`created ${new Date(m.createdAt).toISOString()}${m.cwd ? `  cwd ${m.cwd}` : ''}${lineage}  depth ${m.delegationDepth}`),
+    ...notes,
+  ]
+}
+
+/** What `inspect`'s repair report says, as the header line of a transcript. */
+export function repairNote(r: NonNullable<LoadedSession['repair']>, style: Style): string {
+  const cut = r.truncatedAtByte !== undefined ? `${r.droppedBytes} bytes in ${r.droppedLines} line(s) from byte ${r.truncatedAtByte} (${r.reason})` : 'nothing'
+  return style.yellow(
+    `${r.persisted ? 'repaired' : 'needs repair'}: cut ${cut}; ${r.closers.length} closing event(s)${r.persisted ? ' written' : ' would be written'}${r.droppedTurnEnds ? `; ${r.droppedTurnEnds} committed turn end(s) cut after zeroed blocks` : ''}`,
+  )
+}
+
+/**
+ * A transcript printed event by event (docs/cli.md, show): turns, steps, messages, tool calls
+ * with their results, chunks folded into their message, rewinds and compactions with the
+ * messages they take out marked, and the closers of a repair marked. What it needs from later
+ * events comes from `marks` (a first pass); what it keeps itself is bounded: the chunk counts
+ * of the open turn, one pending line of unknown events, and a count per seq `marks` asks for.
+ */
+export class TranscriptWriter {
+  readonly #style: Style
+  readonly #marks: HistoryMarks
+  readonly #closers: CloserMarks | undefined
+  readonly #emit: (line: string) => void
+  readonly #chunks = new Map<string, number>()
+  readonly #counts = new Map<number, MessageCounts>()
+  #messages: MessageCounts = { all: 0, shown: 0 }
+  #run: UnknownRun | undefined
+
+  constructor(options: { style: Style; marks: HistoryMarks; closers?: CloserMarks | undefined; emit: (line: string) => void }) {
+    this.#style = options.style
+    this.#marks = options.marks
+    this.#closers = options.closers
+    this.#emit = options.emit
+  }
+
+  event(e: SessionEvent): void {
+    const style = this.#style
+    if (this.#marks.countsWanted.has(e.seq)) this.#counts.set(e.seq, { ...this.#messages })
+    const d = asObject(e.data)
+    const isMessage = MESSAGE_TYPES.has(e.type)
+    const rewound = isMessage && this.#marks.rewound(e.seq)
+    const compaction = this.#marks.inForce
+    const compacted = isMessage && !rewound && compaction !== undefined && e.seq < compaction.keep
+    const mark =
+      (this.#closers?.seqs.has(e.seq) ? style.yellow(this.#closers.persisted ? ' [written by repair]' : ' [a repair would write this]') : '') +
+      (rewound ? style.dim(' [rewound]') : '') +
+      (compacted ? style.dim(' [compacted]') : '')
+    if (isMessage) this.#messages = { all: this.#messages.all + 1, shown: this.#messages.shown + (rewound ? 0 : 1) }
+    const key = `${String(d?.turn)}/${String(d?.step)}`
+    switch (e.type) {
+      case 'turn/start':
+        this.#chunks.clear() // chunks of a turn that ended without its message
+        this.#push('', style.bold(`── turn ${String(d?.turn)} ──`))
+        break
+      case 'turn/end': {
+        const kind = String(asObject(d?.reason)?.kind ?? '?')
+        const text = `── end of turn ${String(d?.turn)} (${kind})`
+        this.#push((kind === 'interrupted' ? style.yellow(text) : style.dim(text)) + mark)
+        break
+      }
+      case 'request/header':
+        this.#push(style.dim(requestHeaderText(d)))
+        break
+      case 'system/message':
+        this.#push(`${style.cyan('system')}: ${contentText(d?.content)}${mark}`)
+        break
+      case 'user/message':
+        this.#push(`${style.cyan('user')}: ${contentText(d?.content)}${mark}`)
+        break
+      case 'history/rewind': {
+        const to = asObject(d)?.to
+        const before = typeof to === 'number' ? this.#counts.get(to) : undefined
+        this.#push(style.yellow(`↶ ${describeRewind(e, before === undefined ? undefined : this.#messages.all - before.all)}`))
+        break
+      }
+      case 'history/compact': {
+        const keep = asObject(d)?.firstKeptSeq
+        const before = typeof keep === 'number' ? this.#counts.get(keep) : undefined
+        const text = describeCompaction(e, before?.shown, this.#marks.status(e.seq))
+        this.#push(style.yellow(`⇤ ${text}`))
+        if (!text.endsWith(': ignored')) this.#push(`  ${style.cyan('summary')}: ${summaryText(e)}`)
+        break
+      }
+      case 'assistant/chunk':
+        this.#chunks.set(key, (this.#chunks.get(key) ?? 0) + 1)
+        break
+      case 'assistant/message': {
+        const n = this.#chunks.get(key)
+        this.#chunks.delete(key)
+        const text = contentText(d?.content)
+        this.#push(`${style.cyan('assistant')}${n ? style.dim(` (streamed in ${n} chunks)`) : ''}${text ? `: ${text}` : ''}${mark}`)
+        for (const call of toolCalls(d?.content)) {
+          this.#push(`  ${callText(call, style)}`)
+          if (this.#marks.unanswered(e.seq, call.callId)) this.#push(style.yellow('    ⚠ no result recorded'))
+        }
+        break
+      }
+      case 'tool/result': {
+        const text = `  ${resultText(d, style)}`
+        this.#push((contentText(d?.content) === INTERRUPTED_TOOL_TEXT ? style.yellow(`${text} ⚠ interrupted`) : text) + mark)
+        break
+      }
+      case 'step/end':
+        if (this.#closers?.seqs.has(e.seq)) this.#push(style.dim(`  step ${String(d?.step)} ends`) + mark)
+        break
+      case 'step/start':
+      case 'tool/call':
+        break
+      default: {
+        const framework = frameworkEvent(e)
+        if (framework) this.#push(framework.text)
+        else if (this.#run?.type === e.type) {
+          this.#run.count++
+          this.#run.ignorable &&= e.ignorable === true
+        } else {
+          this.#flushRun()
+          this.#run = { type: e.type, ignorable: e.ignorable === true, count: 1, first: e }
+        }
+      }
+    }
+  }
+
+  /** Prints what is still held (a run of unknown events). */
+  end(): void {
+    this.#flushRun()
+  }
+
+  #push(...lines: string[]): void {
+    this.#flushRun()
+    for (const line of lines) this.#emit(line)
+  }
+
+  #flushRun(): void {
+    const r = this.#run
+    if (!r) return
+    this.#run = undefined
+    this.#emit(this.#style.dim(`(${r.type}${r.count > 1 ? ` ×${r.count}` : ''}${r.ignorable ? ', ignorable' : ''}) ${oneLine(r.first.data ?? null, 80)}`))
+  }
+}
+
+/**
+ * A session held in memory as a readable transcript (`show` of a log small enough to inspect):
+ * the same writer, fed every event at once.
+ */
+export function renderTranscript(session: LoadedSession, style: Style): string {
+  const lines = transcriptHeader(session.meta, style, session.repair ? [repairNote(session.repair, style)] : [])
+  const closers = session.repair ? { seqs: new Set(session.repair.closers.map((c) => c.seq)), persisted: session.repair.persisted } : undefined
+  const writer = new TranscriptWriter({ style, marks: marksOf(session.events, true), closers, emit: (l) => lines.push(l) })
+  for (const e of session.events) writer.event(e)
+  writer.end()
+  return `${lines.join('\n')}\n`
+}

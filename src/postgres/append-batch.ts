@@ -1,4 +1,5 @@
 import { SessionPersistenceError } from '../errors.js'
+import { changeChannel } from './change-feed.js'
 import { backoff, type Db, isConnectionError } from './db.js'
 import type { GroupCommit } from './group-commit.js'
 import { lockedError, type SessionRow, toSessionRow } from './session-row.js'
@@ -11,11 +12,14 @@ const CREATE = (s: string) => `
     VALUES ($1, $7, $8::bigint, $3::bigint + $4::bigint, $5::bigint, $2::bigint, $9, $10::integer, now())
     ON CONFLICT (session_id) DO NOTHING
     RETURNING session_id
+  ), inserted AS (
+    INSERT INTO "${s}".events (session_id, seq, line, kind)
+    SELECT created.session_id, $3::bigint + u.ord - 1, u.line, u.kind
+      FROM created, ROWS FROM (unnest($6::text[]), unnest($11::smallint[])) WITH ORDINALITY AS u(line, kind, ord)
+     WHERE u.line IS NOT NULL
+    RETURNING 1
   )
-  INSERT INTO "${s}".events (session_id, seq, line, kind)
-  SELECT created.session_id, $3::bigint + u.ord - 1, u.line, u.kind
-    FROM created, ROWS FROM (unnest($6::text[]), unnest($11::smallint[])) WITH ORDINALITY AS u(line, kind, ord)
-   WHERE u.line IS NOT NULL`
+  SELECT (SELECT count(*) FROM inserted)::integer AS n, pg_notify($12, session_id) FROM created`
 
 // Why a batch inserted nothing, and what is stored where it would have gone.
 const DIAGNOSE = (s: string) => `
@@ -90,7 +94,7 @@ export async function appendBatch(
       // A session's later batches share their statement with other sessions' (group-commit.ts).
       const inserted = create
         ? (
-            await db.query(CREATE(schema), [
+            await db.query<{ n: number }>(CREATE(schema), [
               sessionId,
               epoch,
               firstSeq,
@@ -102,8 +106,9 @@ export async function appendBatch(
               create.host,
               process.pid,
               kindsLiteral(batch),
+              changeChannel(schema),
             ])
-          ).rowCount === count
+          ).rows[0]?.n === count
         : await group.submit(batch)
       if (inserted) return
       // Nothing was inserted: find out why (a unique violation cannot happen, the length check comes first).

@@ -38,6 +38,15 @@ export const PostgresConfigSchema = z
         'Append statements in flight at once. Batches of other sessions that arrive meanwhile share the next ' +
           'statement: one transaction, one WAL flush, each batch still fenced on its own.',
       ),
+    watchPollMs: z
+      .number()
+      .int()
+      .min(10)
+      .default(2_000)
+      .describe(
+        'The safety poll of watch: how long a watcher waits for a notification before it reads its session anyway ' +
+          '(a change made by an older release or by SQL sends none).',
+      ),
     retryTimeoutMs: z
       .number()
       .int()

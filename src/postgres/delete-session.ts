@@ -1,3 +1,4 @@
+import { changeChannel } from './change-feed.js'
 import type { Db } from './db.js'
 
 /** What `deleteSession` did. `lastWriteMs` is the row's last write, as `list` reports it. */
@@ -7,6 +8,11 @@ export type DeleteOutcome = { kind: 'deleted' } | { kind: 'missing' } | { kind: 
 // exactly equal to the row it came from (timestamptz keeps microseconds: the value has a fraction).
 const LAST_WRITE_MS = '(extract(epoch FROM updated_at) * 1000)::float8'
 
+// The session's watchers are notified (change-feed.ts) in the same transaction: they end once it commits.
+const DELETE = (s: string) => `
+  WITH deleted AS (DELETE FROM "${s}".sessions WHERE session_id = $1 RETURNING session_id)
+  SELECT pg_notify($2, session_id) FROM deleted`
+
 /**
  * Removes a session's row, and with it (by the schema's trigger, migrations.ts) its lines;
  * durable at COMMIT. With `ifLastWriteAtOrBefore`, the row is read and locked in the same
@@ -14,8 +20,8 @@ const LAST_WRITE_MS = '(extract(epoch FROM updated_at) * 1000)::float8'
  */
 export async function deleteSession(db: Db, schema: string, id: string, ifLastWriteAtOrBefore?: number): Promise<DeleteOutcome> {
   if (ifLastWriteAtOrBefore === undefined) {
-    const result = await db.query(`DELETE FROM "${schema}".sessions WHERE session_id = $1`, [id])
-    return result.rowCount === 1 ? { kind: 'deleted' } : { kind: 'missing' }
+    const { rows } = await db.query(DELETE(schema), [id, changeChannel(schema)])
+    return rows.length === 1 ? { kind: 'deleted' } : { kind: 'missing' }
   }
   return db.transaction(async (client) => {
     const { rows } = await client.query<{ last_write_ms: number }>(
@@ -25,7 +31,7 @@ export async function deleteSession(db: Db, schema: string, id: string, ifLastWr
     const row = rows[0]
     if (!row) return { kind: 'missing' }
     if (row.last_write_ms > ifLastWriteAtOrBefore) return { kind: 'written-since', lastWriteMs: row.last_write_ms }
-    await client.query(`DELETE FROM "${schema}".sessions WHERE session_id = $1`, [id])
+    await client.query(DELETE(schema), [id, changeChannel(schema)])
     return { kind: 'deleted' }
   })
 }

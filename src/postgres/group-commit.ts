@@ -1,12 +1,16 @@
 import { createHash } from 'node:crypto'
 import { SessionPersistenceError } from '../errors.js'
 import type { Batch } from './append-batch.js'
+import { changeChannel } from './change-feed.js'
 import { type Db, isConnectionError } from './db.js'
 
 // Batches of several sessions in one statement, so one transaction and one WAL flush. Each
 // batch is still fenced on its own: the UPDATE claims a session only where the row carries the
 // batch's writer token and expected length, and the INSERT takes only the claimed batches'
 // lines. A batch that was not claimed stored nothing; the others are unaffected.
+//
+// Each claimed session is notified on the schema's channel (change-feed.ts), its id as the
+// payload: delivered to watchers when, and only if, the statement commits.
 //
 // The lines travel as one text, split on "\n" by the server: a JSON line never holds a raw
 // newline, and one text costs far less to send and parse than a text[] of quoted JSON. The
@@ -19,7 +23,7 @@ const GROUP_APPEND = (s: string) => `
       FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[])
              WITH ORDINALITY AS b(session_id, epoch, first_seq, n, bytes, bi)
      WHERE s.session_id = b.session_id AND s.writer_epoch = b.epoch AND s.length = b.first_seq
-    RETURNING b.bi
+    RETURNING b.bi, s.session_id
   ), inserted AS (
     INSERT INTO "${s}".events (session_id, seq, line, kind)
     SELECT ($1::text[])[l.bi], l.seq, l.line, l.kind
@@ -27,7 +31,7 @@ const GROUP_APPEND = (s: string) => `
              AS l(line, bi, seq, kind)
      WHERE l.bi = ANY (ARRAY(SELECT bi FROM claim))
   )
-  SELECT bi::integer AS bi FROM claim`
+  SELECT bi::integer AS bi, pg_notify($10, session_id) FROM claim`
 
 /** At most this many lines in one statement: a group never grows into one huge message. */
 const MAX_GROUP_LINES = 5_000
@@ -70,6 +74,7 @@ export class GroupCommit {
    */
   readonly #name: string
   readonly #slots: number
+  readonly #channel: string
   #waiting: Waiter[] = []
   #running = 0
   /** Batches in the statements that are running. */
@@ -87,6 +92,7 @@ export class GroupCommit {
     this.#text = GROUP_APPEND(schema)
     this.#name = `spj_append_${createHash('sha256').update(this.#text).digest('hex').slice(0, 32)}`
     this.#slots = slots
+    this.#channel = changeChannel(schema)
   }
 
   /**
@@ -225,6 +231,7 @@ export class GroupCommit {
         literal(lineSeq),
         texts.join('\n'),
         `{${kinds.join(',')}}`,
+        this.#channel,
       ],
       this.#name, // named: each connection parses and plans the statement once, not on every batch
     )

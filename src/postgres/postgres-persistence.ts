@@ -34,6 +34,9 @@ import { migrate } from './migrate.js'
 import { notFound, readSnapshot, readStoredLog } from './read-session.js'
 import { readRange } from './read-range.js'
 import { findTailStart } from './find-tail.js'
+import { ChangeFeed } from './change-feed.js'
+import { watchSource } from './watch-session.js'
+import { watchLoop } from '../session/watch-loop.js'
 import { checkId, newTracked, notWritable, serializeBatch, type Tracked } from './session-state.js'
 import { claimSession, lockedBy } from './session-row.js'
 import { SessionWriter } from './session-writer.js'
@@ -76,7 +79,8 @@ export function createPostgresPersistence(config: PostgresConfig): PostgresSessi
     )
     return rows[0]?.ours ?? !s.stored
   })
-  return new PostgresPersistence(c, db, lock, sessions)
+  const feed = new ChangeFeed(lockClientOpener(c, applicationName), c.schema, logger)
+  return new PostgresPersistence(c, db, lock, sessions, feed)
 }
 
 class PostgresPersistence implements PostgresSessionPersistence {
@@ -85,11 +89,13 @@ class PostgresPersistence implements PostgresSessionPersistence {
   readonly #lock: LockConnection
   readonly #sessions: Map<string, Tracked>
   readonly #writer: SessionWriter
+  readonly #feed: ChangeFeed
   #ready: Promise<void> | undefined
   #ended: Promise<void> | undefined
 
-  constructor(c: ResolvedPostgresConfig, db: Db, lock: LockConnection, sessions: Map<string, Tracked>) {
+  constructor(c: ResolvedPostgresConfig, db: Db, lock: LockConnection, sessions: Map<string, Tracked>, feed: ChangeFeed) {
     this.#c = c
+    this.#feed = feed
     this.#db = db
     this.#lock = lock
     this.#sessions = sessions
@@ -197,8 +203,27 @@ class PostgresPersistence implements PostgresSessionPersistence {
     }
   }
 
-  watch(_id: string, _options?: WatchOptions): AsyncIterable<SessionEvent> {
-    throw new SessionPersistenceError('E_CONFIG', 'watch is not available on PostgreSQL yet')
+  watch(id: string, options?: WatchOptions): AsyncIterable<SessionEvent> {
+    const { fromSeq, signal } = parseWatchOptions(options)
+    checkId(id)
+    const source = watchSource(id, {
+      db: this.#db,
+      schema: this.#c.schema,
+      feed: this.#feed,
+      pollMs: this.#c.watchPollMs,
+      path: this.#path(id),
+      ready: () => this.#ready_(),
+    })
+    const wrap = (err: unknown) => this.#wrap(err, `watch session '${id}'`, id)
+    return {
+      async *[Symbol.asyncIterator]() {
+        try {
+          yield* watchLoop(source, fromSeq, signal)
+        } catch (err) {
+          throw wrap(err)
+        }
+      },
+    }
   }
 
   async fork(parentId: string, child: ForkChild): Promise<SessionMeta> {
@@ -315,6 +340,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
   end(): Promise<void> {
     this.#ended ??= (async () => {
       await this.closeAll()
+      await this.#feed.end()
       await this.#lock.end().catch(() => {})
       await this.#db.end()
     })()

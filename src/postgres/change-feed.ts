@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto'
+import type { Logger } from '../session/schema.js'
+import { backoff } from './db.js'
+import type { OpenedLockClient } from './lock-connection.js'
+
+/**
+ * The NOTIFY channel of a schema: `spj_` and the first 24 hex digits of the SHA-256 of its name
+ * (a channel name is an identifier of at most 63 bytes; a schema name alone may take all of them).
+ * Every statement that stores or deletes lines notifies it in its own transaction, with the
+ * session's id as the payload (never a line: payloads are limited to 8000 bytes), so a
+ * notification is delivered exactly when what it announces has committed.
+ */
+export function changeChannel(schema: string): string {
+  return `spj_${createHash('sha256').update(schema).digest('hex').slice(0, 24)}`
+}
+
+/**
+ * The one listening connection of a store, shared by all its watchers (§15.3): opened with the
+ * first watcher, `LISTEN`s to the schema's channel, and wakes the watchers of the session each
+ * notification names. Ended with the last watcher. When it fails it is opened again (with a
+ * backoff) while watchers remain, and every watcher is woken once it listens again, since
+ * notifications sent meanwhile were lost; the watchers' own safety poll covers the gap.
+ */
+export class ChangeFeed {
+  readonly #open: () => Promise<OpenedLockClient>
+  readonly #channel: string
+  readonly #logger: Logger
+  readonly #watchers = new Map<string, Set<() => void>>()
+  #connection: Promise<OpenedLockClient | undefined> | undefined
+  #ended = false
+
+  constructor(open: () => Promise<OpenedLockClient>, schema: string, logger: Logger) {
+    this.#open = open
+    this.#channel = changeChannel(schema)
+    this.#logger = logger
+  }
+
+  /** Calls `wake` at each sign that `id` changed, until the returned function is called. */
+  subscribe(id: string, wake: () => void): () => void {
+    let set = this.#watchers.get(id)
+    if (!set) this.#watchers.set(id, (set = new Set()))
+    set.add(wake)
+    this.#connect()
+    return () => {
+      set.delete(wake)
+      if (set.size === 0 && this.#watchers.get(id) === set) this.#watchers.delete(id)
+      if (this.#watchers.size === 0) this.#disconnect()
+    }
+  }
+
+  /** Wakes every watcher (they read again) and closes the connection. */
+  end(): Promise<void> {
+    this.#ended = true
+    this.#wakeAll()
+    return this.#disconnect()
+  }
+
+  #wakeAll(): void {
+    for (const set of this.#watchers.values()) for (const wake of set) wake()
+  }
+
+  #connect(attempt = 0): void {
+    if (this.#connection || this.#ended || this.#watchers.size === 0) return
+    // Its body runs up to its first await before `connection` is assigned, and reads it only after.
+    let connection!: Promise<OpenedLockClient | undefined>
+    connection = (async () => {
+      let opened: OpenedLockClient | undefined
+      try {
+        opened = await this.#open()
+        const gone = () => {
+          if (this.#connection !== connection) return
+          this.#connection = undefined
+          opened!.close().catch(() => {})
+          this.#wakeAll()
+          void backoff(0).then(() => this.#connect())
+        }
+        opened.client.on('error', gone)
+        opened.client.on('end', gone)
+        opened.client.on('notification', (n: { channel: string; payload?: string }) => {
+          if (n.channel !== this.#channel || n.payload === undefined) return
+          for (const wake of this.#watchers.get(n.payload) ?? []) wake()
+        })
+        await opened.client.query(`LISTEN "${this.#channel}"`)
+        if (this.#connection !== connection) {
+          await opened.close().catch(() => {}) // ended, or the last watcher left, while connecting
+          return undefined
+        }
+        this.#wakeAll() // changes made before LISTEN took effect were not notified to us
+        return opened
+      } catch (err) {
+        await opened?.close().catch(() => {})
+        if (this.#connection === connection) {
+          this.#connection = undefined
+          if (attempt === 0) this.#logger.warn(`watch: cannot listen for changes (${(err as Error).message}); polling until it can`)
+          void backoff(attempt).then(() => this.#connect(attempt + 1))
+        }
+        return undefined
+      }
+    })()
+    this.#connection = connection
+  }
+
+  async #disconnect(): Promise<void> {
+    const connection = this.#connection
+    this.#connection = undefined
+    const opened = await connection
+    await opened?.close().catch(() => {})
+  }
+}

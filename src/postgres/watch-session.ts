@@ -1,0 +1,74 @@
+import type { SessionEvent } from '../session/schema.js'
+import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
+import type { ChangeFeed } from './change-feed.js'
+import type { Db } from './db.js'
+import { parseEventLine } from './read-session.js'
+
+// The session's length and its next lines, in one statement (one snapshot): no row means no
+// session. The lines come from the primary key, from `next` on, at most a page at a time.
+const POLL = (s: string) => `
+  SELECT s.length::float8 AS length, e.seq::float8 AS seq, e.line
+    FROM "${s}".sessions s
+    LEFT JOIN LATERAL (
+      SELECT seq, line FROM "${s}".events
+       WHERE session_id = s.session_id AND seq >= $2::bigint AND seq < s.length
+       ORDER BY seq LIMIT $3
+    ) e ON true
+   WHERE s.session_id = $1
+   ORDER BY e.seq`
+
+/** Lines read per poll: a watcher from 0 of a long session reads it a page at a time, in bounded memory. */
+const PAGE = 500
+
+export interface WatchDeps {
+  db: Db
+  schema: string
+  feed: ChangeFeed
+  /** The safety poll: how long a watcher waits for a notification before it reads anyway. */
+  pollMs: number
+  path: string
+  /** Resolves once the schema is ready (rejects after the store ended). */
+  ready(): Promise<void>
+}
+
+/**
+ * What `watchLoop` needs to follow one session on PostgreSQL (§15.3): a poll reads the stored
+ * lines from `next` (no lock: writers are never delayed), and a change is a notification of the
+ * session on the store's shared listening connection, or the safety poll's timer.
+ */
+export function watchSource(id: string, deps: WatchDeps): WatchSource {
+  let wake: (() => void) | undefined
+  let unsubscribe: (() => void) | undefined
+  return {
+    async poll(next: number): Promise<WatchPoll> {
+      await deps.ready()
+      const { rows } = await deps.db.query<{ length: number; seq: number | null; line: string | null }>(POLL(deps.schema), [id, next, PAGE])
+      if (rows.length === 0) return { kind: 'missing' }
+      const events: SessionEvent[] = []
+      for (const row of rows) {
+        if (row.seq !== null && row.line !== null) events.push(parseEventLine(row.line, row.seq, deps.path, id))
+      }
+      return { kind: 'events', events }
+    },
+    changed(stop: AbortSignal): Promise<void> {
+      unsubscribe ??= deps.feed.subscribe(id, () => wake?.())
+      return new Promise<void>((resolve) => {
+        if (stop.aborted) return resolve()
+        const done = () => {
+          clearTimeout(timer)
+          stop.removeEventListener('abort', done)
+          if (wake === done) wake = undefined
+          resolve()
+        }
+        const timer = setTimeout(done, deps.pollMs)
+        stop.addEventListener('abort', done, { once: true })
+        wake = done
+      })
+    },
+    close(): void {
+      wake?.()
+      unsubscribe?.()
+      unsubscribe = undefined
+    },
+  }
+}

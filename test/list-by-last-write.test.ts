@@ -1,0 +1,65 @@
+import { mkdir, utimes, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { expect, test } from 'vitest'
+import { bucketName, createJsonlPersistence, createNodeFileSystem, encodeSessionId, type FileSystem, type ListProblem } from '../src/index.js'
+import { headerLine } from '../src/session/meta.js'
+import { meta } from './helpers/events.js'
+import { tmpRoot } from './helpers/tmp-root.js'
+
+/** A seam that counts the files opened (each header read opens its log once). */
+function countingFs(): { fs: FileSystem; opened: string[]; stats: number } {
+  const base = createNodeFileSystem()
+  const counts = { fs: undefined as unknown as FileSystem, opened: [] as string[], stats: 0 }
+  counts.fs = {
+    ...base,
+    supportsDsync: base.supportsDsync,
+    open: (path, flags, mode) => {
+      counts.opened.push(path)
+      return base.open(path, flags, mode)
+    },
+    stat: (path) => {
+      counts.stats++
+      return base.stat(path)
+    },
+  }
+  return counts
+}
+
+test('list by last write with a limit over 10,000 logs reads at most limit headers (plus those it reports), newest first', async () => {
+  const root = await tmpRoot()
+  const bucket = join(root, bucketName(undefined))
+  await mkdir(bucket, { recursive: true })
+  const N = 10_000
+  const base = Date.UTC(2026, 0, 1) / 1000
+  const write = async (i: number) => {
+    const id = `s${i}`
+    const path = join(bucket, `${encodeSessionId(id)}.jsonl`)
+    // createdAt runs the other way from the last write, so the two orders differ
+    await writeFile(path, `${headerLine(meta(id, { createdAt: 1_000_000 + (N - i) }))}{"seq":0,"type":"x","time":1}\n`)
+    await utimes(path, base + i, base + i)
+  }
+  for (let i = 0; i < N; i += 500) await Promise.all(Array.from({ length: 500 }, (_, k) => write(i + k)))
+  // the two newest logs are damaged: reported, and the next ones read in their place
+  await writeFile(join(bucket, `${encodeSessionId(`s${N - 1}`)}.jsonl`), 'not a header\n')
+  await writeFile(join(bucket, `${encodeSessionId(`s${N - 2}`)}.jsonl`), '')
+  await utimes(join(bucket, `${encodeSessionId(`s${N - 1}`)}.jsonl`), base + N + 10, base + N + 10)
+  await utimes(join(bucket, `${encodeSessionId(`s${N - 2}`)}.jsonl`), base + N + 9, base + N + 9)
+
+  const counting = countingFs()
+  const problems: ListProblem[] = []
+  const p = createJsonlPersistence({ root, fs: counting.fs })
+  const listed = await p.list({ orderBy: 'lastWrite', limit: 50, onProblem: (x) => problems.push(x) })
+  expect(listed.map((l) => l.meta.id)).toEqual(Array.from({ length: 50 }, (_, k) => `s${N - 3 - k}`))
+  expect(listed.map((l) => l.mtimeMs)).toEqual([...listed.map((l) => l.mtimeMs)].sort((a, b) => b - a))
+  expect(problems.map((x) => x.code)).toEqual(['E_CORRUPT', 'E_CORRUPT'])
+  const logsOpened = counting.opened.filter((path) => path.endsWith('.jsonl'))
+  expect(logsOpened.length).toBeLessThanOrEqual(52)
+  expect(counting.stats).toBeGreaterThanOrEqual(N) // one stat per log is the price of the order
+
+  // without a limit, every header is read; without options, the order of §4.6 is unchanged
+  counting.opened.length = 0
+  const all = await p.list({ onProblem: () => {} })
+  expect(all).toHaveLength(N - 2)
+  expect(all[0]!.meta.id).toBe('s0') // newest createdAt
+  expect(counting.opened.filter((path) => path.endsWith('.jsonl')).length).toBe(N)
+}, 120_000)

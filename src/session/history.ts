@@ -198,9 +198,10 @@ export function toModelHistory(all: readonly SessionEvent[]): ModelHistory {
 
 /**
  * The `history/compact` in force (§7): the last valid one that no rewind drops (a rewind whose
- * range holds a compaction's seq undoes it).
+ * range holds a compaction's seq undoes it). Exported so that the framework adapters' views
+ * (`toAiSdkMessages`, `JsonlSession.getItems`) select it by this same rule.
  */
-function compactionInForce(
+export function compactionInForce(
   events: readonly SessionEvent[],
   rewound: (seq: number) => boolean,
 ): { seq: number; keep: number; summary: JsonValue } | undefined {

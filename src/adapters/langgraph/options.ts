@@ -25,7 +25,8 @@ const OptionsSchema = z.object({
     (v) => typeof v === 'object' && v !== null && METHODS.every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),
     `must implement SessionPersistence (${METHODS.join(', ')})`,
   ),
-  idleMs: z.number().min(0).optional(),
+  // Infinity is allowed (never close an idle thread), which z.number() refuses.
+  idleMs: z.custom<number>((v) => typeof v === 'number' && v >= 0, 'must be a number ≥ 0 (Infinity: never)').optional(),
   serde: z
     .custom<SerializerProtocol>(
       (v) => typeof v === 'object' && v !== null && ['dumpsTyped', 'loadsTyped'].every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),

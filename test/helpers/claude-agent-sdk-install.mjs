@@ -29,17 +29,14 @@ function installed() {
   }
 }
 
-function npmInstall() {
+/** Runs npm; resolves undefined on success, or npm's first error line. */
+function npm(args, timeoutMs) {
   return new Promise((resolve) => {
-    const child = spawn(
-      'npm',
-      ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', SDK_DIR, `@anthropic-ai/claude-agent-sdk@${SDK_VERSION}`],
-      { cwd: SDK_DIR, stdio: ['ignore', 'pipe', 'pipe'] },
-    )
+    const child = spawn('npm', args, { cwd: SDK_DIR, stdio: ['ignore', 'pipe', 'pipe'] })
     let stderr = ''
     child.stderr.on('data', (d) => (stderr += d))
     child.stdout.resume()
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15 * 60_000)
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
     child.on('error', (err) => resolve(err.message))
     child.on('exit', (code, signal) => {
       clearTimeout(timer)
@@ -74,19 +71,24 @@ async function withInstallLock(fn) {
 }
 
 /**
- * The SDK's entry as a file URL (for `import()`), installing it first if needed; or
- * `{ skipped }` with one line saying why it cannot be had here. Under `CI=true` that is an
+ * The SDK's entry as a file URL (for `import()`), installing it first if needed (silently: the
+ * caller prints one line when it skips); or `{ skipped }` saying why it cannot be had here. Under `CI=true` that is an
  * error instead: CI has the registry, so the tests that need the SDK must run there.
  * @returns {Promise<{ entry: string } | { skipped: string }>}
  */
-export async function ensureClaudeAgentSdk({ log = (line) => console.log(line) } = {}) {
+export async function ensureClaudeAgentSdk() {
   let entry = installed()
   if (entry) return { entry }
   const why = await withInstallLock(async () => {
     if (installed()) return undefined
-    log(`Claude Agent SDK: installing @anthropic-ai/claude-agent-sdk@${SDK_VERSION} into test/.work/claude-agent-sdk (once; ~400 MB)…`)
     writeFileSync(join(SDK_DIR, 'package.json'), '{"name":"test-claude-agent-sdk","private":true}\n')
-    const failure = await npmInstall()
+    // One quick look first, so that a machine without the registry skips in seconds.
+    const offline = await npm(['view', '--fetch-retries=0', '--fetch-timeout=20000', `@anthropic-ai/claude-agent-sdk@${SDK_VERSION}`, 'version'], 30_000)
+    if (offline) return `the npm registry cannot be reached (${offline})`
+    const failure = await npm(
+      ['install', '--no-save', '--no-audit', '--no-fund', '--fetch-retries=1', '--prefix', SDK_DIR, `@anthropic-ai/claude-agent-sdk@${SDK_VERSION}`],
+      15 * 60_000,
+    )
     if (failure) return `@anthropic-ai/claude-agent-sdk@${SDK_VERSION} could not be installed (${failure})`
     return installed() ? undefined : `@anthropic-ai/claude-agent-sdk@${SDK_VERSION} installed without its CLI for ${process.platform}-${process.arch}`
   })

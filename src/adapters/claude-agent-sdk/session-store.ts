@@ -39,6 +39,7 @@ interface Tracked {
 // Refusals of the batch itself: nothing was written and the session is as it was.
 const BATCH_REFUSALS = new Set(['E_NOT_JSON', 'E_INVALID_EVENT'])
 const noop = () => {}
+const MAX_REMEMBERED_IDS = 4096
 
 /**
  * The SDK shows only an error's message (in its `mirror_error`): a package error is rethrown
@@ -69,6 +70,7 @@ export function createSessionStore(options: SessionStoreOptions): ClaudeSessionS
 class Store implements ClaudeSessionStore {
   readonly #o: ResolvedOptions
   readonly #tracked = new Map<string, Tracked>()
+  readonly #ids = new Map<string, string>()
 
   constructor(options: ResolvedOptions) {
     this.#o = options
@@ -83,7 +85,7 @@ class Store implements ClaudeSessionStore {
    */
   async append(key: SessionKey, entries: SessionStoreEntry[]): Promise<void> {
     const k = parseKey(key)
-    const id = sessionIdOf(k)
+    const id = this.#idOf(k)
     if (!Array.isArray(entries)) {
       throw new SessionPersistenceError('E_INVALID_EVENT', 'append: entries must be an array of entry objects', { sessionId: id })
     }
@@ -106,7 +108,7 @@ class Store implements ClaudeSessionStore {
   /** The entries appended under `key`, deep-equal and in order; `null` for a key never written. */
   async load(key: SessionKey): Promise<SessionStoreEntry[] | null> {
     const k = parseKey(key)
-    const id = sessionIdOf(k)
+    const id = this.#idOf(k)
     const t = this.#tracked.get(id)
     // A read takes no lock (`inspect`), so readers never keep a writer from a session.
     const read = async () => {
@@ -188,6 +190,20 @@ class Store implements ClaudeSessionStore {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close()
+  }
+
+  /** The key's session id (two hashes and an encoding), remembered for the keys in use. */
+  #idOf(key: StoredKey): string {
+    // Length-prefixed parts: one name per key, whatever the parts hold.
+    const sub = key.subpath === undefined ? '-' : `${key.subpath.length}:${key.subpath}`
+    const name = `${key.projectKey.length}:${key.projectKey}${key.sessionId.length}:${key.sessionId}${sub}`
+    let id = this.#ids.get(name)
+    if (id === undefined) {
+      id = sessionIdOf(key)
+      if (this.#ids.size >= MAX_REMEMBERED_IDS) this.#ids.clear()
+      this.#ids.set(name, id)
+    }
+    return id
   }
 
   #track(id: string, key: StoredKey): Tracked {

@@ -1,3 +1,4 @@
+import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
 import type { FileHandle } from './fs/file-system.js'
 
 const BACK_CHUNK = 1 << 20
@@ -6,7 +7,8 @@ const BACK_CHUNK = 1 << 20
  * Reads `[from, to)` of a file backwards, one block of whole lines at a time, newest first: each
  * block starts at a line start and ends just after a `\n` (a last line without one, at `to`, is
  * left out: a torn tail is never a line). `from` must be a line start. Return `false` from
- * `visit` to stop. Memory: one chunk plus the longest line.
+ * `visit` to stop. Memory: one chunk plus the longest line; a line longer than `MAX_LINE_BYTES`
+ * (damage: no append writes one) is left out like a torn one, never held.
  */
 export async function forEachBlockBackward(
   handle: FileHandle,
@@ -17,6 +19,7 @@ export async function forEachBlockBackward(
 ): Promise<void> {
   let pos = to
   let carry: Buffer[] = [] // later pieces of a line that begins before `pos`, in file order
+  let carried = 0
   let torn = true // until the first `\n` from the end: bytes after it are a torn tail
   while (pos > from) {
     const n = Math.min(chunkBytes, pos - from)
@@ -38,10 +41,17 @@ export async function forEachBlockBackward(
     const cut = pos > from ? chunk.indexOf(10) + 1 : 0
     if (cut === 0 && pos > from) {
       carry.unshift(chunk.subarray(0, end)) // one line longer than a chunk: keep reading back
+      carried += end
+      if (carried > MAX_LINE_BYTES) {
+        carry = [] // too long to be a line: skipped, as a torn one is
+        carried = 0
+        torn = true
+      }
       continue
     }
     const block = carry.length > 0 ? Buffer.concat([chunk.subarray(cut, end), ...carry]) : chunk.subarray(cut, end)
     carry = cut > 0 ? [chunk.subarray(0, cut)] : []
+    carried = cut
     if (block.length > 0 && (await visit(block, pos + cut)) === false) return
   }
 }

@@ -1,11 +1,14 @@
 import { isUtf8 } from 'node:buffer'
 import type { FileHandle } from './fs/file-system.js'
+import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
 
 /**
  * Called once per line, synchronously. `buf[start, end)` is the line without its `\n`; the
  * bytes are only valid during the call. `offset` is the file offset where the line starts;
  * `complete` is false for a last line that has no `\n`. `text`, when given, is the line already
- * decoded from bytes known to be valid UTF-8. Return `false` to stop reading.
+ * decoded from bytes known to be valid UTF-8. Return `false` to stop reading. `oversized`, when
+ * given, is the length of a line longer than `MAX_LINE_BYTES`: its bytes were not kept (memory
+ * stays bounded, §15.5), and `buf[start, end)` holds only its first 64 KiB.
  */
 export type LineVisitor = (
   buf: Buffer,
@@ -14,9 +17,12 @@ export type LineVisitor = (
   offset: number,
   complete: boolean,
   text?: string,
+  oversized?: number,
 ) => boolean | void
 
 const CHUNK_BYTES = 1 << 20
+/** What an oversized line's visitor is shown of it. */
+const OVERSIZED_PREFIX = 64 * 1024
 
 /**
  * Reads `[from, to)` of a file as a stream of lines, never holding the file as one string or
@@ -33,18 +39,37 @@ export async function forEachLine(
   let pos = options.from ?? 0
   let lineOffset = pos
   let carry: Buffer[] = [] // pieces of a line that spans chunks
+  let carried = 0 // their bytes
+  // A line longer than MAX_LINE_BYTES is not kept: its start, and how long it has grown.
+  let oversized: { prefix: Buffer; length: number } | undefined
   while (pos < to) {
     const want = Math.min(chunk.length, to - pos)
     const n = await handle.read(chunk, 0, want, pos)
     if (n === 0) break
     const view = chunk.subarray(0, n)
     let i = 0
+    if (oversized) {
+      const nl = view.indexOf(10)
+      if (nl === -1) {
+        oversized.length += n
+        pos += n
+        continue
+      }
+      oversized.length += nl
+      const { prefix, length } = oversized
+      oversized = undefined
+      const keepGoing = visit(prefix, 0, prefix.length, lineOffset, true, undefined, length)
+      lineOffset = pos + nl + 1
+      i = nl + 1
+      if (keepGoing === false) return lineOffset
+    }
     if (carry.length > 0) {
       const nl = view.indexOf(10)
       if (nl !== -1) {
         carry.push(view.subarray(0, nl))
         const line = Buffer.concat(carry)
         carry = []
+        carried = 0
         const keepGoing = visit(line, 0, line.length, lineOffset, true)
         lineOffset = pos + nl + 1
         i = nl + 1
@@ -75,6 +100,7 @@ export async function forEachLine(
         carry.push(view.subarray(i, nl))
         const line = Buffer.concat(carry)
         carry = []
+        carried = 0
         keepGoing = visit(line, 0, line.length, lineOffset, true)
       } else {
         keepGoing = visit(view, i, nl, lineOffset, true)
@@ -83,10 +109,20 @@ export async function forEachLine(
       i = nl + 1
       if (keepGoing === false) return lineOffset
     }
-    if (i < n) carry.push(Buffer.from(view.subarray(i, n))) // copy: `chunk` is reused
+    if (i < n) {
+      carry.push(Buffer.from(view.subarray(i, n))) // copy: `chunk` is reused
+      carried += n - i
+      if (carried > MAX_LINE_BYTES) {
+        oversized = { prefix: Buffer.concat(carry, OVERSIZED_PREFIX), length: carried }
+        carry = []
+        carried = 0
+      }
+    }
     pos += n
   }
-  if (carry.length > 0) {
+  if (oversized) {
+    visit(oversized.prefix, 0, oversized.prefix.length, lineOffset, false, undefined, oversized.length)
+  } else if (carry.length > 0) {
     const line = Buffer.concat(carry)
     visit(line, 0, line.length, lineOffset, false)
   }

@@ -81,7 +81,10 @@ export async function readSessionRange(handle: FileHandle, id: string, path: str
   const { from, to } = rangeBounds(range, length)
   if (from >= to) return { meta, events: [], firstSeq: from, length }
   const start = from === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, last!.end, from)
-  const scan = await scanLog(handle, { path, sessionId: id, to: size, start: { ...start, header, headerBytes }, untilSeq: to })
+  // A range that runs to the end reads to the end: what follows the last valid line is judged as
+  // a load judges it (a torn tail left out, damage refused).
+  const untilSeq = to < length ? { untilSeq: to } : {}
+  const scan = await scanLog(handle, { path, sessionId: id, to: size, start: { ...start, header, headerBytes }, ...untilSeq })
   planRepair(scan, { path, sessionId: id, closeOpenTurn: false }) // committed damage in the range: E_CORRUPT
   // A defect the backward look did not see (zeroed blocks before valid lines) ends the log there.
   if (scan.defect) length = Math.min(length, start.seq + scan.events.length)

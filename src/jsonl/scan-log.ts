@@ -3,6 +3,7 @@ import { SessionFormatUnsupportedError, SessionPersistenceCorruptionError } from
 import type { FileHandle } from './fs/file-system.js'
 import { envelopeProblem } from '../session/envelope.js'
 import { forEachLine } from './read-lines.js'
+import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
 import { describeZodError, type SessionEvent, SessionHeaderSchema, type SessionHeader } from '../session/schema.js'
 
 /** Where a scan that does not start at the header starts. */
@@ -134,8 +135,24 @@ export async function scanLog(
 
   const size = await forEachLine(
     handle,
-    (buf, start, end, offset, complete, decoded) => {
+    (buf, start, end, offset, complete, decoded, oversized) => {
       lineNo++
+      if (oversized !== undefined) {
+        // No append writes such a line (§15.5) and no crash makes one without zeros: it is
+        // damage wherever it lies, reported without holding it in memory.
+        const reason = `a line of ${oversized} bytes, longer than the ${MAX_LINE_BYTES} a line may hold`
+        if (lineNo === 1) {
+          headerError = new SessionPersistenceCorruptionError(1, 0, reason, { path, sessionId: context.sessionId })
+          return false
+        }
+        const hasNul = hasNulByte(buf, start, end)
+        if (!hasNul) throw new SessionPersistenceCorruptionError(lineNo, offset, reason, { path, sessionId: context.sessionId })
+        if (defect === undefined) {
+          defect = { line: lineNo, byteOffset: offset, reason: `NUL bytes (blocks never synced before a crash); ${reason}`, hasNul }
+          droppedLines = 1
+        } else droppedLines++
+        return
+      }
       if (lineNo === 1) {
         try {
           header = parseHeaderLine(buf, start, end, complete, context)
@@ -187,6 +204,7 @@ export async function scanLog(
         eventEnds?.push(offset + end - start + 1)
         validEnd = offset + end - start + 1
         if (event.type === 'turn/end') commitLine = lineNo
+        if (untilSeq !== undefined && event.seq + 1 >= untilSeq) return false // the range is complete
         return
       }
       const hasNul = hasNulByte(buf, start, end)

@@ -13,22 +13,48 @@ export class EventWriter {
   readonly #persistence: SessionPersistence
   readonly #sessionId: string
   readonly #now: () => number
-  readonly #events: SessionEvent[]
+  #events: SessionEvent[]
+  #firstSeq: number
   #nextSeq: number
   #tail: Promise<void> = Promise.resolve()
   #broken: { error: unknown } | undefined
 
-  constructor(persistence: SessionPersistence, sessionId: string, events: readonly SessionEvent[], now: () => number) {
+  /** `events` are the loaded log from `firstSeq` on (a load from the last compaction starts later than 0). */
+  constructor(persistence: SessionPersistence, sessionId: string, events: readonly SessionEvent[], firstSeq: number, now: () => number) {
     this.#persistence = persistence
     this.#sessionId = sessionId
     this.#now = now
     this.#events = [...events]
-    this.#nextSeq = events.length
+    this.#firstSeq = firstSeq
+    this.#nextSeq = firstSeq + events.length
   }
 
-  /** The durable events: the loaded log and every batch appended since. */
+  /** The durable events held, from `firstSeq` on: the loaded log and every batch appended since. */
   get events(): readonly SessionEvent[] {
     return this.#events
+  }
+
+  /** The seq of `events[0]`. */
+  get firstSeq(): number {
+    return this.#firstSeq
+  }
+
+  /** The seq the next queued event gets. */
+  get nextSeq(): number {
+    return this.#nextSeq
+  }
+
+  /**
+   * Moves the start of the events held to `seq`: events before it are let go; for a `seq` before
+   * the current start, `earlier` are the durable events `seq <= s < firstSeq`, read from the log.
+   */
+  rebase(seq: number, earlier: readonly SessionEvent[] = []): void {
+    if (seq < this.#firstSeq) {
+      this.#events = [...earlier, ...this.#events]
+    } else {
+      this.#events = this.#events.slice(Math.min(seq, this.#firstSeq + this.#events.length) - this.#firstSeq)
+    }
+    this.#firstSeq = seq
   }
 
   /** The error that broke the writer, if one did. */

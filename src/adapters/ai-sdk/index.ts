@@ -5,6 +5,7 @@ export { toAiSdkMessages } from './to-messages.js'
 export { type EventDraft, type MessagePlace, messagesToDrafts, messageToDrafts, TOOL_PART_EVENT } from './from-messages.js'
 export { WRAPPED_PART } from './parts.js'
 export {
+  type AiSdkCompaction,
   type AiSdkSessionOptions,
   type AiSdkTurnInput,
   AiSdkSession,

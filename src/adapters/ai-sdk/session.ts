@@ -1,10 +1,12 @@
 import type { ModelMessage } from 'ai'
 import { z } from 'zod'
 import { asObject } from '../../session/as-object.js'
+import { plainJsonProblem } from '../../session/json-check.js'
 import type { JsonValue, SessionEvent, SessionMeta } from '../../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { RepairReport, SessionPersistence } from '../../persistence.js'
 import { EventWriter } from './event-writer.js'
+import { lastTurnOf } from './last-turn.js'
 import { toAiSdkMessages } from './to-messages.js'
 import { AiSdkTurn, type AiSdkTurnOptions } from './turn.js'
 
@@ -34,11 +36,26 @@ export interface AiSdkSessionOptions {
 /** What a turn starts with: a user's text, or messages (a user message, client-side tool results). */
 export type AiSdkTurnInput = string | ModelMessage | readonly ModelMessage[]
 
+/** A compaction the host made of its context (`history/compact`, docs/contract.md §2.1). */
+export interface AiSdkCompaction {
+  /** What replaces the history before `firstKeptSeq`: text, or content blocks (text, image, file). */
+  summary: string | readonly { type: string; [key: string]: unknown }[]
+  /**
+   * The seq of the first event whose message stays in the history (e.g. the `turn/start` of the
+   * oldest turn to keep, from `events`). Default: the compaction's own seq (nothing is kept).
+   */
+  firstKeptSeq?: number
+}
+
 /**
  * Resumes the session `sessionId` from `persistence`, or creates it when there is none (a
  * `load` that finds nothing, then `create`). A log a crash left open is repaired by the `load`:
  * its interrupted tool calls come back answered (`repair` says what was done). The session is
  * then open for writing in this process (another instance gets `E_LOCKED`) until `close`.
+ *
+ * The load starts at the last compaction (`from: 'last-compaction'`, docs/contract.md §15.1):
+ * with a compaction in force only the log's tail is read, and the history is the same as the
+ * whole log's.
  */
 export async function openAiSdkSession(options: AiSdkSessionOptions): Promise<AiSdkSession> {
   const parsed = OptionsSchema.safeParse(options)
@@ -48,14 +65,18 @@ export async function openAiSdkSession(options: AiSdkSessionOptions): Promise<Ai
   const { persistence, sessionId, cwd, meta } = options
   const now = options.now ?? Date.now
   try {
-    const loaded = await persistence.load(sessionId)
-    return new AiSdkSession(persistence, loaded.meta, loaded.events, now, loaded.repair)
+    const loaded = await persistence.load(sessionId, { from: 'last-compaction' })
+    const lastTurn = await lastTurnOf(persistence, sessionId, loaded.events, loaded.firstSeq).catch(async (error: unknown) => {
+      await persistence.close(sessionId) // the session must not stay locked by an object nobody holds
+      throw error
+    })
+    return new AiSdkSession(persistence, loaded.meta, loaded.events, loaded.firstSeq, lastTurn, now, loaded.repair)
   } catch (error) {
     if (!isSessionPersistenceError(error, 'E_NOT_FOUND')) throw error
   }
   const created: SessionMeta = { ...meta, id: sessionId, createdAt: now(), delegationDepth: 0, ...(cwd === undefined ? {} : { cwd }) }
   await persistence.create(created)
-  return new AiSdkSession(persistence, created, [], now, undefined)
+  return new AiSdkSession(persistence, created, [], 0, 0, now, undefined)
 }
 
 /**
@@ -70,6 +91,7 @@ export class AiSdkSession {
   readonly #writer: EventWriter
   #turn: AiSdkTurn | undefined
   #lastTurn: number
+  #compacting: Promise<void> | undefined
   #closing: Promise<void> | undefined
 
   /** @internal Use `openAiSdkSession`. */
@@ -77,27 +99,34 @@ export class AiSdkSession {
     persistence: SessionPersistence,
     meta: SessionMeta,
     events: readonly SessionEvent[],
+    firstSeq: number,
+    lastTurn: number,
     now: () => number,
     repair: RepairReport | undefined,
   ) {
     this.#persistence = persistence
     this.meta = meta
     this.repair = repair
-    this.#writer = new EventWriter(persistence, meta.id, events, now)
-    this.#lastTurn = 0
-    for (const e of events) {
-      const turn = asObject(e.data)?.turn
-      if (e.type === 'turn/start' && typeof turn === 'number' && turn > this.#lastTurn) this.#lastTurn = turn
-    }
+    this.#writer = new EventWriter(persistence, meta.id, events, firstSeq, now)
+    this.#lastTurn = lastTurn
   }
 
   get id(): string {
     return this.meta.id
   }
 
-  /** Every durable event of the session, in seq order. */
+  /**
+   * The durable events the session holds, in seq order, from `firstSeq` on: the log's tail read
+   * at resume (all of it when no compaction is in force), then every event written since. After
+   * `compact`, from its `firstKeptSeq` on.
+   */
   get events(): readonly SessionEvent[] {
     return this.#writer.events
+  }
+
+  /** The seq of `events[0]`: 0, or where the tail read at resume (or the last `compact`) starts. */
+  get firstSeq(): number {
+    return this.#writer.firstSeq
   }
 
   /** The history to hand the model: `toAiSdkMessages` of the durable events. */
@@ -121,11 +150,7 @@ export class AiSdkSession {
     if (this.#closing) throw new SessionPersistenceError('E_DISPOSED', `session ${this.id} is closed`, { sessionId: this.id })
     const failure = this.#writer.failure
     if (failure) throw failure.error
-    if (this.#turn) {
-      throw new SessionPersistenceError('E_SESSION_LIVE', `turn ${this.#turn.number} of session ${this.id} has not ended`, {
-        sessionId: this.id,
-      })
-    }
+    this.#refuseWhileBusy()
     const parsedOptions = TurnOptionsSchema.safeParse(options)
     if (!parsedOptions.success) {
       throw new SessionPersistenceError('E_CONFIG', `invalid turn options: ${describeIssue(parsedOptions.error)}`, { cause: parsedOptions.error })
@@ -140,11 +165,65 @@ export class AiSdkSession {
   }
 
   /**
+   * Records that the host compacted its context: appends `history/compact {summary,
+   * firstKeptSeq}` and resolves when it is durable. From then on `messages` (and every later
+   * turn's `settings.messages`) start with `summary` as a user message, followed by the messages
+   * of the events from `firstKeptSeq` on; a resume reads the log from there. Between turns only:
+   * `E_SESSION_LIVE` while a turn (or another `compact`) is being recorded. `E_INVALID_EVENT` for
+   * a summary that is neither a string nor an array of blocks with a string `type`, or a
+   * `firstKeptSeq` that is not an integer from 0 to the compaction's own seq; `E_NOT_JSON` for
+   * a summary that is not plain JSON. Nothing is written then.
+   */
+  async compact(compaction: AiSdkCompaction): Promise<void> {
+    if (this.#closing) throw new SessionPersistenceError('E_DISPOSED', `session ${this.id} is closed`, { sessionId: this.id })
+    const failure = this.#writer.failure
+    if (failure) throw failure.error
+    this.#refuseWhileBusy()
+    const seq = this.#writer.nextSeq
+    const parsed = CompactionSchema.safeParse(compaction)
+    if (!parsed.success) {
+      throw new SessionPersistenceError('E_INVALID_EVENT', `compact: ${describeIssue(parsed.error)}`, { sessionId: this.id, cause: parsed.error })
+    }
+    const firstKeptSeq = parsed.data.firstKeptSeq ?? seq
+    if (firstKeptSeq > seq) {
+      throw new SessionPersistenceError('E_INVALID_EVENT', `compact: firstKeptSeq ${firstKeptSeq} is after the compaction's own seq ${seq}`, {
+        sessionId: this.id,
+      })
+    }
+    const problem = plainJsonProblem(compaction.summary, 'summary')
+    if (problem) throw new SessionPersistenceError('E_NOT_JSON', `compact: ${problem}`, { sessionId: this.id })
+    const summary = structuredClone(compaction.summary) as JsonValue
+    const run = this.#recordCompaction(summary, firstKeptSeq)
+    this.#compacting = run.finally(() => {
+      this.#compacting = undefined
+    }).catch(() => undefined)
+    return run
+  }
+
+  async #recordCompaction(summary: JsonValue, firstKeptSeq: number): Promise<void> {
+    // Keeping messages from before the events held (a tail) needs them: read them back.
+    const held = this.#writer.firstSeq
+    let earlier: readonly SessionEvent[] = []
+    if (firstKeptSeq < held) {
+      earlier = (await this.#persistence.read(this.id, { fromSeq: firstKeptSeq, toSeq: held })).events
+      if (earlier.length !== held - firstKeptSeq) {
+        throw new SessionPersistenceError('E_CORRUPT', `compact: events ${firstKeptSeq} to ${held} of session ${this.id} could not be read`, {
+          sessionId: this.id,
+        })
+      }
+    }
+    await this.#writer.append([{ type: 'history/compact', data: { summary, firstKeptSeq } }])
+    // The history no longer depends on anything before firstKeptSeq (§7): let it go.
+    this.#writer.rebase(firstKeptSeq, earlier)
+  }
+
+  /**
    * Ends a turn still open (reason `aborted`), waits for every append, and closes the session in
    * the backend, releasing its lock. Idempotent.
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      await this.#compacting
       await this.#turn?.end().catch(() => undefined)
       await this.#writer.append([]).catch(() => undefined)
       await this.#persistence.close(this.id)
@@ -156,7 +235,23 @@ export class AiSdkSession {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close()
   }
+
+  #refuseWhileBusy(): void {
+    if (this.#turn) {
+      throw new SessionPersistenceError('E_SESSION_LIVE', `turn ${this.#turn.number} of session ${this.id} has not ended`, {
+        sessionId: this.id,
+      })
+    }
+    if (this.#compacting) {
+      throw new SessionPersistenceError('E_SESSION_LIVE', `a compaction of session ${this.id} is being recorded`, { sessionId: this.id })
+    }
+  }
 }
+
+const CompactionSchema = z.strictObject({
+  summary: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
+  firstKeptSeq: z.number().int().nonnegative().optional(),
+})
 
 const TurnOptionsSchema = z.strictObject({ durableInput: z.boolean().optional() })
 

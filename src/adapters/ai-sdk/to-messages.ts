@@ -1,7 +1,7 @@
 import type { AssistantModelMessage, ModelMessage, ToolContent, ToolModelMessage } from 'ai'
 import { asObject } from '../../session/as-object.js'
 import type { SessionEvent } from '../../session/schema.js'
-import { isRewoundBy, rewoundRanges, UNANSWERED_TOOL_TEXT } from '../../session/history.js'
+import { compactionInForce, isRewoundBy, rewoundRanges, UNANSWERED_TOOL_TEXT } from '../../session/history.js'
 import { TOOL_PART_EVENT } from './from-messages.js'
 import { parseArguments } from './json.js'
 import { blockToPart, storedToOutput } from './parts.js'
@@ -36,9 +36,19 @@ const options = (data: Record<string, unknown> | undefined) =>
  * never answered gets an `error-text` result saying so, right after the other results of its
  * message; and a result whose call is not in the history (rewound, or answered already) is left
  * out, since a provider refuses a result for a call it never saw.
+ *
+ * `history/compact` is honoured as `toModelHistory` honours it (docs/contract.md §7): with a
+ * compaction in force, the history starts with its summary as a user message, followed by the
+ * messages of the events from its `firstKeptSeq` on; a result whose call lies before
+ * `firstKeptSeq` went with the summary. So the history of a load from the last compaction (its
+ * events from `firstSeq`) is the history of the whole log.
  */
-export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[] {
-  const rewound = isRewoundBy(rewoundRanges(events))
+export function toAiSdkMessages(all: readonly SessionEvent[]): ModelMessage[] {
+  const rewound = isRewoundBy(rewoundRanges(all))
+  const compaction = compactionInForce(all, rewound)
+  // Only the events from the compaction's firstKeptSeq on count (§7), so a tail starting there
+  // gives the same history; a result whose call is before it finds no open call below.
+  const events = compaction ? all.filter((e) => e.seq >= compaction.keep && e.seq !== compaction.seq) : all
   const shown = events.filter((e) => !rewound(e.seq))
   // Calls an assistant message carries; a `tool/call` of one of these adds nothing.
   const inMessages = new Set<string>()
@@ -84,6 +94,7 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
     orphanMessage = undefined
   }
 
+  if (compaction) out.push(summaryMessage(compaction.summary))
   for (const e of shown) {
     const data = asObject(e.data)
     switch (e.type) {
@@ -160,6 +171,17 @@ export function toAiSdkMessages(events: readonly SessionEvent[]): ModelMessage[]
   }
   closePending({ atEnd: true })
   return out
+}
+
+/**
+ * The summary of the compaction in force as the user message that opens the history: a string as
+ * it is; blocks as user parts (text, image and file; blocks with no user-part form, such as
+ * reasoning or tool calls, are left out).
+ */
+function summaryMessage(summary: unknown): ModelMessage {
+  if (typeof summary === 'string') return { role: 'user', content: summary }
+  const blocks = Array.isArray(summary) ? summary : []
+  return { role: 'user', content: blocks.map((b) => blockToPart(b, 'user')).filter((p) => p !== undefined) as UserParts }
 }
 
 const isApprovalResponse = (m: ModelMessage) =>

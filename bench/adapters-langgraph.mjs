@@ -1,0 +1,152 @@
+// LangGraph checkpointers, same run, same graph:
+// 1. time per super-step of a 20-super-step StateGraph run with durability 'sync', for
+//    SessionCheckpointSaver over JSONL, MemorySaver and LangGraph's SqliteSaver (installed by
+//    the bench into bench/.work/, never by `npm install`): medians of interleaved rounds;
+// 2. getTuple of the latest checkpoint of a 10,000-checkpoint thread after a restart (a fresh
+//    process each round): its time, and the heap the thread's index holds afterwards.
+// Usage: npm run build && node --expose-gc bench/adapters-langgraph.mjs [--rounds N] [--checkpoints N]
+import { execFileSync } from 'node:child_process'
+import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+import { MemorySaver, uuid6 } from '@langchain/langgraph-checkpoint'
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph'
+import { SessionCheckpointSaver } from '../dist/adapters/langgraph/index.js'
+import { createJsonlPersistence } from '../dist/index.js'
+import { loadSqliteSaver } from './scenarios/langgraph-sqlite-install.mjs'
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i === -1 ? fallback : Number(process.argv[i + 1])
+}
+const ROUNDS = Math.max(5, arg('rounds', 9))
+const CHECKPOINTS = arg('checkpoints', 10_000)
+const STEPS = 20
+const SELF = fileURLToPath(import.meta.url)
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+const fmt = (ms) => `${ms.toFixed(3)} ms`
+
+/** A graph whose one node runs STEPS times: one super-step each, one put and one putWrites each. */
+function loopGraph(checkpointer) {
+  const State = Annotation.Root({
+    count: Annotation({ reducer: (_a, b) => b, default: () => 0 }),
+    note: Annotation({ reducer: (_a, b) => b, default: () => '' }),
+  })
+  return new StateGraph(State)
+    .addNode('step', (s) => ({ count: s.count + 1, note: `step ${s.count + 1}: ${'x'.repeat(120)}` }))
+    .addEdge(START, 'step')
+    .addConditionalEdges('step', (s) => (s.count < STEPS ? 'step' : END), ['step', END])
+    .compile({ checkpointer })
+}
+
+async function perStep(graph) {
+  const t0 = performance.now()
+  const out = await graph.invoke({ count: 0 }, { configurable: { thread_id: uuid6(-1) }, durability: 'sync', recursionLimit: STEPS + 5 })
+  const ms = performance.now() - t0
+  if (out.count !== STEPS) throw new Error(`the graph ran ${out.count} steps`)
+  return ms / STEPS
+}
+
+// ---- 2, the probe: run in a fresh process by the parent ----------------------------------------
+if (process.argv[2] === '--probe') {
+  const root = process.argv[3]
+  globalThis.gc?.()
+  const before = process.memoryUsage().heapUsed
+  const saver = new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root }), idleMs: Infinity })
+  const t0 = performance.now()
+  const tuple = await saver.getTuple({ configurable: { thread_id: 'long' } })
+  const ms = performance.now() - t0
+  const t1 = performance.now()
+  await saver.getTuple({ configurable: { thread_id: 'long' } })
+  const warmMs = performance.now() - t1
+  globalThis.gc?.()
+  const heap = process.memoryUsage().heapUsed - before
+  process.stdout.write(JSON.stringify({ ms, warmMs, heap, step: tuple?.metadata?.step }))
+  await saver.close()
+  process.exit(0)
+}
+
+// ---- 1 ------------------------------------------------------------------------------------------
+const root = await mkdtemp(join(tmpdir(), 'spj-bench-lg-'))
+try {
+  const SqliteSaver = await loadSqliteSaver()
+  const contenders = [
+    ['SessionCheckpointSaver, JSONL (sync data)', () => new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: join(root, 'jsonl') }) })],
+    ['SessionCheckpointSaver, JSONL (sync none)', () => new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: join(root, 'jsonl-none'), sync: 'none' }) })],
+    ['MemorySaver', () => new MemorySaver()],
+  ]
+  let sqliteSync = ''
+  if (SqliteSaver) {
+    contenders.push(['SqliteSaver (its defaults: WAL)', () => SqliteSaver.fromConnString(join(root, 'default.db'))])
+    contenders.push([
+      'SqliteSaver (WAL, synchronous=FULL)',
+      () => {
+        const s = SqliteSaver.fromConnString(join(root, 'full.db'))
+        // The saver sets WAL when first used; FULL makes each commit wait for its fsync, as the JSONL appends do.
+        s.setup?.()
+        s.db.pragma('synchronous = FULL')
+        return s
+      },
+    ])
+    const probe = SqliteSaver.fromConnString(join(root, 'probe.db'))
+    probe.setup?.()
+    sqliteSync = `SqliteSaver's defaults here: journal_mode=${probe.db.pragma('journal_mode', { simple: true })}, synchronous=${probe.db.pragma('synchronous', { simple: true })} (0 off, 1 normal: no fsync per commit in WAL, 2 full)`
+  }
+  const graphs = contenders.map(([name, make]) => ({ name, graph: loopGraph(make()), times: [] }))
+  for (const g of graphs) await perStep(g.graph) // warm-up round, untimed
+  for (let r = 0; r < ROUNDS; r++) {
+    // Rotate the order each round: the machine is shared and noisy.
+    for (let i = 0; i < graphs.length; i++) {
+      const g = graphs[(i + r) % graphs.length]
+      g.times.push(await perStep(g.graph))
+    }
+  }
+  console.log(`1. ${STEPS}-super-step StateGraph, durability 'sync', time per super-step (median of ${ROUNDS} rounds, min–max)`)
+  const sqlite = graphs.find((g) => g.name.startsWith('SqliteSaver (its'))
+  const sqliteFull = graphs.find((g) => g.name.startsWith('SqliteSaver (WAL, synchronous=FULL'))
+  for (const g of graphs) {
+    const m = median(g.times)
+    const vs = [sqlite, sqliteFull].filter(Boolean).map((s) => `${(m / median(s.times)).toFixed(2)}× ${s === sqlite ? 'SQLite default' : 'SQLite FULL'}`)
+    console.log(`   ${g.name.padEnd(42)} ${fmt(m).padStart(10)}  (${fmt(Math.min(...g.times))}–${fmt(Math.max(...g.times))})  ${vs.join(', ')}`)
+  }
+  if (sqliteSync) console.log(`   ${sqliteSync}`)
+
+  // ---- 2 ----------------------------------------------------------------------------------------
+  const longRoot = join(root, 'long')
+  const writer = new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: longRoot, sync: 'none' }) })
+  let config = { configurable: { thread_id: 'long', checkpoint_ns: '' } }
+  for (let i = 1; i <= CHECKPOINTS; i++) {
+    const checkpoint = {
+      v: 4,
+      id: uuid6(-1),
+      ts: new Date().toISOString(),
+      channel_values: { count: i, note: `step ${i}: ${'x'.repeat(120)}`, 'branch:to:step': null },
+      channel_versions: { __start__: 1, count: i + 1, note: i + 1, 'branch:to:step': i + 1 },
+      versions_seen: { step: { 'branch:to:step': i } },
+    }
+    config = await writer.put(config, checkpoint, { source: 'loop', step: i, parents: {} }, { count: i + 1, note: i + 1, 'branch:to:step': i + 1 })
+    await writer.putWrites(config, [['count', i + 1], ['note', `step ${i + 1}: ${'x'.repeat(120)}`], ['branch:to:step', null]], `task-${i}`, '~__pregel_pull, step')
+  }
+  await writer.close()
+  const logPath = createJsonlPersistence({ root: longRoot }).locate({ id: 'langgraph:long', createdAt: 0, delegationDepth: 0 }).path
+  const size = (await stat(logPath)).size
+  const probes = []
+  for (let r = 0; r < Math.max(5, Math.min(ROUNDS, 7)); r++) {
+    probes.push(JSON.parse(execFileSync(process.execPath, ['--expose-gc', SELF, '--probe', longRoot], { encoding: 'utf8' })))
+  }
+  if (probes.some((p) => p.step !== CHECKPOINTS)) throw new Error('the probe did not get the latest checkpoint')
+  console.log(`2. getTuple of the latest checkpoint of a ${CHECKPOINTS}-checkpoint thread (log ${(size / 2 ** 20).toFixed(1)} MiB, ${CHECKPOINTS * 2} appends) after a restart, fresh process each (median of ${probes.length}, min–max)`)
+  const ms = probes.map((p) => p.ms)
+  const heap = probes.map((p) => p.heap)
+  console.log(`   first getTuple (one read of the log, index built): ${fmt(median(ms))} (${fmt(Math.min(...ms))}–${fmt(Math.max(...ms))})`)
+  console.log(`   next getTuple (from the index):                    ${fmt(median(probes.map((p) => p.warmMs)))}`)
+  console.log(`   heap held by the index:                            ${(median(heap) / 2 ** 20).toFixed(1)} MiB (${(median(heap) / CHECKPOINTS).toFixed(0)} bytes a checkpoint)`)
+} finally {
+  await rm(root, { recursive: true, force: true })
+}

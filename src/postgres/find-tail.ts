@@ -7,10 +7,11 @@ import { parseEventLine } from './read-session.js'
 // The last turn/start, turn/end and request/header below the length: three probes of the
 // partial index events_markers (session_id, kind, seq) WHERE kind <> 0, each read backwards
 // from the end and stopped at its first row. The kinds are literals, so the planner can prove
-// the index's predicate from them.
+// the index's predicate from them. (Ordered by the column e.seq, not by the float8 output of the
+// same name, which no index holds.)
 const LAST_MARKERS = (s: string) => {
   const last = (kind: number) =>
-    `(SELECT seq::float8 FROM "${s}".events WHERE session_id = $1 AND kind = ${kind} AND seq < $2::bigint ORDER BY seq DESC LIMIT 1)`
+    `(SELECT e.seq::float8 FROM "${s}".events e WHERE e.session_id = $1 AND e.kind = ${kind} AND e.seq < $2::bigint ORDER BY e.seq DESC LIMIT 1)`
   return `SELECT ${last(EVENT_KINDS['turn/start'])} AS turn_start, ${last(EVENT_KINDS['turn/end'])} AS turn_end,
                  ${last(EVENT_KINDS['request/header'])} AS header`
 }
@@ -18,12 +19,16 @@ const LAST_MARKERS = (s: string) => {
 // Compactions and rewinds, newest first, a page at a time: the partial index events_history
 // (session_id, seq) WHERE kind >= 4 read backwards from `before`.
 const HISTORY_PAGE = (s: string) => `
-  SELECT seq::float8 AS seq, line FROM "${s}".events
-   WHERE session_id = $1 AND kind >= ${FIRST_HISTORY_KIND} AND seq < $2::bigint
-   ORDER BY seq DESC LIMIT $3`
+  SELECT e.seq::float8 AS seq, e.line FROM "${s}".events e
+   WHERE e.session_id = $1 AND e.kind >= ${FIRST_HISTORY_KIND} AND e.seq < $2::bigint
+   ORDER BY e.seq DESC LIMIT $3`
 
-/** History markers read per round trip: most logs find their compaction in force in the first page. */
-const PAGE = 64
+/**
+ * History markers read per round trip: a first page of 8 (most logs find their compaction in
+ * force in it), each next one four times larger, up to 512.
+ */
+const FIRST_PAGE = 8
+const LAST_PAGE = 512
 
 /**
  * Where a load from the last compaction of `id` starts (§15.1), or undefined when no compaction
@@ -54,14 +59,14 @@ export async function findTailStart(db: Db, schema: string, id: string, length: 
     const feedStubsAbove = (seq: number) => {
       while (stubs.length > 0 && stubs[0]!.seq > seq) finder.feed(stubs.shift()!)
     }
-    for (let before = length; finder.compactionSeq === undefined; ) {
-      const page = await client.query<{ seq: number; line: string }>(HISTORY_PAGE(schema), [id, before, PAGE])
+    for (let before = length, size = FIRST_PAGE; finder.compactionSeq === undefined; size = Math.min(LAST_PAGE, size * 4)) {
+      const page = await client.query<{ seq: number; line: string }>(HISTORY_PAGE(schema), [id, before, size])
       for (const row of page.rows) {
         feedStubsAbove(row.seq)
         finder.feed(parseEventLine(row.line, row.seq, path, id))
         if (finder.compactionSeq !== undefined) break
       }
-      if (page.rows.length < PAGE) break
+      if (page.rows.length < size) break
       before = page.rows[page.rows.length - 1]!.seq
     }
     feedStubsAbove(-1)

@@ -53,9 +53,9 @@ function recording(inner: SessionPersistence) {
   return { backend, appended }
 }
 
-async function pluginOver(persistence: SessionPersistence, host: ReferenceHost = createReferenceHost({ cwd: '/project' })) {
+async function pluginOver(persistence: SessionPersistence, host: ReferenceHost = createReferenceHost({ cwd: '/project' }), flushDelayMs = 10_000) {
   const rec = recording(persistence)
-  const plugin = sessionPersistencePlugin({ persistence: rec.backend, flushDelayMs: 10_000 })
+  const plugin = sessionPersistencePlugin({ persistence: rec.backend, flushDelayMs })
   const errors: SessionPersistenceError[] = []
   plugin.on('error', (e) => errors.push(e))
   await plugin.apply(host)
@@ -180,6 +180,43 @@ for (const { name, make } of backends) {
     })
   })
 }
+
+describe('a tail seed while another instance holds the lock (in-memory)', () => {
+  test('a seed that does not continue the log is a collision at once, read without the lock', async () => {
+    const store = new MemoryStore()
+    const open = () => createMemoryPersistence({ store })
+    const before = await compactedLog(open, 'held')
+    const holder = open()
+    const loaded = await holder.load('held', { from: 'last-compaction' })
+    const { plugin, host, errors, appended } = await pluginOver(open())
+    const foreign = loaded.events.map((e) => (e.type === 'user/message' ? { ...e, data: { content: 'not this one' } } : e))
+    host.sessionEvents.emit('session/created', loaded.meta, foreign, { firstSeq: loaded.firstSeq })
+    expect((await plugin.flush('held').catch((e: SessionPersistenceError) => e))?.code).toBe('E_EXISTS')
+    expect(errors.map((e) => e.code)).toEqual(['E_EXISTS'])
+    expect(appended).toEqual([])
+    expect(await fullLog(open, 'held')).toEqual(before)
+    await holder.closeAll()
+    await plugin.dispose()
+  })
+
+  test('a seed that continues it waits for the lock (E_LOCKED, retried), then appends only what is new', async () => {
+    const store = new MemoryStore()
+    const open = () => createMemoryPersistence({ store })
+    const before = await compactedLog(open, 'wait')
+    const holder = open()
+    const loaded = await holder.load('wait', { from: 'last-compaction' })
+    const { plugin, host, errors, appended } = await pluginOver(open(), undefined, 20)
+    const s = host.resume(loaded)
+    s.runTurn(oneTurn(4))
+    expect((await plugin.flush('wait').catch((e: SessionPersistenceError) => e))?.code).toBe('E_LOCKED')
+    await holder.closeAll()
+    await expect.poll(async () => (await fullLog(open, 'wait')).length, { timeout: 5_000 }).toBe(before.length + s.events.length - loaded.events.length)
+    await plugin.flush('wait')
+    expect(appended).toEqual(s.events.slice(loaded.events.length).map((e) => e.seq))
+    expect(errors.map((e) => e.code)).toEqual(['E_LOCKED'])
+    await plugin.dispose()
+  })
+})
 
 function before0Meta(id: string): SessionMeta {
   return { id, createdAt: 1_700_000_000_000, delegationDepth: 0, cwd: '/project' }

@@ -1,13 +1,24 @@
 import type { AgentInputItem } from '@openai/agents'
 import { asObject } from '../../session/as-object.js'
-import type { SessionEvent } from '../../session/schema.js'
+import { compactionInForce, isRewoundBy, rewoundRanges } from '../../session/history.js'
+import type { JsonValue, SessionEvent } from '../../session/schema.js'
+import { summaryItem } from './compaction.js'
 import { ITEM_FIELD, PROVISIONAL_FIELD } from './encode-items.js'
-import { blocksText } from './item-kind.js'
+import { blocksText, classifyItem, isModelOutput, isToolResult } from './item-kind.js'
 
 /** An item of the session and the seq of the event that placed it (what `history/rewind` cuts). */
 export interface PlacedItem {
   seq: number
   item: AgentInputItem
+  /** Present (true) on the summary item of the `history/compact` in force; `seq` is that event's. */
+  compaction?: true
+}
+
+/** The `history/compact` in force: its seq, its `firstKeptSeq` and its summary. */
+export interface CompactionInForce {
+  seq: number
+  keep: number
+  summary: JsonValue
 }
 
 /**
@@ -17,19 +28,35 @@ export interface PlacedItem {
  *   complete: the run's own `addItems` placed them otherwise;
  * - a `tool/result` without an item (the result crash repair wrote for an interrupted call) gives a
  *   `function_call_result` carrying its text, for a call this adapter recorded;
- * - `history/rewind` drops every item placed at or after its `to`.
+ * - `history/rewind` drops every item placed at or after its `to`;
+ * - with a `history/compact` in force (§7), the items placed before its `firstKeptSeq` are
+ *   replaced by one summary item (`summaryItem`), first; a result (`function_call_result`, or
+ *   another item answering a `callId`) whose call is not among the items kept is left out.
+ *
+ * Only the events from the compaction's `firstKeptSeq` on count, so the events of a load from
+ * the last compaction (§15.1) give the items of the whole log.
  */
 export function decodePlacedItems(events: readonly SessionEvent[]): PlacedItem[] {
-  const { items, seqs } = decode(events)
-  return items.map((item, i) => ({ seq: seqs[i] as number, item }))
+  return decodeSession(events).placed
 }
 
 export function decodeItems(events: readonly SessionEvent[]): AgentInputItem[] {
-  return decode(events).items
+  const { items, compaction } = decode(events)
+  return compaction ? [summaryItem(compaction.summary), ...items] : items
+}
+
+/** The session's placed items (summary first) and the compaction in force, if any. */
+export function decodeSession(events: readonly SessionEvent[]): { placed: PlacedItem[]; compaction: CompactionInForce | undefined } {
+  const { items, seqs, compaction } = decode(events)
+  const placed: PlacedItem[] = items.map((item, i) => ({ seq: seqs[i] as number, item }))
+  if (compaction) placed.unshift({ seq: compaction.seq, item: summaryItem(compaction.summary), compaction: true })
+  return { placed, compaction }
 }
 
 // Parallel arrays rather than an object per item: a long session decodes without garbage.
-function decode(events: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: number[] } {
+function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: number[]; compaction: CompactionInForce | undefined } {
+  const compaction = compactionInForce(all, isRewoundBy(rewoundRanges(all)))
+  const events = compaction ? all.filter((e) => e.seq >= compaction.keep && e.seq !== compaction.seq) : all
   let items: AgentInputItem[] = []
   let seqs: number[] = []
   let provisional: boolean[] = []
@@ -43,7 +70,8 @@ function decode(events: readonly SessionEvent[]): { items: AgentInputItem[]; seq
     }
     ;[items, seqs, provisional] = next
   }
-  let turnStart: number | undefined
+  // Events read from the middle of a turn (a compaction's firstKeptSeq there) start in that turn.
+  let turnStart: number | undefined = 0
   let turnHasProvisional = false
   const place = (seq: number, item: AgentInputItem, isProvisional: boolean) => {
     items.push(item)
@@ -98,7 +126,20 @@ function decode(events: readonly SessionEvent[]): { items: AgentInputItem[]; seq
       )
     }
   }
-  return { items, seqs }
+  if (compaction) keep(answeringKeptCall(items))
+  return { items, seqs, compaction }
+}
+
+/** After a compaction: true for an item unless it answers a call that is not kept before it. */
+function answeringKeptCall(items: readonly AgentInputItem[]): (i: number) => boolean {
+  const calls = new Set<string>()
+  return (i) => {
+    const k = classifyItem(items[i])
+    const callId = asObject(k?.item)?.callId
+    if (!k || typeof callId !== 'string') return true
+    if (isModelOutput(k)) calls.add(callId)
+    return !isToolResult(k) || calls.has(callId)
+  }
 }
 
 /** The name of the recorded call `callId` (looked up only for a result repair wrote). */

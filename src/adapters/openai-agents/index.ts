@@ -3,9 +3,10 @@
  * (`@openai/agents`, an optional peer dependency). Only this entry point refers to it, and only
  * for types: importing the main entry never loads the SDK.
  */
-export { JsonlSession, type JsonlSessionOptions } from './jsonl-session.js'
+export { type CompactOptions, JsonlSession, type JsonlSessionOptions } from './jsonl-session.js'
 export { trackToolCalls } from './track-tool-calls.js'
-export { decodeItems, decodePlacedItems, type PlacedItem } from './decode-events.js'
+export { type CompactionInForce, decodeItems, decodePlacedItems, decodeSession, type PlacedItem } from './decode-events.js'
+export { summaryItem } from './compaction.js'
 export {
   closeTurn,
   encodeItems,

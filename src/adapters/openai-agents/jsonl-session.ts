@@ -1,11 +1,11 @@
 import type { AgentInputItem, FunctionCallItem, Session } from '@openai/agents'
 import PQueue from 'p-queue'
 import { asObject } from '../../session/as-object.js'
-import { isPlainJson } from '../../session/json-check.js'
-import type { SessionEvent } from '../../session/schema.js'
+import { isPlainJson, plainJsonProblem } from '../../session/json-check.js'
+import type { JsonValue, SessionEvent } from '../../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { SessionPersistence } from '../../persistence.js'
-import { decodeItems, decodePlacedItems } from './decode-events.js'
+import { decodeItems, decodeSession } from './decode-events.js'
 import {
   closeTurn,
   encodeItems,
@@ -16,16 +16,25 @@ import {
   type TurnState,
 } from './encode-items.js'
 import { classifyItem, itemKey } from './item-kind.js'
+import { lastTurnOf } from './last-turn.js'
 import { RecordedItems } from './recorded-items.js'
-import { type JsonlSessionOptions, OptionsSchema, RECORDER, type ToolCallRecorder } from './session-options.js'
+import {
+  type CompactOptions,
+  CompactOptionsSchema,
+  type JsonlSessionOptions,
+  OptionsSchema,
+  RECORDER,
+  type ToolCallRecorder,
+} from './session-options.js'
 
-export { type JsonlSessionOptions, RECORDER, type ToolCallRecorder } from './session-options.js'
-
+export { type CompactOptions, type JsonlSessionOptions, RECORDER, type ToolCallRecorder } from './session-options.js'
 
 /**
  * The Agents SDK's `Session` over a `SessionPersistence`: created on first use, or resumed (a
  * crashed run's log is repaired as it loads). Items are stored as the session vocabulary plus the
- * item verbatim; `popItem` and `clearSession` append `history/rewind` and rewrite nothing.
+ * item verbatim; `popItem` and `clearSession` append `history/rewind` and rewrite nothing;
+ * `compact` appends `history/compact`, and `getItems` then starts with its summary. It resumes
+ * from the last compaction (docs/contract.md §15.1): only the log's tail is read.
  * One instance is the session's only writer: the backend refuses a second one (`E_LOCKED`).
  */
 export class JsonlSession implements Session {
@@ -36,6 +45,12 @@ export class JsonlSession implements Session {
   readonly #queue = new PQueue({ concurrency: 1 })
   /** How many events the log holds: the seq of the next one. */
   #count = 0
+  /**
+   * Where reads start: the first seq of the load (a load from the last compaction starts at its
+   * `firstKeptSeq` or earlier), moved by `compact`. Invariant: nothing before it shows in the
+   * items, because the compaction in force keeps nothing before it, or a rewind dropped it all.
+   */
+  #base = 0
   /**
    * The events `load` returned when the session was opened, until an item read uses them. The
    * session keeps no history in memory: later reads ask the backend again (`inspect`), so the
@@ -111,13 +126,25 @@ export class JsonlSession implements Session {
     })
   }
 
-  /** Removes the most recent item by appending `history/rewind`; returns it. */
+  /**
+   * Removes the most recent item by appending `history/rewind`; returns it. A rewind drops a
+   * range of seqs, so popping an item kept by the compaction in force (placed before it) would
+   * undo the compaction too: the compaction is then recorded again, in the same append. Popping
+   * the summary itself (the only item left) empties the history, as `clearSession`.
+   */
   async popItem(): Promise<AgentInputItem | undefined> {
     return (await this.#queue.add(async () => {
       await this.#ensureOpen()
-      const last = decodePlacedItems(await this.#read()).at(-1)
+      const { placed, compaction } = decodeSession(await this.#read())
+      const last = placed.at(-1)
       if (!last) return undefined
-      await this.#write([{ type: 'history/rewind', data: { to: last.seq } }])
+      if (last.compaction) await this.#write([{ type: 'history/rewind', data: { to: 0 } }])
+      else if (compaction && last.seq < compaction.seq) {
+        await this.#write([
+          { type: 'history/rewind', data: { to: last.seq } },
+          { type: 'history/compact', data: { summary: compaction.summary, firstKeptSeq: compaction.keep } },
+        ])
+      } else await this.#write([{ type: 'history/rewind', data: { to: last.seq } }])
       return last.item
     })) as AgentInputItem | undefined
   }
@@ -126,8 +153,47 @@ export class JsonlSession implements Session {
   async clearSession(): Promise<void> {
     await this.#queue.add(async () => {
       await this.#ensureOpen()
-      if (decodePlacedItems(await this.#read()).length === 0) return
+      if (decodeSession(await this.#read()).placed.length === 0) return
       await this.#write([{ type: 'history/rewind', data: { to: 0 } }])
+    })
+  }
+
+  /**
+   * Records that the host compacted the conversation: appends `history/compact` and resolves
+   * when it is durable. `getItems()` then returns the summary item (a user message with
+   * `input_text` content) followed by the `keepItems` most recent items (default 0) that
+   * followed the previous summary; a kept `function_call_result` whose `function_call` is not kept
+   * is left out. A resume reads the log only from the first kept item on. `E_SESSION_LIVE` while
+   * a tracked run has recorded calls it has not handed over (`addItems`) yet; `E_INVALID_EVENT`
+   * for a summary that is neither a string nor an array of blocks with a string `type`, or a
+   * `keepItems` that is not a non-negative integer; `E_NOT_JSON` for a summary that is not plain
+   * JSON. Nothing is written then.
+   */
+  async compact(options: CompactOptions): Promise<void> {
+    const parsed = CompactOptionsSchema.safeParse(options)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      throw new SessionPersistenceError('E_INVALID_EVENT', `compact: ${issue?.path.join('.') || 'options'}: ${issue?.message ?? 'invalid'}`, {
+        sessionId: this.#id,
+        cause: parsed.error,
+      })
+    }
+    const problem = plainJsonProblem(options.summary, 'summary')
+    if (problem) throw new SessionPersistenceError('E_NOT_JSON', `compact: ${problem}`, { sessionId: this.#id })
+    const summary = structuredClone(options.summary) as JsonValue
+    const keepItems = parsed.data.keepItems ?? 0
+    await this.#queue.add(async () => {
+      await this.#ensureWritable()
+      if (this.#turn) {
+        throw new SessionPersistenceError('E_SESSION_LIVE', `compact: a tracked run of session ${this.#id} has not handed its items over`, {
+          sessionId: this.#id,
+        })
+      }
+      const items = decodeSession(await this.#read()).placed.filter((p) => !p.compaction)
+      // The first kept item's event; with nothing kept, the compaction's own seq.
+      const firstKeptSeq = keepItems === 0 || items.length === 0 ? this.#count : (items[Math.max(0, items.length - keepItems)] as { seq: number }).seq
+      await this.#write([{ type: 'history/compact', data: { summary, firstKeptSeq } }])
+      this.#base = Math.max(this.#base, firstKeptSeq)
     })
   }
 
@@ -237,15 +303,20 @@ export class JsonlSession implements Session {
     const events = this.#loaded ?? (await this.#read())
     this.#recorded = new RecordedItems()
     this.#recorded.scan(events)
-    this.#lastTurn = lastTurn(events)
+    this.#lastTurn = await lastTurnOf(this.#persistence, this.#id, events, this.#base)
     this.#learnt = true
   }
 
   async #ensureOpen(): Promise<void> {
     if (this.#open) return
     let events: readonly SessionEvent[]
+    let firstSeq = 0
     try {
-      events = (await this.#persistence.load(this.#id)).events
+      // From the last compaction (§15.1): with one in force, only the log's tail is read, and it
+      // holds every item the session shows.
+      const loaded = await this.#persistence.load(this.#id, { from: 'last-compaction' })
+      events = loaded.events
+      firstSeq = loaded.firstSeq
     } catch (err) {
       if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
       const meta = { id: this.#id, createdAt: this.#now(), delegationDepth: 0, ...(this.#cwd === undefined ? {} : { cwd: this.#cwd }) }
@@ -253,7 +324,8 @@ export class JsonlSession implements Session {
       events = []
     }
     this.#loaded = events
-    this.#count = events.length
+    this.#base = firstSeq
+    this.#count = firstSeq + events.length
     // What writes need from the log is learnt when the first write comes: a session opened to
     // be read costs its load and nothing more.
     this.#learnt = false
@@ -279,16 +351,8 @@ export class JsonlSession implements Session {
     if (loaded) return loaded
     // A created session holds nothing until its first append (the backend does not know it yet).
     if (this.#count === 0) return []
-    // `inspect` closes an open turn in memory (a run in progress): only what is written counts.
+    // Only what is written counts, not the closers a read adds for a run in progress.
+    if (this.#base > 0) return (await this.#persistence.read(this.#id, { fromSeq: this.#base, toSeq: this.#count })).events
     return (await this.#persistence.inspect(this.#id)).events.slice(0, this.#count)
   }
-}
-
-function lastTurn(events: readonly SessionEvent[]): number {
-  let last = 0
-  for (const e of events) {
-    const turn = e.type === 'turn/start' ? asObject(e.data)?.turn : undefined
-    if (typeof turn === 'number' && turn > last) last = turn
-  }
-  return last
 }

@@ -23,6 +23,19 @@ export const OptionsSchema = z.object({
   now: z.custom<() => number>((v) => typeof v === 'function', 'must be a function').optional(),
 })
 
+/** What `JsonlSession.compact` records (`history/compact`, docs/contract.md §2.1). */
+export interface CompactOptions {
+  /** What replaces the items before the kept ones: text, or content blocks (`text`, `input_*` parts). */
+  summary: string | readonly { type: string; [key: string]: unknown }[]
+  /** How many of the most recent items stay after the summary (default 0). */
+  keepItems?: number
+}
+
+export const CompactOptionsSchema = z.strictObject({
+  summary: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
+  keepItems: z.number().int().nonnegative().optional(),
+})
+
 /** What `trackToolCalls` calls on a session; not part of the public API. */
 export interface ToolCallRecorder {
   stageInput(turnInput: readonly AgentInputItem[]): void

@@ -1,0 +1,23 @@
+import type { AgentInputItem } from '@openai/agents'
+import { asObject, type JsonObject } from '../../session/as-object.js'
+import type { JsonValue } from '../../session/schema.js'
+
+/**
+ * The item that stands for the summary of the `history/compact` in force (docs/contract.md §7),
+ * first in `getItems()`: a user message whose content is `input_text` parts. A string summary is
+ * one part; of a block summary, `text` blocks become `input_text` parts, `input_*` parts (as the
+ * session stores a user message's images and files) stay as they are, other blocks are left out.
+ */
+export function summaryItem(summary: JsonValue): AgentInputItem {
+  const content: JsonObject[] = []
+  if (typeof summary === 'string') content.push({ type: 'input_text', text: summary })
+  else if (Array.isArray(summary)) {
+    for (const block of summary) {
+      const b = asObject(block)
+      if (b?.type === 'text' && typeof b.text === 'string') content.push({ type: 'input_text', text: b.text })
+      else if (typeof b?.type === 'string' && b.type.startsWith('input_')) content.push(b)
+    }
+  }
+  if (content.length === 0) content.push({ type: 'input_text', text: '' })
+  return { type: 'message', role: 'user', content } as AgentInputItem
+}

@@ -1,0 +1,181 @@
+// watch on PostgreSQL (§15.3): LISTEN/NOTIFY on one listening connection per store, a slow
+// safety poll for changes that send no notification. The safety poll is set to a minute in most
+// tests, so what arrives sooner than that arrived by a notification.
+import { afterAll, describe, expect, test } from 'vitest'
+import { changeChannel } from '../src/postgres/change-feed.js'
+import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
+import { headerLine } from '../src/session/meta.js'
+import type { SessionEvent } from '../src/session/schema.js'
+import { codeOf } from './helpers/codes.js'
+import { meta, turn } from './helpers/events.js'
+import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
+
+const url = pgUrl()
+const schema = freshSchema('watch')
+const stores: PostgresSessionPersistence[] = []
+const open = (watchPollMs = 60_000) => {
+  const store = createPostgresPersistence({ connectionString: url!, schema, poolSize: 4, watchPollMs })
+  stores.push(store)
+  return store
+}
+afterAll(async () => {
+  await Promise.all(stores.map((s) => s.end()))
+  if (url) await dropSchemas(url, [schema])
+})
+
+const turns = (seq: number, first: number, n: number) => Array.from({ length: n }, (_, i) => turn(seq + 4 * i, first + i)).flat()
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Collects what a watch yields, until it ends; `until(n)` waits (with a deadline) for n events. */
+function collect(iterable: AsyncIterable<SessionEvent>) {
+  const seen: SessionEvent[] = []
+  const ended = (async () => {
+    try {
+      for await (const e of iterable) seen.push(e)
+      return 'ended'
+    } catch (err) {
+      return `rejected ${(err as { code?: string }).code}` // e.g. E_DISPOSED when its store ends first
+    }
+  })()
+  return {
+    seen,
+    ended,
+    async until(n: number, ms = 10_000) {
+      const deadline = Date.now() + ms
+      while (seen.length < n && Date.now() < deadline) await sleep(10)
+      return seen
+    },
+    async endedWithin(ms: number) {
+      return Promise.race([ended, sleep(ms).then(() => 'still running')])
+    },
+  }
+}
+
+/** The backends of the database listening on the schema's channel. */
+async function listeners(): Promise<number> {
+  const rows = await sql<{ n: number }>(url!, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${changeChannel(schema)}"`])
+  return rows[0]!.n
+}
+
+describe.skipIf(!url)('watch over PostgreSQL', () => {
+  test('two watchers (from 0 and from the middle) of one store, on one listening connection, see each event another store appends once and in order', async () => {
+    const writer = open()
+    const reader = open()
+    await writer.create(meta('live'))
+    const all = turns(0, 1, 12)
+    await writer.append('live', all.slice(0, 8))
+    const stop = new AbortController()
+    const fromStart = collect(reader.watch('live', { signal: stop.signal }))
+    const fromMiddle = collect(reader.watch('live', { fromSeq: 6, signal: stop.signal }))
+    await fromStart.until(8)
+    await fromMiddle.until(2)
+    expect(await listeners()).toBe(1) // one connection for both watchers; the writer listens to nothing
+    for (let t = 3; t <= 12; t++) {
+      const at = Date.now()
+      await writer.append('live', all.slice((t - 1) * 4, t * 4))
+      await fromStart.until(t * 4)
+      expect(Date.now() - at).toBeLessThan(5_000) // by notification: the safety poll is a minute away
+    }
+    await fromMiddle.until(all.length - 6)
+    expect(fromStart.seen).toEqual(all)
+    expect(fromMiddle.seen).toEqual(all.slice(6))
+    stop.abort()
+    expect(await fromStart.endedWithin(5_000)).toBe('ended')
+    expect(await fromMiddle.endedWithin(5_000)).toBe('ended')
+    // The last watcher gone, the listening connection goes too.
+    for (let i = 0; i < 100 && (await listeners()) > 0; i++) await sleep(20)
+    expect(await listeners()).toBe(0)
+    await writer.close('live')
+  })
+
+  test('a watcher of a session that does not exist yet gets all of it once it is created; it ends when the session is deleted', async () => {
+    const writer = open()
+    const reader = open()
+    const w = collect(reader.watch('later'))
+    await sleep(200)
+    expect(w.seen).toEqual([])
+    await writer.create(meta('later'))
+    const events = turns(0, 1, 2)
+    await writer.append('later', events.slice(0, 4))
+    await writer.append('later', events.slice(4))
+    await writer.close('later')
+    expect(await w.until(8, 5_000)).toEqual(events)
+    await writer.delete('later')
+    expect(await w.endedWithin(5_000)).toBe('ended')
+  })
+
+  test('a fork and an imported session wake the watchers waiting for them', async () => {
+    const writer = open()
+    const reader = open()
+    await writer.create(meta('parent'))
+    const events = turns(0, 1, 2)
+    await writer.append('parent', events)
+    await writer.close('parent')
+    const child = collect(reader.watch('child'))
+    const imported = collect(reader.watch('imported'))
+    await sleep(100)
+    await writer.fork('parent', { id: 'child', seedLength: 4 })
+    await writer.close('child')
+    const lines = events.slice(4).map((e) => ({ ...e, seq: e.seq - 4 })).map((e) => JSON.stringify(e))
+    await writer.importRaw({ id: 'imported', headerLine: headerLine(meta('imported')).slice(0, -1), eventLines: lines })
+    expect(await child.until(4, 5_000)).toEqual(events.slice(0, 4))
+    expect(await imported.until(4, 5_000)).toEqual(lines.map((l) => JSON.parse(l)))
+    await writer.delete('child')
+    await writer.delete('imported')
+    expect(await child.endedWithin(5_000)).toBe('ended')
+    expect(await imported.endedWithin(5_000)).toBe('ended')
+  })
+
+  test('a change that sends no notification (plain SQL, an older release) arrives by the safety poll', async () => {
+    const writer = open()
+    const reader = open(150)
+    await writer.create(meta('quiet-sql'))
+    await writer.append('quiet-sql', turns(0, 1, 1))
+    await writer.close('quiet-sql')
+    const stop = new AbortController()
+    const w = collect(reader.watch('quiet-sql', { signal: stop.signal }))
+    await w.until(4)
+    const line = JSON.stringify({ seq: 4, type: 'note', time: 5 })
+    await sql(url!, `INSERT INTO "${schema}".events (session_id, seq, line) VALUES ('quiet-sql', 4, $1); UPDATE "${schema}".sessions SET length = 5 WHERE session_id = 'quiet-sql'`.replace('$1', `'${line}'`))
+    expect((await w.until(5, 3_000)).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4])
+    stop.abort()
+    expect(await w.endedWithin(5_000)).toBe('ended')
+  })
+
+  test('an aborted signal ends the watch, one aborted before it starts yields nothing; it never holds up the writer', async () => {
+    const writer = open()
+    const reader = open()
+    await writer.create(meta('abort'))
+    await writer.append('abort', turns(0, 1, 1))
+    const stop = new AbortController()
+    const w = collect(reader.watch('abort', { signal: stop.signal }))
+    await w.until(4)
+    // A watcher that is not reading (paused at its last event) takes nothing a writer needs.
+    const paused = reader.watch('abort')[Symbol.asyncIterator]()
+    expect((await paused.next()).value).toMatchObject({ seq: 0 })
+    const at = Date.now()
+    for (let t = 2; t <= 5; t++) await writer.append('abort', turns((t - 1) * 4, t, 1))
+    expect(Date.now() - at).toBeLessThan(5_000)
+    await paused.return?.()
+    await w.until(20)
+    stop.abort()
+    expect(await w.endedWithin(5_000)).toBe('ended')
+    expect(w.seen).toHaveLength(20)
+    const before = collect(reader.watch('abort', { signal: AbortSignal.abort() }))
+    expect(await before.endedWithin(5_000)).toBe('ended')
+    expect(before.seen).toEqual([])
+    await writer.close('abort')
+  })
+
+  test('bad options are E_CONFIG and bad ids E_INVALID_ID, before anything is read', async () => {
+    const reader = open()
+    const first = async (id: string, options: unknown) => {
+      for await (const _ of reader.watch(id, options as never)) break
+    }
+    for (const bad of [{ fromSeq: -1 }, { fromSeq: 1.5 }, { fromSeq: '2' }, { signal: 'stop' }, null]) {
+      expect(await codeOf(first('x', bad))).toBe('E_CONFIG')
+    }
+    expect(await codeOf(first('', {}))).toBe('E_INVALID_ID')
+    expect(await codeOf(first('nul\u0000', {}))).toBe('E_INVALID_ID')
+  })
+})

@@ -46,7 +46,10 @@ const summary = (entries) =>
 
 try {
   console.log(`1. machine A: a two-turn query() with sessionStore (${backend.kind}, sessionStoreFlush '${flush}'); SIGKILL while turn 2's tool runs`)
-  const a = run({ prompts: ['Please use the tool.', 'Now run the long job.', 'unused'] })
+  // Machine A's local config in our directory: a killed process cannot remove it itself.
+  const configDir = join(dir, 'config-a')
+  await mkdir(configDir)
+  const a = run({ configDir, prompts: ['Please use the tool.', 'Now run the long job.', 'unused'] })
   while (!existsSync(marker)) await sleep(50)
   await sleep(300) // the SDK mirrors in batches: give turn 1's batch time to land
   process.kill(-a.child.pid, 'SIGKILL')

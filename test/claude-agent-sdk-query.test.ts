@@ -114,7 +114,10 @@ function scenario(name: string, makeBackend: () => Promise<{ backend: Backend; p
     })
 
     it('stores a two-turn session with tool uses as it runs; SIGKILL in the second turn\'s tool leaves the first turn whole, each entry once', async () => {
-      const agent = startAgent({ sdkEntry, baseUrl: fake.url, cwd, backend: made.backend, prompts: ['Please use the tool.', 'Now run the long job.', 'unused'] })
+      // Its config directory inside ours: a killed process cannot remove it itself.
+      const configDir = join(dir, 'config-killed')
+      await import('node:fs/promises').then((fs) => fs.mkdir(configDir))
+      const agent = startAgent({ sdkEntry, baseUrl: fake.url, cwd, backend: made.backend, configDir, prompts: ['Please use the tool.', 'Now run the long job.', 'unused'] })
       await until('the second turn\'s tool to run', () => existsSync(marker))
       sessionId = agent.reports.find((r) => r.type === 'init')?.sessionId ?? ''
       expect(sessionId).toMatch(/^[0-9a-f-]{36}$/)

@@ -97,6 +97,48 @@ describe('session-jsonl tail', () => {
     })
   }
 
+  test('-f whose reader goes away (tail -f | head -1) exits 0 at the next event, without a stack trace', async () => {
+    const { root, p } = await rootWith('piped', turn(0, 1))
+    const tail = startCli(['--root', root, 'tail', 'piped', '-n', '1', '-f'])
+    try {
+      await tail.waitForLines(1)
+      tail.child.stdout!.destroy()
+      await p.append('piped', [ev(4, 'turn/start', { turn: 2 })])
+      expect(await tail.exit()).toEqual({ code: 0, signal: null })
+      expect(tail.stderr()).toBe('')
+    } finally {
+      tail.child.kill('SIGKILL')
+      await p.closeAll()
+    }
+  })
+
+  test('-f goes on with the closers when another process repairs the session', async () => {
+    const { root, p } = await rootWith('crashed', [
+      ev(0, 'turn/start', { turn: 1 }),
+      ev(1, 'assistant/message', { turn: 1, step: 0, content: [{ type: 'tool-call', callId: 'k9', name: 'bash', arguments: {} }] }),
+    ])
+    await p.closeAll() // the writer is gone with its turn open, as after a crash
+    const tail = startCli(['--root', root, 'tail', 'crashed', '-f'])
+    try {
+      await tail.waitForLines(2)
+      const repaired = createJsonlPersistence({ root })
+      await repaired.load('crashed')
+      await repaired.closeAll()
+      expect((await tail.waitForLines(4)).slice(2)).toEqual([
+        '#2 ← [k9] error: Tool call interrupted by a crash; no result was recorded. ⚠ interrupted',
+        '#3 ── end of turn 1 (interrupted)',
+      ])
+    } finally {
+      tail.child.kill('SIGKILL')
+    }
+  })
+
+  test('--help', async () => {
+    const r = await run(['tail', '--help'])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toContain('usage: session-jsonl tail <id> [-n <n>] [-f] [--json]')
+  })
+
   test('bad -n values are usage errors (exit 2); unknown and ambiguous ids fail (exit 1); one line on stderr each', async () => {
     const { root, p } = await rootWith('tail-a', turn(0, 1))
     await p.create(meta('tail-b'))

@@ -261,6 +261,12 @@ function checkCopy(to: string | undefined, all: boolean, firstId: string | undef
 // Run as the binary (not when imported by a test).
 const invokedAs = process.argv[1] ? realpathSync(process.argv[1]) : ''
 if (invokedAs === fileURLToPath(import.meta.url)) {
+  // A reader that went away (`show … | head`, `tail -f | grep -m1 …`) is the end of the output,
+  // not an error: exit quietly, as other command-line tools do.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err
+    process.exit(process.exitCode ?? 0)
+  })
   const io = terminalIo(process.stdout, process.stderr, process.env)
   main(process.argv.slice(2), process.env, io).then(
     (code) => {

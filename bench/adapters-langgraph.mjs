@@ -13,7 +13,8 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { MemorySaver, uuid6 } from '@langchain/langgraph-checkpoint'
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph'
-import { SessionCheckpointSaver } from '../dist/adapters/langgraph/index.js'
+import { SessionCheckpointSaver, threadSessionId } from '../dist/adapters/langgraph/index.js'
+import { ThreadIndex } from '../dist/adapters/langgraph/thread-index.js'
 import { createJsonlPersistence } from '../dist/index.js'
 import { loadSqliteSaver } from './scenarios/langgraph-sqlite-install.mjs'
 
@@ -67,8 +68,17 @@ if (process.argv[2] === '--probe') {
   const warmMs = performance.now() - t1
   globalThis.gc?.()
   const heap = process.memoryUsage().heapUsed - before
-  process.stdout.write(JSON.stringify({ ms, warmMs, heap, step: tuple?.metadata?.step }))
   await saver.close()
+  // The index alone: built from a lock-free read, nothing of the backend kept open.
+  let loaded = await createJsonlPersistence({ root }).inspect(threadSessionId('long'))
+  globalThis.gc?.()
+  const base = process.memoryUsage().heapUsed
+  const index = ThreadIndex.fromEvents(loaded.events, 'long')
+  loaded = undefined
+  globalThis.gc?.()
+  const indexHeap = process.memoryUsage().heapUsed - base
+  if (index.count === 0) throw new Error('the index is empty') // and alive until measured
+  process.stdout.write(JSON.stringify({ ms, warmMs, heap, indexHeap: Math.max(0, indexHeap), step: tuple?.metadata?.step }))
   process.exit(0)
 }
 
@@ -146,7 +156,9 @@ try {
   const heap = probes.map((p) => p.heap)
   console.log(`   first getTuple (one read of the log, index built): ${fmt(median(ms))} (${fmt(Math.min(...ms))}–${fmt(Math.max(...ms))})`)
   console.log(`   next getTuple (from the index):                    ${fmt(median(probes.map((p) => p.warmMs)))}`)
-  console.log(`   heap held by the index:                            ${(median(heap) / 2 ** 20).toFixed(1)} MiB (${(median(heap) / CHECKPOINTS).toFixed(0)} bytes a checkpoint)`)
+  const indexHeap = probes.map((p) => p.indexHeap)
+  console.log(`   heap held with the thread open (index + backend):  ${(median(heap) / 2 ** 20).toFixed(1)} MiB`)
+  console.log(`   heap held by the index alone:                      ${(median(indexHeap) / 2 ** 20).toFixed(1)} MiB (${(median(indexHeap) / CHECKPOINTS).toFixed(0)} bytes a checkpoint; the log holds ${(size / CHECKPOINTS).toFixed(0)})`)
 } finally {
   await rm(root, { recursive: true, force: true })
 }

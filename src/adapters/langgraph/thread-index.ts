@@ -12,41 +12,82 @@ import {
 } from './events.js'
 import type { Typed } from './typed.js'
 
-/** A pending write as the index keeps it: its record's task and path, the write itself. */
-export interface IndexedWrite extends StoredWrite {
+/**
+ * A serialized value as the index keeps it: the text alone for the serializer's `json` type
+ * (nearly every value), the whole typed form otherwise. One string instead of an object.
+ */
+export type Kept = string | Typed
+
+export const keep = (t: Typed): Kept => (t.type === 'json' && 'text' in t ? t.text : t)
+export const typedOf = (k: Kept): Typed => (typeof k === 'string' ? { type: 'json', text: k } : k)
+
+/** A checkpoint as the index keeps it: its structures as JSON text, parsed only when asked for. */
+export interface IndexedCheckpoint {
+  ns: string
+  id: string
+  parent: string | undefined
+  /** The checkpoint without `channel_values`, as JSON text. */
+  core: string
+  /** Its `channel_versions`, which say which stored values it holds. */
+  versions: Record<string, ChannelVersion>
+  /** Its format version (`v`): below 4, sends are rebuilt from the parent's writes. */
+  v: unknown
+  /** The metadata as JSON text. */
+  metadata: string
+}
+
+/** A pending write as the index keeps it. */
+export interface IndexedWrite {
   task: string
   path: string
+  idx: number
+  channel: string
+  value: Kept
 }
 
 /** Where a channel value was stored: by which checkpoint, and what (undefined: the channel was empty). */
 interface ValueSource {
   checkpoint: string
-  value: Typed | undefined
+  value: Kept | undefined
 }
 
-const versionKey = (channel: string, version: ChannelVersion) => `${channel}\u0000${typeof version}\u0000${String(version)}`
-const writeKey = (task: string, idx: number) => `${task}\u0000${idx}`
+const versionKey = (channel: string, version: ChannelVersion) => `${channel}\u0000${typeof version === 'number' ? 'n' : 's'}${String(version)}`
 
 /** One namespace of a thread: its checkpoints, the channel values they stored, the writes against them. */
 export class NamespaceIndex {
-  readonly checkpoints = new Map<string, CheckpointRecord>()
+  readonly checkpoints = new Map<string, IndexedCheckpoint>()
   /** Checkpoint ids ascending as strings (uuid6 ids sort by time). */
   readonly ids: string[] = []
-  /** Every stored (channel, version), usually by one checkpoint; several only when a fork reused a version. */
-  readonly #values = new Map<string, ValueSource[]>()
+  /** Every stored (channel, version): one source, or several when forks stored one version twice. */
+  readonly #values = new Map<string, ValueSource | ValueSource[]>()
   /** Pending writes by checkpoint id, also for checkpoints not put yet (writes may arrive first). */
-  readonly #writes = new Map<string, Map<string, IndexedWrite>>()
+  readonly #writes = new Map<string, IndexedWrite[]>()
 
   addCheckpoint(r: CheckpointRecord): void {
     if (!this.checkpoints.has(r.id)) insertSorted(this.ids, r.id)
-    this.checkpoints.set(r.id, r)
+    const versions = r.checkpoint.channel_versions
+    this.checkpoints.set(r.id, {
+      ns: r.ns,
+      id: r.id,
+      parent: r.parent,
+      core: JSON.stringify(r.checkpoint),
+      versions: typeof versions === 'object' && versions !== null ? (versions as Record<string, ChannelVersion>) : {},
+      v: r.checkpoint.v,
+      metadata: JSON.stringify(r.metadata),
+    })
     for (const v of r.values) {
       const key = versionKey(v.channel, v.version)
-      const sources = this.#values.get(key)
-      const source = { checkpoint: r.id, value: v.value }
-      if (!sources) this.#values.set(key, [source])
-      else sources.push(source)
+      const source: ValueSource = { checkpoint: r.id, value: v.value && keep(v.value) }
+      const had = this.#values.get(key)
+      if (had === undefined) this.#values.set(key, source)
+      else if (Array.isArray(had)) had.push(source)
+      else this.#values.set(key, [had, source])
     }
+  }
+
+  #stored(checkpoint: string, task: string, idx: number): number {
+    const list = this.#writes.get(checkpoint)
+    return list ? list.findIndex((w) => w.task === task && w.idx === idx) : -1
   }
 
   /**
@@ -55,31 +96,30 @@ export class NamespaceIndex {
    * a special one (negative index) replaces the stored one.
    */
   effectiveWrites(checkpoint: string, task: string, writes: readonly StoredWrite[]): StoredWrite[] {
-    const stored = this.#writes.get(checkpoint)
-    const byKey = new Map<string, StoredWrite>()
+    const byIdx = new Map<number, StoredWrite>()
     for (const w of writes) {
-      const key = writeKey(task, w.idx)
-      if (w.idx >= 0 && (stored?.has(key) || byKey.has(key))) continue
-      byKey.set(key, w)
+      if (w.idx >= 0 && (byIdx.has(w.idx) || this.#stored(checkpoint, task, w.idx) >= 0)) continue
+      byIdx.set(w.idx, w)
     }
-    return [...byKey.values()]
+    return [...byIdx.values()]
   }
 
   addWrites(r: WritesRecord): void {
-    let stored = this.#writes.get(r.checkpoint)
-    if (!stored) this.#writes.set(r.checkpoint, (stored = new Map()))
+    let list = this.#writes.get(r.checkpoint)
+    if (!list) this.#writes.set(r.checkpoint, (list = []))
     for (const w of r.writes) {
-      const key = writeKey(r.task, w.idx)
-      if (w.idx >= 0 && stored.has(key)) continue
-      stored.set(key, { ...w, task: r.task, path: r.path ?? '' })
+      const at = this.#stored(r.checkpoint, r.task, w.idx)
+      const kept: IndexedWrite = { task: r.task, path: r.path ?? '', idx: w.idx, channel: w.channel, value: keep(w.value) }
+      if (at < 0) list.push(kept)
+      else if (w.idx < 0) list[at] = kept
     }
   }
 
-  writesOf(checkpoint: string): IndexedWrite[] {
-    return [...(this.#writes.get(checkpoint)?.values() ?? [])]
+  writesOf(checkpoint: string): readonly IndexedWrite[] {
+    return this.#writes.get(checkpoint) ?? []
   }
 
-  latest(): CheckpointRecord | undefined {
+  latest(): IndexedCheckpoint | undefined {
     const id = this.ids.at(-1)
     return id === undefined ? undefined : this.checkpoints.get(id)
   }
@@ -87,20 +127,19 @@ export class NamespaceIndex {
   /**
    * The value a checkpoint holds for a channel at a version: the one stored by the nearest
    * checkpoint on its own line of ancestors (forks can store one version twice with different
-   * values), else the last one stored. `null` when no checkpoint stored it.
+   * values), else the last one stored. Undefined when no checkpoint stored it.
    */
-  valueAt(r: CheckpointRecord, channel: string, version: ChannelVersion): ValueSource | null {
-    const sources = this.#values.get(versionKey(channel, version))
-    if (!sources) return null
-    if (sources.length === 1) return sources[0]!
-    const by = new Map(sources.map((s) => [s.checkpoint, s]))
+  valueAt(c: IndexedCheckpoint, channel: string, version: ChannelVersion): ValueSource | undefined {
+    const had = this.#values.get(versionKey(channel, version))
+    if (!Array.isArray(had)) return had
+    const by = new Map(had.map((s) => [s.checkpoint, s]))
     const seen = new Set<string>()
-    for (let cur: CheckpointRecord | undefined = r; cur && !seen.has(cur.id); cur = cur.parent === undefined ? undefined : this.checkpoints.get(cur.parent)) {
+    for (let cur: IndexedCheckpoint | undefined = c; cur && !seen.has(cur.id); cur = cur.parent === undefined ? undefined : this.checkpoints.get(cur.parent)) {
       seen.add(cur.id)
       const s = by.get(cur.id)
       if (s) return s
     }
-    return sources.at(-1)!
+    return had.at(-1)
   }
 }
 

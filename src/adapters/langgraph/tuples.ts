@@ -11,14 +11,13 @@ import {
   TASKS,
   writesSortKey,
 } from '@langchain/langgraph-checkpoint'
-import type { ChannelVersion, CheckpointRecord } from './events.js'
-import type { IndexedWrite, NamespaceIndex } from './thread-index.js'
+import { type IndexedCheckpoint, type IndexedWrite, type NamespaceIndex, typedOf } from './thread-index.js'
 import { loadTyped, type Typed } from './typed.js'
 
 /** Everything a tuple needs, gathered from the index; deserialized later, outside the thread's queue. */
 export interface TuplePlan {
   threadId: string
-  record: CheckpointRecord
+  record: IndexedCheckpoint
   values: [channel: string, value: Typed][]
   writes: IndexedWrite[]
   /** For a checkpoint of format < 4: the sends its parent's tasks wrote, which become its `__pregel_tasks` value. */
@@ -26,38 +25,37 @@ export interface TuplePlan {
 }
 
 /** A checkpoint's writes in the order live execution applies them: (task path, task id, index). */
-function ordered(writes: IndexedWrite[]): IndexedWrite[] {
+function ordered(writes: readonly IndexedWrite[]): IndexedWrite[] {
   return writes
     .map((w) => ({ w, key: writesSortKey(w.path, w.task, w.idx) }))
     .sort((a, b) => compareWritesSortKeys(a.key, b.key))
     .map(({ w }) => w)
 }
 
-export function planTuple(threadId: string, ns: NamespaceIndex, record: CheckpointRecord): TuplePlan {
-  const versions = (record.checkpoint.channel_versions ?? {}) as Record<string, ChannelVersion>
+export function planTuple(threadId: string, ns: NamespaceIndex, record: IndexedCheckpoint): TuplePlan {
   const values: [string, Typed][] = []
-  for (const [channel, version] of Object.entries(versions)) {
+  for (const [channel, version] of Object.entries(record.versions)) {
     const value = ns.valueAt(record, channel, version)?.value
-    if (value) values.push([channel, value])
+    if (value !== undefined) values.push([channel, typedOf(value)])
   }
-  const v = record.checkpoint.v
+  const v = record.v
   const sends =
     typeof v === 'number' && v < 4 && record.parent !== undefined
       ? ordered(ns.writesOf(record.parent))
           .filter((w) => w.channel === TASKS)
-          .map((w) => w.value)
+          .map((w) => typedOf(w.value))
       : undefined
   return { threadId, record, values, writes: ordered(ns.writesOf(record.id)), sends }
 }
 
 export async function buildTuple(serde: SerializerProtocol, plan: TuplePlan, saver: BaseCheckpointSaver): Promise<CheckpointTuple> {
   const { record, threadId } = plan
-  const json = (value: unknown): Typed => ({ type: 'json', text: JSON.stringify(value) })
+  const json = (text: string): Typed => ({ type: 'json', text })
   const [checkpoint, metadata, values, pendingWrites, sends] = await Promise.all([
-    loadTyped(serde, json(record.checkpoint)) as Promise<Checkpoint>,
+    loadTyped(serde, json(record.core)) as Promise<Checkpoint>,
     loadTyped(serde, json(record.metadata)) as Promise<CheckpointMetadata>,
     Promise.all(plan.values.map(async ([channel, value]) => [channel, await loadTyped(serde, value)] as const)),
-    Promise.all(plan.writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await loadTyped(serde, w.value)])),
+    Promise.all(plan.writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await loadTyped(serde, typedOf(w.value))])),
     plan.sends && Promise.all(plan.sends.map((s) => loadTyped(serde, s))),
   ])
   checkpoint.channel_values = Object.fromEntries(values)
@@ -79,8 +77,11 @@ export async function buildTuple(serde: SerializerProtocol, plan: TuplePlan, sav
 }
 
 /** `list`'s filter: every field given equals the stored metadata's (deep equality for objects). */
-export function matchesFilter(metadata: Record<string, unknown>, filter: Record<string, unknown>): boolean {
-  for (const [key, value] of Object.entries(filter)) {
+export function matchesFilter(metadataText: string, filter: Record<string, unknown>): boolean {
+  const entries = Object.entries(filter)
+  if (entries.length === 0) return true
+  const metadata = JSON.parse(metadataText) as Record<string, unknown>
+  for (const [key, value] of entries) {
     const stored = Object.hasOwn(metadata, key) ? metadata[key] : undefined
     if (stored === value) continue
     if (typeof value !== 'object' || value === null || !isDeepStrictEqual(stored, value)) return false

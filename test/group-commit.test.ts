@@ -16,6 +16,8 @@ interface Call {
   lineBatch: number[]
   seqs: number[]
   text: string
+  /** The per-line kinds literal. */
+  kinds: string
   release(result: { claimed?: number[]; error?: unknown }): void
 }
 
@@ -49,6 +51,7 @@ function scriptedDb() {
           lineBatch: ints(values[5]),
           seqs: ints(values[6]),
           text: values[7] as string,
+          kinds: values[8] as string,
           release: ({ claimed, error }) => {
             if (error !== undefined) reject(error)
             else resolve({ rows: (claimed ?? ids.map((_, i) => i + 1)).map((bi) => ({ bi })) })
@@ -264,6 +267,30 @@ describe('GroupCommit', () => {
     expect(c3.ids).toEqual(['b', 'c'])
     c3.release({})
     expect(await Promise.all(pending)).toEqual([true, true, true, true])
+  })
+
+  test('a group never holds more than 16 MiB of lines, unless one batch alone does; the kinds travel per line', async () => {
+    const { db, nextCall } = scriptedDb()
+    const group = new GroupCommit(db, 's', 1)
+    const pending = [group.submit(batch('a', 0))]
+    const c1 = await nextCall(1)
+    const big = (id: string, mib: number): Batch => ({ ...batch(id, 0, ['{"x":1}']), bytes: mib * 1024 * 1024, kinds: '3' })
+    pending.push(group.submit(big('huge', 40)))
+    pending.push(group.submit(big('b', 9)))
+    pending.push(group.submit(big('c', 9)))
+    pending.push(group.submit(batch('d', 0)))
+    c1.release({})
+    const c2 = await nextCall(2)
+    expect(c2.ids).toEqual(['huge'])
+    c2.release({})
+    const c3 = await nextCall(3)
+    expect(c3.ids).toEqual(['b']) // b and c together would pass 16 MiB
+    c3.release({})
+    const c4 = await nextCall(4)
+    expect(c4.ids).toEqual(['c', 'd'])
+    expect(c4.kinds).toBe('{3,NULL,NULL}') // d's kinds unknown: the schema's trigger fills them in
+    c4.release({})
+    expect(await Promise.all(pending)).toEqual([true, true, true, true, true])
   })
 
   test('a group never holds more than 128 batches', async () => {

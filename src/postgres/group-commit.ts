@@ -36,6 +36,12 @@ const GROUP_APPEND = (s: string) => `
 /** At most this many lines in one statement: a group never grows into one huge message. */
 const MAX_GROUP_LINES = 5_000
 /**
+ * At most this many bytes of lines in one statement (a batch that is bigger goes alone): a few
+ * huge lines (a 64 MiB tool result) never make one statement of hundreds of MiB, which would
+ * cost their sum in memory on both sides and could pass the server's 1 GB limit on a value.
+ */
+const MAX_GROUP_BYTES = 16 * 1024 * 1024
+/**
  * At most this many batches in one statement: each line is matched against the claimed batches'
  * positions (an array scan, cheaper than a hash join for a few batches), so the work stays small.
  */
@@ -127,13 +133,16 @@ export class GroupCommit {
   #pump(): void {
     while (this.#running < this.#slots && this.#waiting.length > 0) {
       let lines = 0
+      let bytes = 0
       let take = 0
       while (
         take < this.#waiting.length &&
         take < MAX_GROUP_BATCHES &&
-        (take === 0 || lines + this.#waiting[take]!.batch.count <= MAX_GROUP_LINES)
+        (take === 0 ||
+          (lines + this.#waiting[take]!.batch.count <= MAX_GROUP_LINES && bytes + this.#waiting[take]!.batch.bytes <= MAX_GROUP_BYTES))
       ) {
         lines += this.#waiting[take]!.batch.count
+        bytes += this.#waiting[take]!.batch.bytes
         take++
       }
       const group = this.#waiting.splice(0, take)

@@ -3,6 +3,7 @@ export {
   type ErrorDetails,
   type ErrorCode,
   isSessionPersistenceError,
+  type LockHolder,
   SessionFormatUnsupportedError,
   SessionPersistenceCorruptionError,
   SessionPersistenceError,
@@ -71,5 +72,6 @@ export { type PluginConfig, PluginConfigSchema, PluginJsonConfigSchema } from '.
 export { type AgentHost, HOST_SESSION_EVENT_NAMES, type HostSessionEventName,
   type HostSessionEvents, type LiveSession } from './plugin/host.js'
 export { DrainStalledError, EventDroppedError, EventRefusedError } from './plugin/plugin-errors.js'
+export { DeadlineError, type DeadlineOptions } from './plugin/deadline.js'
 export type { BackendPluginConfig, JsonlPluginConfig } from './plugin/config.js'
-export type { SessionEventSource } from './plugin/host.js'
+export type { SeedOptions, SessionEventSource } from './plugin/host.js'

@@ -15,7 +15,7 @@ describe('errors (docs/contract.md §9)', () => {
       [
         'E_CONFIG', 'E_INVALID_ID', 'E_INVALID_META', 'E_INVALID_EVENT', 'E_NOT_JSON', 'E_SEQ_NOT_CONTIGUOUS', 'E_NOT_FOUND',
         'E_EXISTS', 'E_AMBIGUOUS', 'E_CORRUPT', 'E_FORMAT_UNSUPPORTED', 'E_LOCKED', 'E_SESSION_LIVE', 'E_BAD_FORK_POINT',
-        'E_LINK_UNSUPPORTED', 'E_IO', 'E_WRITER_BROKEN', 'E_DISPOSED',
+        'E_LINK_UNSUPPORTED', 'E_IO', 'E_WRITER_BROKEN', 'E_DISPOSED', 'E_TIMEOUT',
       ].sort(),
     )
     const corrupt = new SessionPersistenceCorruptionError(3, 120, 'bad', { path: '/x', sessionId: 's' })

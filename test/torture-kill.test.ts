@@ -15,6 +15,7 @@ test('SIGKILL at random moments and at chosen steps of the start-up load (lock t
     const acked = sum((r) => r.ackedEvents)
     console.log(
       `SIGKILL torture: ${kills} kills (${sum((r) => r.killsDuringLoad)} during a load, ${sum((r) => r.killsDuringRepair)} of them during a repair; ` +
+        `${sum((r) => r.killsDuringTailLoad)} during a load from the last compaction, ${sum((r) => r.killsDuringTailRepair)} of them during its repair, ${sum((r) => r.tailResumes)} agents resumed from a tail; ` +
         `${sum((r) => r.stops)} stopped at a chosen step of the load, ${sum((r) => r.stopsInRepairWrites)} just before the repair's own writes), ${acked} acknowledged events checked, ${sum((r) => r.lost)} lost`,
     )
     expect(reports.flatMap((r) => r.failures)).toEqual([])
@@ -24,6 +25,10 @@ test('SIGKILL at random moments and at chosen steps of the start-up load (lock t
     expect(sum((r) => r.stops)).toBeGreaterThan(15)
     expect(sum((r) => r.killsDuringLoad)).toBeGreaterThanOrEqual(sum((r) => r.stops))
     expect(sum((r) => r.killsDuringRepair)).toBeGreaterThan(0)
+    // half the agents resume from the last compaction: kills land inside those loads and their repairs too
+    expect(sum((r) => r.killsDuringTailLoad)).toBeGreaterThan(10)
+    expect(sum((r) => r.killsDuringTailRepair)).toBeGreaterThan(0)
+    expect(sum((r) => r.tailResumes)).toBeGreaterThan(10)
   } finally {
     await Promise.all(roots.map((r) => rm(r, { recursive: true, force: true })))
   }

@@ -1,7 +1,7 @@
 // The torture's agent process: resumes (or starts) its sessions through the plugin, then runs
 // turns with streamed chunks and tool calls, forks now and then, and after every acknowledged
 // flush prints {"id","count","digest"} — until it is killed.
-import { createJsonlPersistence, isSessionPersistenceError, sessionPersistencePlugin } from '../index.js'
+import { createJsonlPersistence, isSessionPersistenceError, type SessionEvent, sessionPersistencePlugin } from '../index.js'
 import { createFaultInjectingFileSystem, createReferenceHost, type FsOp, type ReferenceSession } from '../testing/index.js'
 import { HashChain } from './hash-chain.js'
 import { seededRandom } from './random.js'
@@ -45,8 +45,8 @@ const host = createReferenceHost({ cwd: '/torture' })
 await plugin.apply(host)
 
 const chains = new Map<string, HashChain>()
-const track = (s: ReferenceSession) => {
-  chains.set(s.meta.id, HashChain.of(s.events))
+const track = (s: ReferenceSession, prefix: readonly SessionEvent[] = []) => {
+  chains.set(s.meta.id, HashChain.of([...prefix, ...s.events]))
   host.sessionEvents.on('session/event', (id, e) => {
     if (id === s.meta.id) chains.get(id)!.add(e)
   })
@@ -61,16 +61,24 @@ const acknowledge = async (s: ReferenceSession) => {
 // The runner is told when a load (which repairs what the last kill left) starts and ends, so
 // it can tell kills that landed inside one. Writes to a pipe are synchronous on Linux: the
 // announcement is out before the load's first file-system call.
-const phase = (p: 'load' | 'loaded', id: string) => process.stdout.write(`${JSON.stringify({ phase: p, id })}\n`)
+const phase = (p: 'load' | 'loaded', id: string, extra: { from?: 'start' | 'last-compaction'; firstSeq?: number } = {}) =>
+  process.stdout.write(`${JSON.stringify({ phase: p, id, ...extra })}\n`)
+
+// Half the seeds resume from the last compaction (§15.1): the agent records compactions, and
+// kills then land inside tail loads and their repairs too.
+const fromTail = rand() < 0.5
 
 async function resume(id: string): Promise<ReferenceSession> {
   try {
-    phase('load', id)
+    const from = fromTail ? 'last-compaction' : 'start'
+    phase('load', id, { from })
     loading = true
-    const loaded = await plugin.persistence.load(id)
+    const loaded = await plugin.persistence.load(id, { from })
     loading = false
-    phase('loaded', id)
-    return track(host.resume(loaded))
+    phase('loaded', id, { firstSeq: loaded.firstSeq })
+    // The digest covers the whole log: what a tail load did not read is read (without a lock).
+    const prefix = loaded.firstSeq > 0 ? (await plugin.persistence.read(id, { toSeq: loaded.firstSeq })).events : []
+    return track(host.resume(loaded), prefix)
   } catch (err) {
     loading = false
     if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
@@ -83,7 +91,8 @@ const main = await resume(mainId)
 await acknowledge(main) // the repair (closers) is acknowledged too
 for (let n = 0; ; n++) {
   const r = rand()
-  if (r < 0.08 && main.events.some((e) => e.type === 'turn/end')) {
+  // the reference host forks only a session it holds from seq 0
+  if (r < 0.08 && main.firstSeq === 0 && main.events.some((e) => e.type === 'turn/end')) {
     const cut = main.events.map((e) => e.type).lastIndexOf('turn/end') + 1
     const child = track(host.fork(main, { seedLength: cut, id: `fork-${Date.now()}-${n}` }))
     child.runTurn({ user: 'forked', steps: [{ text: 'a branch', chunks: 2 }] })
@@ -98,5 +107,11 @@ for (let n = 0; ; n++) {
   for (const id of ids) main.toolResult(id, 'ok '.repeat(Math.floor(rand() * 2000)))
   main.endStep()
   main.endTurn()
+  if (rand() < 0.15) {
+    // a compaction keeping the last turn, then the request header again (so a tail load is short)
+    const keep = main.events.map((e) => e.type).lastIndexOf('turn/start')
+    main.emit('history/compact', { summary: `summary before ${n}`, firstKeptSeq: main.firstSeq + Math.max(0, keep) })
+    main.requestHeader({ model: 'torture', turn: n }, 'change')
+  }
   await acknowledge(main)
 }

@@ -11,6 +11,11 @@ export interface KillReport {
   killsDuringLoad: number
   /** Of those, kills whose load had a repair to do (a torn tail to cut or closers to append). */
   killsDuringRepair: number
+  /** Kills during a load from the last compaction (§15.1), and of those, during one with a repair to do. */
+  killsDuringTailLoad: number
+  killsDuringTailRepair: number
+  /** Agents that resumed from a tail: a load from the last compaction whose firstSeq was past 0. */
+  tailResumes: number
   /** Agents that stopped themselves at a chosen step of their start-up load and were killed there. */
   stops: number
   /** Of those, stops just before the repair's own writes to the log (its cut, the closers, their syncs). */
@@ -48,6 +53,10 @@ export interface RunningAgent {
   touched: Set<string>
   /** The session being loaded right now (announced, not yet resolved), if any. */
   inLoad: () => string | undefined
+  /** Whether that load reads from the last compaction. */
+  inTailLoad: () => boolean
+  /** Whether the agent's load resolved with a firstSeq past 0. */
+  resumedFromTail: () => boolean
   stderr: () => string
 }
 
@@ -69,6 +78,8 @@ export function startAgent(
   })
   const touched = new Set<string>([mainId])
   let loadingNow: string | undefined
+  let loadingTail = false
+  let fromTail = false
   let ready!: () => void
   let loading!: () => void
   let stopped!: (at: { op: string; path: string }) => void
@@ -83,7 +94,7 @@ export function startAgent(
       else waiting.push({ n, resolve })
     })
   createInterface({ input: child.stdout! }).on('line', (line) => {
-    let msg: { id: string; count?: number; digest?: string; phase?: 'load' | 'loaded' | 'stopped'; op?: string; path?: string }
+    let msg: { id: string; count?: number; digest?: string; phase?: 'load' | 'loaded' | 'stopped'; op?: string; path?: string; from?: string; firstSeq?: number }
     try {
       msg = JSON.parse(line)
     } catch {
@@ -91,6 +102,7 @@ export function startAgent(
     }
     if (msg.phase === 'load') {
       loadingNow = msg.id
+      loadingTail = msg.from === 'last-compaction'
       loading()
       return
     }
@@ -100,6 +112,7 @@ export function startAgent(
     }
     if (msg.phase === 'loaded') {
       loadingNow = undefined
+      if ((msg.firstSeq ?? 0) > 0) fromTail = true
       return
     }
     if (typeof msg.count !== 'number' || typeof msg.digest !== 'string') return
@@ -112,7 +125,7 @@ export function startAgent(
   })
   // 'close' comes after the output has been read to the end: the last phase seen is the last written.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
-  return { child, ready: readyP, loading: loadingP, stopped: stoppedP, acknowledged, exited, touched, inLoad: () => loadingNow, stderr: () => err }
+  return { child, ready: readyP, loading: loadingP, stopped: stoppedP, acknowledged, exited, touched, inLoad: () => loadingNow, inTailLoad: () => loadingNow !== undefined && loadingTail, resumedFromTail: () => fromTail, stderr: () => err }
 }
 
 /**
@@ -164,6 +177,9 @@ export async function runKillTorture(options: { root: string; kills: number; see
   let kills = 0
   let killsDuringLoad = 0
   let killsDuringRepair = 0
+  let killsDuringTailLoad = 0
+  let killsDuringTailRepair = 0
+  let tailResumes = 0
   let repairsAttempted = 0
   let needsRepair = new Set<string>()
   let stops = 0
@@ -204,11 +220,16 @@ export async function runKillTorture(options: { root: string; kills: number; see
     agent.child.kill('SIGKILL')
     await agent.exited
     kills++
+    if (agent.resumedFromTail()) tailResumes++
     if (needsRepair.has(mainId)) repairsAttempted++
     const interrupted = agent.inLoad()
     if (interrupted !== undefined) {
       killsDuringLoad++
       if (needsRepair.has(interrupted)) killsDuringRepair++
+      if (agent.inTailLoad()) {
+        killsDuringTailLoad++
+        if (needsRepair.has(interrupted)) killsDuringTailRepair++
+      }
     }
     const checked = await verifyAcked(options.root, acked, agent.touched)
     needsRepair = checked.needsRepair
@@ -221,6 +242,9 @@ export async function runKillTorture(options: { root: string; kills: number; see
     kills,
     killsDuringLoad,
     killsDuringRepair,
+    killsDuringTailLoad,
+    killsDuringTailRepair,
+    tailResumes,
     stops,
     stopsInRepairWrites,
     repairsAttempted,

@@ -66,6 +66,7 @@ if (want('kills')) {
   const failures = reports.flatMap((r) => r.failures)
   line(
     `SIGKILL: ${sum((r) => r.kills)} kills (${sum((r) => r.killsDuringLoad)} during a load, ${sum((r) => r.killsDuringRepair)} of them during a repair; ` +
+        `${sum((r) => r.killsDuringTailLoad)} during a load from the last compaction, ${sum((r) => r.killsDuringTailRepair)} of them repairing, ${sum((r) => r.tailResumes)} resumes from a tail; ` +
       `${sum((r) => r.stops)} at a chosen step of the load, ${sum((r) => r.stopsInRepairWrites)} of them just before the repair's own writes or syncs), ${sum((r) => r.ackedEvents)} acknowledged events checked, ${failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s)`,
   )
   for (const f of failures.slice(0, 10)) line(`  ${f}`)

@@ -4,9 +4,10 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
+import { createPostgresPersistence } from '../src/postgres/index.js'
 import { ev, meta, turn } from './helpers/events.js'
 import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
-import { runCli } from './helpers/run-cli.js'
+import { runCli, startCli } from './helpers/run-cli.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 const url = pgUrl()
@@ -71,6 +72,43 @@ describe.skipIf(!url)('session-jsonl over a postgres:// root', () => {
     expect(JSON.stringify(prune)).toContain('beta')
     const left = JSON.parse((await runCli(['--root', pgRoot, 'ls', '--json'])).stdout)
     expect(left.sessions.map((s: { meta: { id: string } }) => s.meta.id)).toEqual(['alpha'])
+  })
+
+  test('v0.3 on a PostgreSQL root: ls --limit, show --last and --from, tail -n and tail -f of appends from another instance', async () => {
+    const schema = freshSchema('cli3')
+    schemas.push(schema)
+    const pgRoot = `${url}?schema=${schema}`
+    const p = createPostgresPersistence({ connectionString: url!, schema })
+    try {
+      for (const id of ['older', 'newer']) {
+        await p.create(meta(id))
+        await p.append(id, [...turn(0, 1), ...turn(4, 2)])
+      }
+      await p.append('older', turn(8, 3)) // written last
+      const ls = await runCli(['--root', pgRoot, 'ls', '--limit', '1'])
+      expect(ls.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['older'])
+      const last = await runCli(['--root', pgRoot, 'show', 'older', '--last', '2'])
+      expect(last.stdout).toContain('showing seqs 10 to 11 of 12 event(s)')
+      expect(last.stdout).toContain('assistant: answer 3')
+      const from = await runCli(['--root', pgRoot, 'show', 'older', '--from', '4', '--to', '6'])
+      expect(from.stdout).toContain('showing seqs 4 to 5 of 12 event(s)')
+      expect(from.stdout).toContain('user: question 2')
+      expect((await runCli(['--root', pgRoot, 'tail', 'newer', '-n', '1'])).stdout).toBe('#7 ── end of turn 2 (completed)\n')
+      const tail = startCli(['--root', pgRoot, 'tail', 'newer', '-n', '1', '-f', '--json'])
+      try {
+        await tail.waitForLines(1)
+        const more = turn(8, 3)
+        await p.append('newer', more)
+        expect((await tail.waitForLines(5, 20_000)).slice(1).map((l) => JSON.parse(l))).toEqual(more)
+        tail.child.kill('SIGINT')
+        expect(await tail.exit()).toEqual({ code: 0, signal: null })
+      } finally {
+        tail.child.kill('SIGKILL')
+      }
+    } finally {
+      await p.closeAll()
+      await p.end()
+    }
   })
 
   test('a bad schema name in the URL fails with one clear line', async () => {

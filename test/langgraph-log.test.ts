@@ -2,7 +2,7 @@
 // langgraph event), lines only ever added, and a restarted saver that answers from one read of
 // the log exactly as the one that wrote it.
 import { readFile, rm } from 'node:fs/promises'
-import { uuid6 } from '@langchain/langgraph-checkpoint'
+import { JsonPlusSerializer, uuid6 } from '@langchain/langgraph-checkpoint'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { SessionCheckpointSaver } from '../src/adapters/langgraph/index.js'
 import { createJsonlPersistence } from '../src/index.js'
@@ -118,6 +118,24 @@ describe('the log of a thread', () => {
       ['task', 'b', 2],
       ['other', '__error__', 'boom'],
     ])
+    await saver.close()
+  })
+
+  it('appends concurrent calls in call order, even when a later one serializes first', async () => {
+    const root = await freshRoot()
+    roots.push(root)
+    const plain = new JsonPlusSerializer()
+    const serde = {
+      dumpsTyped: async (v: unknown) => {
+        if (v === 'slow') await new Promise((r) => setTimeout(r, 30))
+        return plain.dumpsTyped(v)
+      },
+      loadsTyped: (t: string, d: Uint8Array | string) => plain.loadsTyped(t, d),
+    }
+    const saver = new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root }), serde })
+    const cfg = await saver.put(thread('order'), checkpoint(), meta(0), {})
+    await Promise.all([saver.putWrites(cfg, [['a', 'slow']], 'task'), saver.putWrites(cfg, [['a', 'fast']], 'task')])
+    expect((await saver.getTuple(cfg))?.pendingWrites).toEqual([['task', 'a', 'slow']])
     await saver.close()
   })
 

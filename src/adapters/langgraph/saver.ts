@@ -122,7 +122,8 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
     const { channel_values: channelValues = {}, ...core } = copy
     const values = channelValues as Record<string, unknown>
     const what = `checkpoint ${checkpoint.id} of thread ${JSON.stringify(ref.threadId)}`
-    const [coreJson, metaJson, stored] = await Promise.all([
+    // Serialized in parallel with the thread's earlier calls, but queued now: appends keep call order.
+    const serialized = Promise.all([
       dumpJsonObject(this.serde, core, `${what}`, ref.threadId),
       dumpJsonObject(this.serde, metadata, `the metadata of ${what}`, ref.threadId),
       Promise.all(
@@ -132,15 +133,19 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
         }),
       ),
     ])
-    const record: CheckpointRecord = {
-      ns: ref.ns,
-      id: checkpoint.id,
-      ...(ref.checkpointId === undefined ? {} : { parent: ref.checkpointId }),
-      checkpoint: coreJson,
-      metadata: metaJson,
-      values: stored,
-    }
-    await this.#threads.run(ref.threadId, (t) => this.#threads.write(t, () => [checkpointDraft(record)]))
+    serialized.catch(() => {}) // rejected before its turn comes: handled when awaited below
+    await this.#threads.run(ref.threadId, async (t) => {
+      const [coreJson, metaJson, stored] = await serialized
+      const record: CheckpointRecord = {
+        ns: ref.ns,
+        id: checkpoint.id,
+        ...(ref.checkpointId === undefined ? {} : { parent: ref.checkpointId }),
+        checkpoint: coreJson,
+        metadata: metaJson,
+        values: stored,
+      }
+      await this.#threads.write(t, () => [checkpointDraft(record)])
+    })
     return { configurable: { thread_id: ref.threadId, checkpoint_ns: ref.ns, checkpoint_id: checkpoint.id } }
   }
 
@@ -155,20 +160,22 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
     if (!Array.isArray(writes) || !writes.every((w) => Array.isArray(w) && typeof w[0] === 'string')) {
       throw new SessionPersistenceError('E_INVALID_EVENT', 'putWrites: writes must be [channel, value] pairs')
     }
-    const stored = await Promise.all(
+    const serialized = Promise.all(
       writes.map(async ([channel, value], i): Promise<StoredWrite> => ({
         idx: Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel]! : i,
         channel,
         value: await dumpTyped(this.serde, value, `write ${i} (channel '${channel}') of task ${taskId}`, ref.threadId),
       })),
     )
-    await this.#threads.run(ref.threadId, (t) =>
-      this.#threads.write(t, (index) => {
+    serialized.catch(() => {}) // rejected before its turn comes: handled when awaited below
+    await this.#threads.run(ref.threadId, async (t) => {
+      const stored = await serialized
+      await this.#threads.write(t, (index) => {
         const effective = index.nsForWrite(ref.ns).effectiveWrites(checkpointId, taskId, stored)
         if (effective.length === 0) return undefined
         return [writesDraft({ ns: ref.ns, checkpoint: checkpointId, task: taskId, ...(taskPath ? { path: taskPath } : {}), writes: effective })]
-      }),
-    )
+      })
+    })
   }
 
   /** Deletes the thread's session (SPEC 4.9): `E_LOCKED` while another process holds it. */

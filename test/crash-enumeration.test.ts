@@ -31,6 +31,26 @@ describe('crash-state enumeration (every crash point of every operation)', () =>
     expect(r.states).toBeGreaterThan(500)
   })
 
+  test('a repair that starts from a tail (a load from the last compaction): every crash point of its cut and its closers', async () => {
+    const workload: WorkloadStep[] = [
+      { op: 'create', id: 'a', cwd: '/proj' },
+      { op: 'append', id: 'a', shape: 'turn', size: 2 },
+      { op: 'append', id: 'a', shape: 'turn', size: 1 },
+      { op: 'append', id: 'a', shape: 'compact', size: 2 },
+      { op: 'append', id: 'a', shape: 'open-call', size: 1 },
+      { op: 'reopen', id: 'a', from: 'last-compaction' },
+      { op: 'append', id: 'a', shape: 'open-call', size: 1 },
+      { op: 'tear', id: 'a', from: 'last-compaction' },
+      { op: 'append', id: 'a', shape: 'turn', size: 1 },
+    ]
+    const r = await enumerateCrashStates(workload)
+    tally(r)
+    expect(r.failures).toEqual([])
+    expect(r.crashPoints).toBeGreaterThan(20)
+    expect(r.states).toBeGreaterThan(300)
+    expect(r.tailLoads).toBe(2) // both repairs really started past seq 0
+  })
+
   test('the same workloads with O_DSYNC appends (one write on an O_DSYNC descriptor instead of write + fdatasync)', async () => {
     for (let seed = 1; seed <= 3; seed++) {
       const r = await enumerateCrashStates(randomWorkload(seed, 10), { maxImagesPerPoint: 64, dsyncWrites: true })
@@ -42,9 +62,9 @@ describe('crash-state enumeration (every crash point of every operation)', () =>
 
   test('property: generated workloads survive every crash state', async () => {
     const step = fc.oneof(
-      fc.record({ op: fc.constant('append' as const), id: fc.constantFrom('a', 'b'), shape: fc.constantFrom('turn', 'open-call', 'close-turn', 'chunks' as const), size: fc.integer({ min: 1, max: 3 }) }),
-      fc.record({ op: fc.constant('reopen' as const), id: fc.constantFrom('a', 'b') }),
-      fc.record({ op: fc.constant('tear' as const), id: fc.constantFrom('a', 'b') }),
+      fc.record({ op: fc.constant('append' as const), id: fc.constantFrom('a', 'b'), shape: fc.constantFrom('turn', 'open-call', 'close-turn', 'chunks', 'compact' as const), size: fc.integer({ min: 1, max: 3 }) }),
+      fc.record({ op: fc.constant('reopen' as const), id: fc.constantFrom('a', 'b'), from: fc.constantFrom('start' as const, 'last-compaction' as const) }),
+      fc.record({ op: fc.constant('tear' as const), id: fc.constantFrom('a', 'b'), from: fc.constantFrom('start' as const, 'last-compaction' as const) }),
       fc.record({ op: fc.constant('fork' as const), parent: fc.constantFrom('a', 'b'), child: fc.constantFrom('c1', 'c2') }),
       fc.constant({ op: 'create' as const, id: 'b' }),
     )

@@ -215,8 +215,9 @@ describe('toAiSdkMessages with history/compact (property-based)', () => {
 
   it('a malformed compaction (bad firstKeptSeq or summary) is ignored, as toModelHistory ignores it', () => {
     const events = buildLog([{ kind: 'turn', calls: 0, answered: [], recorder: false, crash: false }], false)
-    for (const data of [{ summary: 'S', firstKeptSeq: -1 }, { summary: 'S', firstKeptSeq: 99 }, { summary: 'S', firstKeptSeq: 1.5 }, { summary: 3, firstKeptSeq: 0 }, { summary: 'S' }]) {
-      const log = [...events, { seq: events.length, type: 'history/compact', time: 1, data }]
+    const bad: JsonValue[] = [{ summary: 'S', firstKeptSeq: -1 }, { summary: 'S', firstKeptSeq: 99 }, { summary: 'S', firstKeptSeq: 1.5 }, { summary: 3, firstKeptSeq: 0 }, { summary: 'S' }]
+    for (const data of bad) {
+      const log: SessionEvent[] = [...events, { seq: events.length, type: 'history/compact', time: 1, data }]
       expect(toAiSdkMessages(log)).toEqual(toAiSdkMessages(events))
     }
   })
@@ -502,7 +503,7 @@ it('a crash after a compaction: the resumed session answers the interrupted call
   const t = s.turn('new')
   const hang = new Promise<never>(() => undefined)
   const model = scriptedModel([{ calls: [{ id: 'k1', name: 'slow', input: {} }] }])
-  const slow = tool({ inputSchema: jsonSchema<Record<string, never>>({ type: 'object' }), execute: () => hang })
+  const slow = tool({ inputSchema: jsonSchema<{ n?: number }>({ type: 'object' }), execute: (): Promise<string> => hang })
   void generateText({ model: model.model, tools: t.guardTools({ slow }), ...t.settings }).catch(() => undefined)
   await expect.poll(() => persistence.read('c').then((r) => r.events.some((e) => e.type === 'tool/call'))).toBe(true)
   // The process "dies": the next instance sees the open turn (same name, so the same store).

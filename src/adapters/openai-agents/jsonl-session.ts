@@ -84,7 +84,11 @@ export class JsonlSession implements Session {
     return this.#id
   }
 
-  /** The items added, deep-equal, in order; with `limit`, the most recent `limit` of them. */
+  /**
+   * The items added, deep-equal, in order; with `limit`, the most recent `limit` of them. With a
+   * compaction in force (`compact`), the summary item first, then the items it kept and those
+   * added since (a `function_call_result` whose call is not among them is left out).
+   */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && !Number.isInteger(limit)) {
       throw new SessionPersistenceError('E_CONFIG', `getItems: limit must be an integer, got ${String(limit)}`, { sessionId: this.#id })

@@ -152,6 +152,43 @@ export interface RawLogTransfer {
   importRaw(log: RawSessionLog): Promise<void>
 }
 
+/** A stored session's exact lines, handed out page by page (§15.5). */
+export interface RawSessionStream {
+  readonly id: string
+  /** The header line, without its `\n`. */
+  readonly headerLine: string
+  /**
+   * The valid event lines in seq order, without `\n`, in pages of at most `pageLines` lines and
+   * about `pageBytes` bytes (a longer line is a page of its own). It can be iterated once; it
+   * ends at the last valid line stored when the iteration started (a torn tail is left out, no
+   * closers are added) and rejects (`E_CORRUPT` with line and byte) at damage. It holds no file
+   * or connection until iterated, and releases it when the iteration ends or is abandoned.
+   */
+  readonly eventPages: AsyncIterable<readonly string[]>
+}
+
+export interface RawPageOptions {
+  pageLines?: number
+  pageBytes?: number
+}
+
+/** The streaming counterpart of `RawLogTransfer`: `copy` of a log of any size in bounded memory. */
+export interface RawLogStreaming {
+  /**
+   * Opens `id` without a lock: resolves once the header is read and checked (`E_NOT_FOUND`,
+   * `E_CORRUPT`, `E_FORMAT_UNSUPPORTED` as `readRaw`), before any event line is read.
+   */
+  openRawStream(id: string, options?: RawPageOptions): Promise<RawSessionStream>
+  /**
+   * `importRaw` page by page, holding one page at a time: each line is checked as `importRaw`
+   * checks it, the lines are written where no reader sees them, and the session appears,
+   * durably and under its lock, only when the last page is in (`E_EXISTS` if the id is stored
+   * by then). A rejection of `eventPages` or any failure stores nothing and leaves nothing
+   * behind. Resolves with the number of event lines stored.
+   */
+  importRawStream(log: RawSessionStream): Promise<{ eventLines: number }>
+}
+
 export interface ForkChild {
   id: string
   seedLength: number
@@ -160,12 +197,12 @@ export interface ForkChild {
 }
 
 /** A full backend: the seam plus fork, closeAll and raw-log transfer (JSONL and PostgreSQL). */
-export interface SessionStore extends SessionPersistence, RawLogTransfer {
+export interface SessionStore extends SessionPersistence, RawLogTransfer, Partial<RawLogStreaming> {
   fork(parentId: string, child: ForkChild): Promise<SessionMeta>
   closeAll(): Promise<void>
 }
 
-export interface JsonlSessionPersistence extends SessionStore {
+export interface JsonlSessionPersistence extends Omit<SessionStore, keyof RawLogStreaming>, RawLogStreaming {
   /** The resolved absolute root. */
   readonly root: string
   locate(meta: SessionMeta): JsonlLocation

@@ -45,6 +45,17 @@ function streaming(store: SessionStore, calls: string[]): SessionStore & RawLogS
   }) as SessionStore & RawLogStreaming
 }
 
+/** A store that offers only readRaw/importRaw (as a backend from before §15.5 would). */
+function withoutStreaming(store: SessionStore): SessionStore {
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'openRawStream' || prop === 'importRawStream') return undefined
+      const v: unknown = Reflect.get(target, prop)
+      return typeof v === 'function' ? v.bind(target) : v
+    },
+  })
+}
+
 const root = (store: SessionStore, name: string): OpenedRoot => ({ store, name, directory: undefined, close: async () => {} })
 const io = (): Io => ({ out: () => {}, err: () => {}, style: makeStyle(false), progress: undefined })
 
@@ -69,7 +80,7 @@ describe('copy streams raw lines when both ends can', () => {
   test('only one end streams: readRaw and importRaw, as before', async () => {
     const calls: string[] = []
     const from = streaming(await source(), calls)
-    const to = createMemoryPersistence()
+    const to = withoutStreaming(createMemoryPersistence())
     expect(await copy(root(from, 'from'), root(to, 'to'), io(), ['a'], { json: true, skipExisting: false })).toBe(0)
     expect(calls).toEqual([])
     expect(await to.readRaw('a')).toEqual(await from.readRaw('a'))

@@ -118,5 +118,46 @@ export function storeTests({ open, openOther }: ContractContext): void {
       expect(await codeOf(target.importRaw(newer))).toBe('E_FORMAT_UNSUPPORTED')
       expect(await codeOf(target.inspect('newer'))).toBe('E_NOT_FOUND')
     })
+
+    test('streamed raw transfer (§15.5): the same lines page by page; a failed or refused stream stores nothing', async (ctx) => {
+      const a = await openStore(ctx)
+      const target = await openStore(ctx, openOther)
+      if (!a.openRawStream || !a.importRawStream || !target.importRawStream) return ctx.skip()
+      await storedSession(a, 'paged', 5, { cwd: '/p' })
+      const raw = await a.readRaw('paged')
+      const stream = await a.openRawStream('paged', { pageLines: 3 })
+      expect(stream.headerLine).toBe(raw.headerLine)
+      const pages: (readonly string[])[] = []
+      for await (const page of stream.eventPages) pages.push(page)
+      expect(pages.map((p) => p.length)).toEqual([3, 3, 3, 3, 3, 3, 2])
+      expect(pages.flat()).toEqual(raw.eventLines)
+      expect(await target.importRawStream(await a.openRawStream('paged', { pageLines: 7 }))).toEqual({ eventLines: 20 })
+      expect(await target.readRaw('paged')).toEqual(raw)
+      expect(await codeOf(target.importRawStream(await a.openRawStream('paged')))).toBe('E_EXISTS')
+      expect(await codeOf(a.openRawStream('missing'))).toBe('E_NOT_FOUND')
+
+      // a source that fails in the middle, and a line that breaks the envelope: nothing is stored
+      const failing = {
+        id: 'half',
+        headerLine: raw.headerLine.replace('"id":"paged"', '"id":"half"'),
+        eventPages: (async function* () {
+          yield raw.eventLines.slice(0, 4)
+          throw new Error('source went away')
+        })(),
+      }
+      expect(await codeOf(target.importRawStream(failing))).not.toBe('resolved')
+      expect(await codeOf(target.inspect('half'))).toBe('E_NOT_FOUND')
+      const refused = {
+        id: 'bad',
+        headerLine: raw.headerLine.replace('"id":"paged"', '"id":"bad"'),
+        eventPages: (async function* () {
+          yield raw.eventLines.slice(0, 4)
+          yield ['{"seq":4,"time":1}']
+        })(),
+      }
+      expect(await codeOf(target.importRawStream(refused))).toBe('E_INVALID_EVENT')
+      expect(await codeOf(target.inspect('bad'))).toBe('E_NOT_FOUND')
+      expect((await target.list()).map((l) => l.meta.id)).toEqual(['paged'])
+    })
   })
 }

@@ -24,6 +24,8 @@ import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-opt
 import { parseListOrder, parseLoadFrom, parseReadRange, parseWatchOptions } from '../session/read-options.js'
 import { watchLoop } from '../session/watch-loop.js'
 import { readSessionRange } from './read-session.js'
+import { openJsonlRawStream, writeRawStream } from './raw-stream.js'
+import { checkRawHeaderLine } from './raw-log.js'
 import { jsonlWatchSource } from './watch-log.js'
 import type {
   DeleteOptions,
@@ -33,7 +35,9 @@ import type {
   ListOptions,
   LoadedSession,
   LoadOptions,
+  RawPageOptions,
   RawSessionLog,
+  RawSessionStream,
   ReadRange,
   SessionListing,
   SessionRange,
@@ -329,6 +333,36 @@ class JsonlPersistence implements JsonlSessionPersistence {
       await handle.close()
     })
     await this.close(id)
+  }
+
+  async openRawStream(id: string, options?: RawPageOptions): Promise<RawSessionStream> {
+    encodeSessionId(id)
+    try {
+      const path = await findOneLog(this.#ctx, id)
+      return await openJsonlRawStream(this.#ctx, id, path, () => this.#readableSize(id, path), options)
+    } catch (err) {
+      throw this.#wrap(err, `read the raw log of session '${id}'`)
+    }
+  }
+
+  async importRawStream(log: RawSessionStream): Promise<{ eventLines: number }> {
+    const header = checkRawHeaderLine(log?.id, log?.headerLine)
+    const { id } = header
+    const path = logPath(this.#ctx.root, id, header.cwd)
+    const s = this.#track(id, 'E_EXISTS')
+    let eventLines = 0
+    await this.#run(s, async () => {
+      await this.#assertNoLog(id, path)
+      s.lock = await this.#locks.acquire(id)
+      // Written under a temporary name page by page, then published as a first append publishes.
+      const write = async (put: (piece: Buffer) => Promise<void>) => {
+        eventLines = (await writeRawStream(log, put)).eventLines
+      }
+      const handle = await materialize(this.#ctx, path, write, { sessionId: id, beforeLink: () => this.#assertNoLog(id, path) })
+      await handle.close()
+    })
+    await this.close(id)
+    return { eventLines }
   }
 
   async closeAll(): Promise<void> {

@@ -15,10 +15,13 @@ const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDE
  * the other buckets meanwhile, overlapping with the write and sync of the temporary file.
  * Resolves with the open handle of the published file, positioned nowhere (callers use offsets).
  */
+/** Writes a log's body piece by piece through `write` (a log too large to hold at once, §15.5). */
+export type BodyWriter = (write: (piece: Buffer) => Promise<void>) => Promise<void>
+
 export async function materialize(
   ctx: StoreContext,
   finalPath: string,
-  bytes: Buffer,
+  bytes: Buffer | BodyWriter,
   details: { sessionId: string; beforeLink?: () => Promise<void> },
 ): Promise<FileHandle> {
   const bucket = dirname(finalPath)
@@ -26,7 +29,14 @@ export async function materialize(
   const handle = await inEnsuredDir(ctx, bucket, { durable: true }, () => ctx.fs.open(tmp, writeFlags(ctx, 'wx'), FILE_MODE))
   let linked = false
   try {
-    await writeAll(handle, bytes, 0)
+    if (Buffer.isBuffer(bytes)) await writeAll(handle, bytes, 0)
+    else {
+      let at = 0
+      await bytes(async (piece) => {
+        await writeAll(handle, piece, at)
+        at += piece.length
+      })
+    }
     await syncWritten(ctx, handle)
     await details.beforeLink?.()
     // Created with 0600, the file can only have lost bits to the umask. The lock record this

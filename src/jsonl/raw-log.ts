@@ -52,19 +52,36 @@ export function rawLogToBytes(log: RawSessionLog): { header: SessionHeader; byte
   }
   const parts: string[] = [`${log.headerLine}\n`]
   log.eventLines.forEach((line: unknown, i) => {
-    const problem = lineProblem(line)
-    if (problem) throw refuse('E_CORRUPT', `event line ${i} ${problem}`)
-    let value: unknown
-    try {
-      value = JSON.parse(line as string)
-    } catch (err) {
-      throw refuse('E_CORRUPT', `event line ${i} is not JSON: ${(err as Error).message}`)
-    }
-    const envelope = envelopeProblem(value)
-    if (envelope) throw refuse('E_INVALID_EVENT', `event line ${i}: ${envelope}`)
-    const seq = (value as { seq: number }).seq
-    if (seq !== i) throw refuse('E_SEQ_NOT_CONTIGUOUS', `event line ${i} has seq ${seq}`)
+    checkRawEventLine(id, line, i)
     parts.push(`${line as string}\n`)
   })
   return { header, bytes: Buffer.from(parts.join(''), 'utf8') }
+}
+
+/** The raw header line of `id` checked as `rawLogToBytes` checks it; its header. */
+export function checkRawHeaderLine(id: string, headerLine: unknown): SessionHeader {
+  return rawLogToBytes({ id, headerLine: headerLine as string, eventLines: [] }).header
+}
+
+/**
+ * Checks event line `i` of a raw log of `id` as `load` would read it: one line of well-formed
+ * text (`E_CORRUPT`), JSON (`E_CORRUPT`), a valid envelope (`E_INVALID_EVENT`), seq `i`
+ * (`E_SEQ_NOT_CONTIGUOUS`).
+ */
+export function checkRawEventLine(id: string, line: unknown, i: number): void {
+  const refuse = (code: 'E_CORRUPT' | 'E_INVALID_EVENT' | 'E_SEQ_NOT_CONTIGUOUS', what: string) =>
+    new SessionPersistenceError(code, `raw log of session '${id}': ${what}`, { sessionId: id })
+  if (typeof line !== 'string') throw refuse('E_CORRUPT', `event line ${i} is not a string`)
+  if (line.includes('\n')) throw refuse('E_CORRUPT', `event line ${i} contains a newline`)
+  if (LONE_SURROGATE.test(line)) throw refuse('E_CORRUPT', `event line ${i} is not well-formed Unicode (lone surrogate)`)
+  let value: unknown
+  try {
+    value = JSON.parse(line)
+  } catch (err) {
+    throw refuse('E_CORRUPT', `event line ${i} is not JSON: ${(err as Error).message}`)
+  }
+  const envelope = envelopeProblem(value)
+  if (envelope) throw refuse('E_INVALID_EVENT', `event line ${i}: ${envelope}`)
+  const seq = (value as { seq: number }).seq
+  if (seq !== i) throw refuse('E_SEQ_NOT_CONTIGUOUS', `event line ${i} has seq ${seq}`)
 }

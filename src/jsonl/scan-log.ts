@@ -26,8 +26,10 @@ export interface LogScan {
   header: SessionHeader
   /** Raw bytes of line 1 including its `\n` (a fork copies the parent's event lines, not this). */
   headerBytes: number
-  /** The valid prefix: events[i].seq === i. */
+  /** The valid prefix: events[i].seq === first seq + i (none kept with `keepEvents: false`). */
   events: SessionEvent[]
+  /** How many valid events were read, kept or not. */
+  eventCount: number
   /** File offset just after each valid event's `\n`; only when asked for (fork). */
   eventEnds: number[] | undefined
   /** Where the kept prefix ends: the first defect's offset, or the end of what was read. */
@@ -115,6 +117,8 @@ export async function scanLog(
     start?: TailStartPoint
     /** Stop once an event with this seq would be read, unless a defect was found before it. */
     untilSeq?: number
+    /** False: check every line but keep no event (a pass over a log of any size, §15.5). */
+    keepEvents?: boolean
   },
 ): Promise<LogScan> {
   const { path, start, untilSeq } = context
@@ -127,6 +131,8 @@ export async function scanLog(
   const firstSeq = start?.seq ?? 0
   let validEnd = start?.offset ?? 0
   const events: SessionEvent[] = []
+  const keepEvents = context.keepEvents !== false
+  let count = 0 // valid events read (kept or not)
   const eventEnds: number[] | undefined = context.keepEventEnds ? [] : undefined
   let defect: Defect | undefined
   let commitLine: number | undefined
@@ -190,7 +196,7 @@ export async function scanLog(
             value = parsed.value
             reason = envelopeProblem(value)
             if (reason === undefined) {
-              const expected = firstSeq + events.length
+              const expected = firstSeq + count
               const seq = (value as SessionEvent).seq
               if (seq !== expected) reason = `seq ${seq} where ${expected} was expected`
             }
@@ -200,7 +206,8 @@ export async function scanLog(
       if (reason === undefined) {
         const event = value as SessionEvent
         if (untilSeq !== undefined && event.seq >= untilSeq) return false
-        events.push(event)
+        count++
+        if (keepEvents) events.push(event)
         eventEnds?.push(offset + end - start + 1)
         validEnd = offset + end - start + 1
         if (event.type === 'turn/end') commitLine = lineNo
@@ -230,6 +237,7 @@ export async function scanLog(
     header,
     headerBytes,
     events,
+    eventCount: count,
     eventEnds,
     validEnd,
     size,

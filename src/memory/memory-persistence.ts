@@ -20,6 +20,8 @@ import type {
   RawSessionLog,
   SessionListing,
   SessionLocation,
+  RawPageOptions,
+  RawSessionStream,
   ReadRange,
   SessionRange,
   SessionStore,
@@ -352,6 +354,24 @@ class MemoryPersistence implements SessionStore {
     stored.headerLine = log.headerLine
     stored.bytes = Buffer.byteLength(log.headerLine) + 1 + log.eventLines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)
     this.#store.locks.delete(log.id)
+  }
+
+  async openRawStream(id: string, options: RawPageOptions = {}): Promise<RawSessionStream> {
+    const { stored } = this.#read(id)
+    const lines = [...stored.lines]
+    const pageLines = options.pageLines ?? 1000
+    async function* eventPages(): AsyncGenerator<readonly string[]> {
+      for (let i = 0; i < lines.length; i += pageLines) yield lines.slice(i, i + pageLines)
+    }
+    return { id, headerLine: stored.headerLine, eventPages: eventPages() }
+  }
+
+  async importRawStream(log: RawSessionStream): Promise<{ eventLines: number }> {
+    // Nothing here is bounded by a page: the in-memory store holds every session whole anyway.
+    const eventLines: string[] = []
+    for await (const page of log.eventPages) eventLines.push(...page)
+    await this.importRaw({ id: log.id, headerLine: log.headerLine, eventLines })
+    return { eventLines: eventLines.length }
   }
 
   close(id: string): Promise<void> {

@@ -51,7 +51,7 @@ describe('one writer per thread', () => {
     await a.release('move')
     const next = checkpoint({ n: 2 }, { n: 2 })
     const cfg2 = await b.put(cfg, next, meta(1), { n: 2 })
-    expect((await b.getTuple(cfg2))?.parentConfig?.configurable?.checkpoint_id).toBe(cfg.configurable.checkpoint_id)
+    expect((await b.getTuple(cfg2))?.parentConfig?.configurable?.checkpoint_id).toBe(cfg.configurable?.checkpoint_id)
     // a now reads b's checkpoint from a snapshot (b holds the thread) and cannot write.
     expect((await a.getTuple(thread('move')))?.checkpoint).toEqual(next)
     expect(await codeOf(a.put(cfg2, checkpoint({ n: 3 }, { n: 3 }), meta(2), { n: 3 }))).toBe('E_LOCKED')

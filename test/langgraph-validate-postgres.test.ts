@@ -1,5 +1,6 @@
 // LangGraph's checkpointer validation suite, unchanged, over the PostgreSQL backend, a fresh
 // schema for each checkpointer. Under CI a missing server fails the run (pg-global-setup).
+import { afterAll, it } from 'vitest'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
 import { dropSchemas, freshSchema, pgUrl } from './helpers/pg-env.js'
 import { validateOver } from './helpers/langgraph-validate.js'

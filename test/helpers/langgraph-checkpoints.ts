@@ -1,4 +1,5 @@
 // Small builders for the LangGraph saver's tests: checkpoints and configs as LangGraph makes them.
+import type { RunnableConfig } from '@langchain/core/runnables'
 import { type Checkpoint, type CheckpointMetadata, uuid6 } from '@langchain/langgraph-checkpoint'
 import { mkdtemp, readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -18,7 +19,7 @@ export function checkpoint(values: Record<string, unknown> = {}, versions?: Reco
 export const meta = (step: number, source: CheckpointMetadata['source'] = 'loop', extra: Record<string, unknown> = {}): CheckpointMetadata =>
   ({ source, step, parents: {}, ...extra }) as CheckpointMetadata
 
-export const thread = (thread_id: string, checkpoint_id?: string, checkpoint_ns = '') => ({
+export const thread = (thread_id: string, checkpoint_id?: string, checkpoint_ns = ''): RunnableConfig => ({
   configurable: { thread_id, checkpoint_ns, ...(checkpoint_id === undefined ? {} : { checkpoint_id }) },
 })
 

@@ -139,6 +139,34 @@ describe('the log of a thread', () => {
     await saver.close()
   })
 
+  it('carries the calls queued behind an append in flight in one append (group commit), in call order', async () => {
+    const { persistence, saver } = await saverAt()
+    const append = vi.spyOn(persistence, 'append')
+    const c1 = checkpoint({ n: 1 })
+    const cfg1 = await saver.put(thread('group'), c1, meta(0), { n: 1 })
+    append.mockClear()
+    // As LangGraph's durability 'async' does: several calls in flight on one thread.
+    const c2 = checkpoint({ n: 2 }, { n: 2 })
+    const calls = [
+      saver.putWrites(cfg1, [['n', 'first']], 'task'),
+      saver.putWrites(cfg1, [['n', 'second']], 'task'),
+      saver.putWrites(cfg1, [['other', 1]], 'task-2'),
+      saver.put(cfg1, c2, meta(1), { n: 2 }),
+    ]
+    await Promise.all(calls)
+    expect(append.mock.calls.length).toBeLessThan(calls.length)
+    const events = await logEvents(persistence.locate({ id: 'langgraph:group', createdAt: 0, delegationDepth: 0 }).path)
+    const kinds = events.slice(3).map((e) => e.type)
+    // Every append is still one turn; the langgraph events keep call order (the repeat appends nothing).
+    expect(kinds.filter((k) => k.startsWith('langgraph/'))).toEqual(['langgraph/writes', 'langgraph/writes', 'langgraph/checkpoint'])
+    expect(kinds[0]).toBe('turn/start')
+    expect(kinds.at(-1)).toBe('turn/end')
+    expect(kinds.filter((k) => k === 'turn/start').length).toBe(append.mock.calls.length)
+    expect((await saver.getTuple(cfg1))?.pendingWrites).toEqual([['task', 'n', 'first'], ['task-2', 'other', 1]])
+    expect((await saver.getTuple(thread('group')))?.checkpoint).toEqual(c2)
+    await saver.close()
+  })
+
   it('stores Uint8Array values as base64 and gives them back byte for byte', async () => {
     const { persistence, saver } = await saverAt()
     const bytes = new Uint8Array([0, 255, 10, 13, 128])

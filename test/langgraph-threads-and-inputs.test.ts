@@ -2,8 +2,9 @@
 // that reuse a channel version read their own branch's value, namespaces stay apart, and bad
 // inputs fail with a clear code.
 import { uuid6 } from '@langchain/langgraph-checkpoint'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { SessionCheckpointSaver, threadSessionId } from '../src/adapters/langgraph/index.js'
+import { SessionPersistenceError } from '../src/errors.js'
 import { encodeSessionId, MAX_ENCODED_ID_BYTES } from '../src/index.js'
 import { createMemoryPersistence } from '../src/testing/index.js'
 import { checkpoint, codeOf, meta, thread } from './helpers/langgraph-checkpoints.js'
@@ -108,6 +109,38 @@ describe('bad inputs', () => {
     expect(await codeOf(saver.put(thread('j'), checkpoint(), null as never, {}))).toBe('E_INVALID_EVENT')
     expect(await codeOf(saver.put(thread('j'), { ...checkpoint(), id: '' }, meta(0), {}))).toBe('E_INVALID_EVENT')
     expect(await saver.getTuple(thread('j'))).toBeUndefined()
+  })
+
+  it('a call that cannot be serialized fails alone; the calls beside it are stored', async () => {
+    const saver = newSaver()
+    const good = checkpoint({ a: 1 })
+    const [bad, ok] = await Promise.allSettled([
+      saver.put(thread('mixed'), checkpoint(), meta(0, 'loop', { big: 1n }), {}),
+      saver.put(thread('mixed'), good, meta(1), { a: 1 }),
+    ])
+    expect(bad.status === 'rejected' && (bad.reason as { code?: string }).code).toBe('E_NOT_JSON')
+    expect(ok.status).toBe('fulfilled')
+    expect((await saver.getTuple(thread('mixed')))?.checkpoint).toEqual(good)
+  })
+
+  it('a failed append rejects every call it carried and leaves nothing of them; the next call reloads the log', async () => {
+    const persistence = createMemoryPersistence()
+    const saver = new SessionCheckpointSaver({ persistence })
+    const first = checkpoint({ a: 1 })
+    const cfg = await saver.put(thread('fail'), first, meta(0), { a: 1 })
+    const load = vi.spyOn(persistence, 'load')
+    vi.spyOn(persistence, 'append').mockRejectedValueOnce(new SessionPersistenceError('E_IO', 'disk full'))
+    const results = await Promise.allSettled([
+      saver.put(cfg, checkpoint({ a: 2 }, { a: 2 }), meta(1), { a: 2 }),
+      saver.putWrites(cfg, [['a', 3]], 'task'),
+    ])
+    expect(results.map((r) => r.status === 'rejected' && (r.reason as { code?: string }).code)).toEqual(['E_IO', 'E_IO'])
+    const latest = await saver.getTuple(thread('fail'))
+    expect(latest?.checkpoint).toEqual(first)
+    expect(latest?.pendingWrites).toEqual([])
+    expect(load).toHaveBeenCalledTimes(1)
+    await saver.putWrites(cfg, [['a', 3]], 'task')
+    expect((await saver.getTuple(cfg))?.pendingWrites).toEqual([['task', 'a', 3]])
   })
 
   it('getTuple without a thread is undefined; a thread or checkpoint never stored too', async () => {

@@ -50,17 +50,12 @@ export interface Draft {
 }
 
 /**
- * One append is one turn: each resolved `put` or `putWrites` ends with a `turn/end`, the
- * package's commit point, so damage before it is refused as corruption instead of cut as a torn
- * tail, and a batch a crash tore is closed by repair like any interrupted turn.
+ * One append is one turn: each ends with a `turn/end`, the package's commit point, so damage
+ * before it is refused as corruption instead of cut as a torn tail, and a batch a crash tore is
+ * closed by repair like any interrupted turn.
  */
-export function asTurn(turn: number, drafts: readonly Draft[]): Draft[] {
-  return [
-    { type: 'turn/start', data: { turn } },
-    ...drafts,
-    { type: 'turn/end', data: { turn, reason: { kind: 'completed' } } },
-  ]
-}
+export const openTurn = (turn: number): Draft => ({ type: 'turn/start', data: { turn } })
+export const closeTurn = (turn: number): Draft => ({ type: 'turn/end', data: { turn, reason: { kind: 'completed' } } })
 
 export function checkpointDraft(r: CheckpointRecord): Draft {
   return { type: CHECKPOINT_EVENT, data: r as unknown as JsonValue }

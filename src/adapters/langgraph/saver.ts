@@ -122,8 +122,8 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
     const { channel_values: channelValues = {}, ...core } = copy
     const values = channelValues as Record<string, unknown>
     const what = `checkpoint ${checkpoint.id} of thread ${JSON.stringify(ref.threadId)}`
-    // Serialized in parallel with the thread's earlier calls, but queued now: appends keep call order.
-    const serialized = Promise.all([
+    // Serialized while the thread's earlier calls run, but queued now: appends keep call order.
+    const record = Promise.all([
       dumpJsonObject(this.serde, core, `${what}`, ref.threadId),
       dumpJsonObject(this.serde, metadata, `the metadata of ${what}`, ref.threadId),
       Promise.all(
@@ -132,20 +132,17 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
           return { channel, version, value: await dumpTyped(this.serde, values[channel], `channel '${channel}' of ${what}`, ref.threadId) }
         }),
       ),
-    ])
-    serialized.catch(() => {}) // rejected before its turn comes: handled when awaited below
-    await this.#threads.run(ref.threadId, async (t) => {
-      const [coreJson, metaJson, stored] = await serialized
-      const record: CheckpointRecord = {
+    ]).then(
+      ([coreJson, metaJson, stored]): CheckpointRecord => ({
         ns: ref.ns,
         id: checkpoint.id,
         ...(ref.checkpointId === undefined ? {} : { parent: ref.checkpointId }),
         checkpoint: coreJson,
         metadata: metaJson,
         values: stored,
-      }
-      await this.#threads.write(t, () => [checkpointDraft(record)])
-    })
+      }),
+    )
+    await this.#threads.submit(ref.threadId, record, (_index, r) => [checkpointDraft(r)])
     return { configurable: { thread_id: ref.threadId, checkpoint_ns: ref.ns, checkpoint_id: checkpoint.id } }
   }
 
@@ -167,14 +164,10 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
         value: await dumpTyped(this.serde, value, `write ${i} (channel '${channel}') of task ${taskId}`, ref.threadId),
       })),
     )
-    serialized.catch(() => {}) // rejected before its turn comes: handled when awaited below
-    await this.#threads.run(ref.threadId, async (t) => {
-      const stored = await serialized
-      await this.#threads.write(t, (index) => {
-        const effective = index.nsForWrite(ref.ns).effectiveWrites(checkpointId, taskId, stored)
-        if (effective.length === 0) return undefined
-        return [writesDraft({ ns: ref.ns, checkpoint: checkpointId, task: taskId, ...(taskPath ? { path: taskPath } : {}), writes: effective })]
-      })
+    await this.#threads.submit(ref.threadId, serialized, (index, stored) => {
+      const effective = index.nsForWrite(ref.ns).effectiveWrites(checkpointId, taskId, stored)
+      if (effective.length === 0) return undefined
+      return [writesDraft({ ns: ref.ns, checkpoint: checkpointId, task: taskId, ...(taskPath ? { path: taskPath } : {}), writes: effective })]
     })
   }
 

@@ -1,7 +1,7 @@
 import type { SessionEvent, SessionMeta } from '../../index.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { LoadedSession, SessionPersistence } from '../../persistence.js'
-import { asTurn, type Draft } from './events.js'
+import { closeTurn, type Draft, openTurn } from './events.js'
 import { THREAD_META_FIELD, threadSessionId } from './thread-id.js'
 import { ThreadIndex } from './thread-index.js'
 
@@ -12,12 +12,21 @@ export interface Thread {
   /** Set while the thread is open in the backend (its lock held): the index is then current. */
   index: ThreadIndex | undefined
   chain: Promise<unknown>
+  /** Calls waiting for their append. */
+  queue: QueuedCall[]
   pending: number
   timer: NodeJS.Timeout | undefined
 }
 
-/** Failures of an append that wrote nothing and leave the session as it was. */
-const REFUSALS = new Set(['E_NOT_JSON', 'E_INVALID_EVENT'])
+/** What a call appends, made from the thread's index as it stands when its turn comes. */
+export type Build = (index: ThreadIndex) => Draft[] | undefined
+
+interface QueuedCall {
+  /** The call's serialization, then what makes its events. */
+  ready: Promise<Build>
+  resolve: () => void
+  reject: (err: unknown) => void
+}
 
 /**
  * The threads of a saver: each one's calls run one at a time, in call order; a thread is opened
@@ -38,14 +47,7 @@ export class Threads {
 
   /** Runs `fn` after every earlier call on the thread has settled; the thread stays open `idleMs` after. */
   run<T>(threadId: string, fn: (t: Thread) => Promise<T>): Promise<T> {
-    let t = this.#threads.get(threadId)
-    if (!t) {
-      // Computed first: an invalid thread id fails here, before anything is tracked.
-      const sessionId = threadSessionId(threadId)
-      t = { threadId, sessionId, index: undefined, chain: Promise.resolve(), pending: 0, timer: undefined }
-      this.#threads.set(threadId, t)
-    }
-    const thread = t
+    const thread = this.#thread(threadId)
     thread.pending++
     if (thread.timer) clearTimeout(thread.timer)
     thread.timer = undefined
@@ -55,6 +57,17 @@ export class Threads {
       () => this.#settled(thread),
     )
     return result
+  }
+
+  #thread(threadId: string): Thread {
+    let t = this.#threads.get(threadId)
+    if (!t) {
+      // Computed first: an invalid thread id fails here, before anything is tracked.
+      const sessionId = threadSessionId(threadId)
+      t = { threadId, sessionId, index: undefined, chain: Promise.resolve(), queue: [], pending: 0, timer: undefined }
+      this.#threads.set(threadId, t)
+    }
+    return t
   }
 
   #settled(t: Thread): void {
@@ -129,30 +142,78 @@ export class Threads {
   }
 
   /**
-   * Appends what `build` makes of the current index as one turn, durably, and takes it into the
-   * index. `build` returning nothing appends nothing. If the thread's log appeared meanwhile
-   * (another process materialized it first), the thread is loaded and `build` asked again.
+   * Makes a call's events durable: resolves when they are appended. `prepared` is the call's
+   * serialization (started when it was called); `build` makes its events from the index as it
+   * stands after every earlier call (nothing, for a call that would change nothing). Calls that
+   * queue while an append is in flight go together in the next one (group commit: with
+   * LangGraph's `durability: 'async'` several are in flight at once), in call order.
    */
-  async write(t: Thread, build: (index: ThreadIndex) => Draft[] | undefined): Promise<void> {
+  submit<T>(threadId: string, prepared: Promise<T>, build: (index: ThreadIndex, prepared: T) => Draft[] | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const ready = prepared.then((value): Build => (index) => build(index, value))
+      // A rejected serialization is handled where the flush awaits it.
+      ready.catch(() => {})
+      // Queued now, so that a flush already waiting in the thread's chain takes it along.
+      this.#thread(threadId).queue.push({ ready, resolve, reject })
+      this.run(threadId, (t) => this.#flush(t)).catch(reject)
+    })
+  }
+
+  async #flush(t: Thread): Promise<void> {
+    const queued = t.queue.splice(0)
+    if (queued.length === 0) return
+    const ready: QueuedCall[] = []
+    const builds: Build[] = []
+    for (const call of queued) {
+      try {
+        builds.push(await call.ready)
+        ready.push(call)
+      } catch (err) {
+        call.reject(err)
+      }
+    }
+    try {
+      await this.#appendAll(t, builds)
+    } catch (err) {
+      for (const call of ready) call.reject(err)
+      return
+    }
+    for (const call of ready) call.resolve()
+  }
+
+  /** One append (one turn) of what the calls build, each against the index after the ones before it. */
+  async #appendAll(t: Thread, builds: readonly Build[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const index = await this.writable(t)
-      const drafts = build(index)
-      if (!drafts || drafts.length === 0) return
+      const first = index.count
       const time = this.#now()
-      const events = asTurn(index.turn + 1, drafts).map(
-        (d, i) => ({ seq: index.count + i, type: d.type, time, data: d.data }) as SessionEvent,
-      )
+      const turn = index.turn + 1
+      const events: SessionEvent[] = []
+      const add = (drafts: readonly Draft[]) => {
+        const added = drafts.map((d, i) => ({ seq: first + events.length + i, type: d.type, time, data: d.data }) as SessionEvent)
+        events.push(...added)
+        // Taken into the index now, so the next call builds on it; dropped below if the append fails.
+        index.apply(added, t.sessionId)
+      }
+      add([openTurn(turn)])
+      for (const build of builds) add(build(index) ?? [])
+      if (events.length === 1) {
+        // Nothing to write: undo the opened turn (the index holds no record of it but its number).
+        index.count = first
+        index.turn = turn - 1
+        return
+      }
+      add([closeTurn(turn)])
       try {
         await this.#persistence.append(t.sessionId, events)
+        return
       } catch (err) {
-        if (isSessionPersistenceError(err) && REFUSALS.has(err.code)) throw err
-        // Lost lock, broken writer, failed I/O, a log that appeared: start again from the log.
+        // Whatever failed (a refusal, lost lock, broken writer, failed I/O, a log that appeared):
+        // the index took events that are not stored; start again from the log.
         await this.release(t)
-        if (isSessionPersistenceError(err, 'E_EXISTS') && index.count === 0 && attempt === 0) continue
+        if (isSessionPersistenceError(err, 'E_EXISTS') && first === 0 && attempt === 0) continue
         throw err
       }
-      index.apply(events, t.sessionId)
-      return
     }
   }
 

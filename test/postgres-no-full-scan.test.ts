@@ -52,9 +52,14 @@ async function eventsUse(queries: Captured[]): Promise<{ scans: string[]; rows: 
   const use = { scans: [] as string[], rows: 0 }
   try {
     for (const q of queries) {
-      const readOnly = /^\s*(SELECT|WITH)\b/i.test(q.text) && !/\b(INSERT|UPDATE|DELETE|pg_notify|nextval|pg_try_advisory|pg_advisory)/i.test(q.text)
-      if (!readOnly) continue
+      // Every statement but those with side effects outside a transaction (locks, sequences,
+      // notifications) or that write lines; each is explained with ANALYZE and rolled back (the
+      // claim of the session, an UPDATE of its row, carries a tail load's probes).
+      const explainable = /^\s*(SELECT|WITH|UPDATE)\b/i.test(q.text) && !/\b(INSERT|DELETE|pg_notify|nextval|pg_try_advisory|pg_advisory)/i.test(q.text)
+      if (!explainable) continue
+      await client.query('BEGIN')
       const { rows } = await client.query<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.text}`, q.values)
+      await client.query('ROLLBACK')
       const walk = (node: PlanNode) => {
         if (node['Relation Name'] === 'events') {
           use.scans.push(`${node['Node Type']}${node['Index Name'] ? ` using ${node['Index Name']}` : ''} in: ${q.text.replace(/\s+/g, ' ').trim()}`)
@@ -62,7 +67,8 @@ async function eventsUse(queries: Captured[]): Promise<{ scans: string[]; rows: 
         }
         for (const child of node.Plans ?? []) walk(child)
       }
-      walk(rows[0]!['QUERY PLAN'][0]!.Plan)
+      const plan = rows[0]!['QUERY PLAN'][0]! as { Plan: PlanNode; Plans?: PlanNode[] }
+      walk(plan.Plan)
     }
   } finally {
     await client.end()

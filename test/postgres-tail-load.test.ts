@@ -178,6 +178,34 @@ describe.skipIf(!url)('load from the last compaction on PostgreSQL', () => {
     await a.close('in-turn')
   })
 
+  test('the compaction in force found past many newer compactions and rewinds (the walk pages on)', async () => {
+    const a = open()
+    const events: SessionEvent[] = []
+    const push = (type: string, data?: SessionEvent['data']) => events.push({ seq: events.length, type, time: 1, ...(data === undefined ? {} : { data }) })
+    push('request/header', { header: { m: 1 }, reason: 'initial' })
+    for (let t = 0; t < 5; t++) {
+      push('turn/start', { turn: t })
+      push('user/message', { content: `q${t}` })
+      push('turn/end', { turn: t, reason: { kind: 'completed' } })
+    }
+    push('history/compact', { summary: 'in force', firstKeptSeq: 10 }) // seq 16
+    push('request/header', { header: { m: 2 }, reason: 'change' }) // seq 17
+    for (let i = 0; i < 30; i++) {
+      const c = events.length
+      push('history/compact', { summary: `undone ${i}`, firstKeptSeq: c }) // each undone by the rewind after it
+      push('history/rewind', { to: c })
+      push('history/rewind', { to: c + 1 }) // and a rewind that undoes nothing
+    }
+    await a.create(meta('deep'))
+    await a.append('deep', events)
+    await a.close('deep')
+    expect(tailStartOf(events)).toBe(10)
+    const tail = await a.load('deep', { from: 'last-compaction' })
+    expect(tail.firstSeq).toBe(10)
+    expect(toModelHistory(tail.events)).toEqual(toModelHistory(events))
+    await a.close('deep')
+  })
+
   test('rows written without a kind (an older release, plain SQL) get theirs from the trigger; the tail load sees them', async () => {
     const a = open()
     await a.create(meta('old-host'))

@@ -33,7 +33,7 @@ import { LockConnection, lockClientOpener, sessionKey } from './lock-connection.
 import { migrate } from './migrate.js'
 import { notFound, readSnapshot, readStoredLog } from './read-session.js'
 import { readRange } from './read-range.js'
-import { findTailStart } from './find-tail.js'
+import { findTailStart, type TailProbes, tailProbes } from './find-tail.js'
 import { ChangeFeed } from './change-feed.js'
 import { watchSource } from './watch-session.js'
 import { watchLoop } from '../session/watch-loop.js'
@@ -145,11 +145,11 @@ class PostgresPersistence implements PostgresSessionPersistence {
       // Found first, then locked: polling for a session that does not exist takes no lock.
       if (!(await sessionExists(this.#db, this.#c.schema, id))) throw notFound(id, s.path)
       await this.#writer.ensureHeld(s)
-      const head = await claimSession(this.#db, this.#c.schema, id, s.epoch!, this.#c.host)
+      const tail = from === 'last-compaction'
+      const head = await claimSession<Partial<TailProbes>>(this.#db, this.#c.schema, id, s.epoch!, this.#c.host, tail ? tailProbes(this.#c.schema) : undefined)
       if (!head) throw notFound(id, s.path)
       // Under the lock: the rows below the length read by the claim stay as they are.
-      const firstSeq =
-        from === 'last-compaction' ? ((await findTailStart(this.#db, this.#c.schema, id, head.length, s.path)) ?? 0) : 0
+      const firstSeq = tail ? ((await findTailStart(this.#db, this.#c.schema, id, head as TailProbes & typeof head, s.path)) ?? 0) : 0
       const log = (await this.#db.with((client) => readStoredLog(client, this.#c.schema, id, s.path, { head, fromSeq: firstSeq })))!
       const meta = metaFromHeader(log.header)
       Object.assign(s, { meta, headerLine: head.headerLine, stored: true, nextSeq: head.length })

@@ -73,21 +73,25 @@ export async function nextEpoch(db: Db, schema: string): Promise<string> {
 /**
  * Makes `epoch` the session's writer token and records us as its holder. Runs only while this
  * instance holds the session's advisory lock; every batch of an older token is refused from now.
+ * `returning`: more columns of the claimed row `s` to return with it (a tail load's probes).
  */
-export async function claimSession(
+export async function claimSession<Extra extends object = object>(
   db: Db,
   schema: string,
   id: string,
   epoch: string,
   host: string,
-): Promise<{ headerLine: string; length: number } | undefined> {
-  const { rows } = await db.query<{ header_line: string; length: number }>(
-    `UPDATE "${schema}".sessions
+  returning?: string,
+): Promise<({ headerLine: string; length: number } & Extra) | undefined> {
+  const { rows } = await db.query<{ header_line: string; length: number } & Extra>(
+    `UPDATE "${schema}".sessions s
         SET writer_epoch = $2::bigint, holder_host = $3, holder_pid = $4::integer, holder_since = now()
       WHERE session_id = $1
-      RETURNING header_line, length::float8 AS length`,
+      RETURNING header_line, length::float8 AS length${returning ? `, ${returning}` : ''}`,
     [id, epoch, host, process.pid],
   )
   const row = rows[0]
-  return row ? { headerLine: row.header_line, length: row.length } : undefined
+  if (!row) return undefined
+  const { header_line, ...rest } = row
+  return { ...(rest as unknown as Extra & { length: number }), headerLine: header_line }
 }

@@ -46,9 +46,9 @@ function loopGraph(checkpointer) {
     .compile({ checkpointer })
 }
 
-async function perStep(graph) {
+async function perStep(graph, durability) {
   const t0 = performance.now()
-  const out = await graph.invoke({ count: 0 }, { configurable: { thread_id: uuid6(-1) }, durability: 'sync', recursionLimit: STEPS + 5 })
+  const out = await graph.invoke({ count: 0 }, { configurable: { thread_id: uuid6(-1) }, durability, recursionLimit: STEPS + 5 })
   const ms = performance.now() - t0
   if (out.count !== STEPS) throw new Error(`the graph ran ${out.count} steps`)
   return ms / STEPS
@@ -108,22 +108,25 @@ try {
     probe.setup?.()
     sqliteSync = `SqliteSaver's defaults here: journal_mode=${probe.db.pragma('journal_mode', { simple: true })}, synchronous=${probe.db.pragma('synchronous', { simple: true })} (0 off, 1 normal: no fsync per commit in WAL, 2 full)`
   }
-  const graphs = contenders.map(([name, make]) => ({ name, graph: loopGraph(make()), times: [] }))
-  for (const g of graphs) await perStep(g.graph) // warm-up round, untimed
-  for (let r = 0; r < ROUNDS; r++) {
-    // Rotate the order each round: the machine is shared and noisy.
-    for (let i = 0; i < graphs.length; i++) {
-      const g = graphs[(i + r) % graphs.length]
-      g.times.push(await perStep(g.graph))
+  const graphs = contenders.map(([name, make]) => ({ name, graph: loopGraph(make()) }))
+  for (const [n, durability] of [['1', 'sync'], ['1b', 'async']]) {
+    const times = graphs.map(() => [])
+    for (const g of graphs) await perStep(g.graph, durability) // warm-up round, untimed
+    for (let r = 0; r < ROUNDS; r++) {
+      // Rotate the order each round: the machine is shared and noisy.
+      for (let i = 0; i < graphs.length; i++) {
+        const k = (i + r) % graphs.length
+        times[k].push(await perStep(graphs[k].graph, durability))
+      }
     }
-  }
-  console.log(`1. ${STEPS}-super-step StateGraph, durability 'sync', time per super-step (median of ${ROUNDS} rounds, min–max)`)
-  const sqlite = graphs.find((g) => g.name.startsWith('SqliteSaver (its'))
-  const sqliteFull = graphs.find((g) => g.name.startsWith('SqliteSaver (WAL, synchronous=FULL'))
-  for (const g of graphs) {
-    const m = median(g.times)
-    const vs = [sqlite, sqliteFull].filter(Boolean).map((s) => `${(m / median(s.times)).toFixed(2)}× ${s === sqlite ? 'SQLite default' : 'SQLite FULL'}`)
-    console.log(`   ${g.name.padEnd(42)} ${fmt(m).padStart(10)}  (${fmt(Math.min(...g.times))}–${fmt(Math.max(...g.times))})  ${vs.join(', ')}`)
+    console.log(`${n}. ${STEPS}-super-step StateGraph, durability '${durability}', time per super-step (median of ${ROUNDS} rounds, min–max)`)
+    const sqlite = graphs.findIndex((g) => g.name.startsWith('SqliteSaver (its'))
+    const sqliteFull = graphs.findIndex((g) => g.name.startsWith('SqliteSaver (WAL, synchronous=FULL'))
+    graphs.forEach((g, k) => {
+      const m = median(times[k])
+      const vs = [sqlite, sqliteFull].filter((i) => i >= 0).map((i) => `${(m / median(times[i])).toFixed(2)}× ${i === sqlite ? 'SQLite default' : 'SQLite FULL'}`)
+      console.log(`   ${g.name.padEnd(42)} ${fmt(m).padStart(10)}  (${fmt(Math.min(...times[k]))}–${fmt(Math.max(...times[k]))})  ${vs.join(', ')}`)
+    })
   }
   if (sqliteSync) console.log(`   ${sqliteSync}`)
 

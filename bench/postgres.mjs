@@ -216,6 +216,114 @@ try {
     await client.end()
     await store.end()
   }
+
+  // --- sessions of any length (§15): a tail load and reads of a long session against a short one
+  // holding the same tail, lists by last write against a full list, and watch latency
+  {
+    const LONG = quick ? 50_000 : 200_000
+    const TAIL = 2_000 // ~0.8 MB of events from the compaction's firstKeptSeq on
+    const store = createPostgresPersistence({ connectionString: url, schema: 'bench_any', poolSize: 4 })
+    const header = (id) => JSON.stringify({ type: 'session', version: 0, id, createdAt: 1, delegationDepth: 0 })
+    // A log whose last TAIL events follow a compaction that keeps them, and a request header
+    // recorded again after it (as a host that compacts does); turns every 50 events before.
+    const withMarkers = (n) => {
+      const out = events(0, n)
+      for (let seq = 0; seq < n - TAIL; seq += 50) out[seq] = { seq, type: 'turn/start', time: 1, data: { turn: seq / 50 } }
+      for (let seq = 49; seq < n - TAIL; seq += 50) out[seq] = { seq, type: 'turn/end', time: 1, data: { turn: (seq - 49) / 50, reason: { kind: 'completed' } } }
+      out[n - TAIL] = { seq: n - TAIL, type: 'history/compact', time: 1, data: { summary: 'everything before', firstKeptSeq: n - TAIL } }
+      out[n - TAIL + 1] = { seq: n - TAIL + 1, type: 'request/header', time: 1, data: { header: { model: 'm' }, reason: 'resume' } }
+      return out.map((e) => JSON.stringify(e))
+    }
+    await store.importRaw({ id: 'long', headerLine: header('long'), eventLines: withMarkers(LONG) })
+    await store.importRaw({ id: 'short', headerLine: header('short'), eventLines: withMarkers(TAIL) })
+    const got = { tailLong: [], fullShort: [], fullLong: [], lastLong: [], lastShort: [], midLong: [], midShort: [] }
+    const time = async (k, fn) => {
+      const t = now()
+      await fn()
+      got[k].push(now() - t)
+    }
+    const load = async (id, options) => {
+      const loaded = await store.load(id, { closeOpenTurn: false, ...options })
+      await store.close(id)
+      return loaded
+    }
+    for (let r = 0; r < RUNS; r++) {
+      const steps = [
+        ['tailLong', () => load('long', { from: 'last-compaction' })],
+        ['fullShort', () => load('short')],
+        ['lastLong', () => store.read('long', { last: 100 })],
+        ['lastShort', () => store.read('short', { last: 100 })],
+        ['midLong', () => store.read('long', { fromSeq: LONG / 2, toSeq: LONG / 2 + 100 })],
+        ['midShort', () => store.read('short', { fromSeq: TAIL / 2, toSeq: TAIL / 2 + 100 })],
+      ]
+      for (const [k, fn] of rotate(steps, r)) await time(k, fn)
+      if (r < 3) await time('fullLong', () => load('long'))
+    }
+    const tail = await load('long', { from: 'last-compaction' })
+    if (tail.events.length !== TAIL) throw new Error(`the tail load read ${tail.events.length} events`)
+    const per = (a, b) => got[a].map((x, i) => x / got[b][i])
+    report(`tail load of ${LONG / 1000}k events (tail ${TAIL}): package`, got.tailLong, 'ms')
+    report(`full load of the ${TAIL}-event log with the same tail`, got.fullShort, 'ms')
+    report(`full load of the ${LONG / 1000}k-event log (3 runs)`, got.fullLong, 'ms')
+    report(`tail load of ${LONG / 1000}k / full load of ${TAIL}`, per('tailLong', 'fullShort'), 'x', ['<=', 1.2])
+    report(`read last 100: ${LONG / 1000}k / ${TAIL}-event log`, per('lastLong', 'lastShort'), 'x', ['<=', 1.5])
+    report(`read 100 from the middle: ${LONG / 1000}k / ${TAIL}-event log`, per('midLong', 'midShort'), 'x', ['<=', 1.5])
+    report(`read last 100 of ${LONG / 1000}k events`, got.lastLong, 'ms')
+
+    // watch: from another store's append resolving to the event being yielded, against a raw
+    // pg_notify from one connection to a LISTEN on another (the floor of any notification).
+    const writer = createPostgresPersistence({ connectionString: url, schema: 'bench_any', poolSize: 2 })
+    await writer.create({ id: 'watched', createdAt: 1, delegationDepth: 0 })
+    await writer.append('watched', events(0, 1))
+    const stop = new AbortController()
+    const iterator = store.watch('watched', { signal: stop.signal })[Symbol.asyncIterator]()
+    await iterator.next()
+    const listener = new pg.Client({ connectionString: url })
+    const sender = new pg.Client({ connectionString: url })
+    await Promise.all([listener.connect(), sender.connect()])
+    await listener.query('LISTEN bench_raw')
+    const watchMs = []
+    const rawMs = []
+    const APPENDS = quick ? 20 : 50
+    for (let i = 1; i <= APPENDS; i++) {
+      const next = iterator.next()
+      await writer.append('watched', events(i, 1))
+      const t = now()
+      const { value } = await next
+      watchMs.push(now() - t)
+      if (value.seq !== i) throw new Error(`watch yielded seq ${value.seq}`)
+      const heard = new Promise((resolve) => listener.once('notification', resolve))
+      const t2 = now()
+      await sender.query(`SELECT pg_notify('bench_raw', 'x')`)
+      await heard
+      rawMs.push(now() - t2)
+    }
+    stop.abort()
+    await iterator.return?.()
+    await Promise.all([listener.end(), sender.end(), writer.end()])
+    report('watch: append resolved -> event yielded', watchMs, 'ms')
+    report('watch: raw pg_notify -> LISTEN delivered (floor)', rawMs, 'ms')
+    report('watch latency / raw notify', watchMs.map((w, i) => w / rawMs[i]), 'x', ['<=', 2])
+    await store.end()
+  }
+
+  // --- list by last write with a limit, against a full list (the 10,000 sessions above)
+  {
+    const store = createPostgresPersistence({ connectionString: url, schema: 'bench_list' })
+    await store.list({ limit: 1 })
+    const got = { limited: [], full: [] }
+    for (let r = 0; r < RUNS; r++) {
+      for (const k of rotate(['limited', 'full'], r)) {
+        const t = now()
+        const listed = await (k === 'limited' ? store.list({ orderBy: 'lastWrite', limit: 50 }) : store.list())
+        got[k].push(now() - t)
+        if (k === 'limited' && listed.length !== 50) throw new Error(`listed ${listed.length}`)
+      }
+    }
+    report(`list by last write, limit 50, of ${quick ? 2 : 10}k sessions`, got.limited, 'ms')
+    report('list by last write limit 50 / full list', got.limited.map((x, i) => x / got.full[i]), 'x', ['<=', 0.25])
+    await store.end()
+  }
 } catch (err) {
   console.error(err)
   process.exitCode = 1

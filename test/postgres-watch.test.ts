@@ -126,6 +126,27 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     expect(await imported.endedWithin(5_000)).toBe('ended')
   })
 
+  test('after the writer is gone with a turn open, the load that repairs it shows the watcher the closers', async () => {
+    const writer = open()
+    const repairer = open()
+    const reader = open()
+    await writer.create(meta('crashed'))
+    const open1 = [
+      { seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } },
+      { seq: 1, type: 'assistant/message', time: 2, data: { turn: 1, step: 0, content: [{ type: 'tool-call', callId: 'c1', name: 'sh', arguments: {} }] } },
+    ]
+    await writer.append('crashed', open1)
+    const stop = new AbortController()
+    const w = collect(reader.watch('crashed', { signal: stop.signal }))
+    await w.until(2)
+    await writer.end() // its connections (and lock) gone, the turn still open
+    const loaded = await repairer.load('crashed')
+    expect(loaded.repair?.closers.map((c) => c.type)).toEqual(['tool/result', 'turn/end'])
+    expect(await w.until(4, 5_000)).toEqual([...open1, ...loaded.repair!.closers])
+    stop.abort()
+    await repairer.close('crashed')
+  })
+
   test('a change that sends no notification (plain SQL, an older release) arrives by the safety poll', async () => {
     const writer = open()
     const reader = open(150)

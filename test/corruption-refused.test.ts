@@ -75,7 +75,7 @@ describe('damage at or before the commit boundary is refused (docs/contract.md �
 
 describe('invalid headers (docs/contract.md §6)', () => {
   test('a numeric version other than 0 → E_FORMAT_UNSUPPORTED, nothing migrated', async () => {
-    const { err } = await refuse('{"type":"session","version":1,"id":"bad","createdAt":1,"delegationDepth":0}\n')
+    const { err } = await refuse('{"type":"session","version":2,"id":"bad","createdAt":1,"delegationDepth":0}\n')
     expect(err).toBeInstanceOf(SessionFormatUnsupportedError)
     expect(err.code).toBe('E_FORMAT_UNSUPPORTED')
   })

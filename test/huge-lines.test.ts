@@ -9,9 +9,12 @@ import { tmpRoot } from './helpers/tmp-root.js'
 // §15.5: one line of up to 64 MiB (a huge tool result) appends, loads and reads; a longer one is
 // refused at append, and a log that holds one anyway is reported, never crashed on or held whole.
 
-/** A tool result whose line is exactly `bytes` long. */
+/** The checksum field version 1 adds to every line (§16): `,"crc":"` + 8 hex digits + `"`. */
+const CRC_FIELD = 17
+
+/** A tool result whose line (in version 1, with its checksum) is exactly `bytes` long. */
 function resultOfLineBytes(seq: number, bytes: number) {
-  const shell = JSON.stringify({ seq, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text: '' }] } })
+  const shell = JSON.stringify({ seq, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text: '' }] } }) + ' '.repeat(CRC_FIELD)
   return { seq, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text: 'r'.repeat(bytes - shell.length) }] } }
 }
 
@@ -26,7 +29,7 @@ test('a line of exactly 64 MiB appends, loads and reads; one byte more is refuse
   expect(await codeOf(p.append('big', [over]))).toBe('E_INVALID_EVENT')
   expect((await stat(path)).size).toBe(before)
   const max = resultOfLineBytes(4, MAX_LINE_BYTES)
-  expect(JSON.stringify(max)).toHaveLength(MAX_LINE_BYTES)
+  expect(JSON.stringify(max).length + CRC_FIELD).toBe(MAX_LINE_BYTES)
   await p.append('big', [max, ...turn(5, 2)])
   await p.close('big')
   const loaded = await p.load('big')

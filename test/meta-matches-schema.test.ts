@@ -108,7 +108,7 @@ describe('knownValidMeta agrees with SessionMetaSchema (property)', () => {
 describe('through the backend', () => {
   test('the header is what the meta was at create, whatever the caller changes later', async () => {
     const root = await tmpRoot()
-    const p = createJsonlPersistence({ root })
+    const p = createJsonlPersistence({ root, formatVersion: 0 })
     const m = { ...meta('h', { cwd: '/w' }), labels: { team: 'a' } } as SessionMeta & { labels: { team: string } }
     await p.create(m)
     m.labels.team = 'changed'

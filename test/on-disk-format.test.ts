@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { crc32 } from 'node:zlib'
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
@@ -8,9 +9,9 @@ import { ev, meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 describe('layout and lines (docs/contract.md §3)', () => {
-  test('bucket is cwd-<sha256(cwd)[:12]> or _no-cwd; header and event lines are exact', async () => {
+  test('bucket is cwd-<sha256(cwd)[:12]> or _no-cwd; header and event lines are exact (version 0)', async () => {
     const root = await tmpRoot()
-    const p = createJsonlPersistence({ root })
+    const p = createJsonlPersistence({ root, formatVersion: 0 })
     const cwd = '/home/dev/projé'
     const bucket = `cwd-${createHash('sha256').update(cwd, 'utf8').digest('hex').slice(0, 12)}`
     const m = { id: 'S.1', createdAt: 5, cwd, delegationDepth: 2, parentSession: 'p', seedLength: 0, zExtra: { a: [1] } }
@@ -28,6 +29,26 @@ describe('layout and lines (docs/contract.md §3)', () => {
         '{"time":1,"seq":0,"type":"turn/start","data":{"turn":1}}\n' +
         '{"seq":1,"type":"x","time":2.5,"ignorable":true,"custom":"kept"}\n',
     )
+  })
+
+  test('version 1 (§16, the default): every line ends with "crc", the CRC-32 of the bytes before it, as 8 lowercase hex digits', async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    const m = { id: 'v1', createdAt: 5, cwd: '/home/dev/projé', delegationDepth: 0 }
+    await p.create(m)
+    await p.append('v1', [{ time: 1, seq: 0, type: 'turn/start', data: { turn: 1, text: 'é' } }])
+    await p.closeAll()
+    // Written from the spec's formula, not the package's code: P + ',"crc":"' + H + '"}'.
+    const seal = (json: string) => {
+      const prefix = json.slice(0, -1)
+      return `${prefix},"crc":"${crc32(Buffer.from(prefix, 'utf8')).toString(16).padStart(8, '0')}"}`
+    }
+    expect(await readFile(p.locate(m).path, 'utf8')).toBe(
+      `${seal('{"type":"session","version":1,"id":"v1","cwd":"/home/dev/projé","createdAt":5,"delegationDepth":0}')}\n` +
+        `${seal('{"time":1,"seq":0,"type":"turn/start","data":{"turn":1,"text":"é"}}')}\n`,
+    )
+    // readers remove the checksum: what loads is what was appended
+    expect((await p.read('v1')).events).toEqual([{ time: 1, seq: 0, type: 'turn/start', data: { turn: 1, text: 'é' } }])
   })
 
   describe('permissions, whatever the umask', () => {

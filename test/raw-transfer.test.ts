@@ -52,7 +52,7 @@ describe('readRaw and importRaw copy a session byte for byte', () => {
     const p = createJsonlPersistence({ root })
     expect(await codeOf(p.readRaw('none'))).toBe('E_NOT_FOUND')
     expect(await codeOf(p.readRaw(''))).toBe('E_INVALID_ID')
-    await writeRawLog(root, 'future', '{"type":"session","version":1,"id":"future","createdAt":1,"delegationDepth":0}\n')
+    await writeRawLog(root, 'future', '{"type":"session","version":2,"id":"future","createdAt":1,"delegationDepth":0}\n')
     expect(await codeOf(p.readRaw('future'))).toBe('E_FORMAT_UNSUPPORTED')
     await writeRawLog(root, 'broken', `${HEADER('broken')}not json\n${ODD_EVENTS[3]!.replace('"seq":3', '"seq":0')}\n`)
     expect(await codeOf(p.readRaw('broken'))).toBe('E_CORRUPT')

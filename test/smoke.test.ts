@@ -6,7 +6,7 @@ import { tmpRoot } from './helpers/tmp-root.js'
 
 test('a created session round-trips through append, close and load', async () => {
   const root = await tmpRoot()
-  const p = createJsonlPersistence({ root })
+  const p = createJsonlPersistence({ root, formatVersion: 0 })
   await p.create(meta('s1', { cwd: '/proj' }))
   await p.append('s1', turn(0, 1))
   await p.append('s1', turn(4, 2))

@@ -1,6 +1,7 @@
 import { describe, expect, test, type TestContext } from 'vitest'
 import type { SessionEvent } from '../session/schema.js'
 import type { SessionPersistence, SessionStore } from '../persistence.js'
+import { sealLine, unsealString } from '../session/line-codec.js'
 import { codeOf, completeTurn, type ContractContext, ev, meta, storedSession, T0, isStore } from './fixtures.js'
 
 /**
@@ -89,8 +90,12 @@ export function storeTests({ open, openOther }: ContractContext): void {
       await a.close('raw')
       const raw = await a.readRaw('raw')
       expect(raw.id).toBe('raw')
-      expect(JSON.parse(raw.headerLine)).toEqual({ type: 'session', version: 0, ...meta('raw', { cwd: '/p', note: 'kept' }) })
-      expect(raw.eventLines).toEqual(events.map((e) => JSON.stringify(e)))
+      // new logs are version 1 (§16): each line sealed with the CRC-32 of what precedes its checksum
+      const header = { type: 'session', version: 1, ...meta('raw', { cwd: '/p', note: 'kept' }) }
+      const headerText = unsealString(raw.headerLine)
+      expect(headerText, 'a header with a valid checksum').toBeDefined()
+      expect(JSON.parse(headerText!)).toEqual(header)
+      expect(raw.eventLines).toEqual(events.map((e) => sealLine(JSON.stringify(e), 1)))
       expect(await codeOf(a.readRaw('missing'))).toBe('E_NOT_FOUND')
     })
 
@@ -114,7 +119,8 @@ export function storeTests({ open, openOther }: ContractContext): void {
       expect(refused).not.toBe('foreign error')
       expect(await codeOf(target.inspect('renamed'))).toBe('E_NOT_FOUND')
 
-      const newer = { ...raw, id: 'newer', headerLine: raw.headerLine.replace('"version":0', '"version":1').replace('"id":"moved"', '"id":"newer"') }
+      const unsealed = unsealString(raw.headerLine) ?? raw.headerLine
+      const newer = { ...raw, id: 'newer', headerLine: unsealed.replace(/"version":\d/, '"version":2').replace('"id":"moved"', '"id":"newer"') }
       expect(await codeOf(target.importRaw(newer))).toBe('E_FORMAT_UNSUPPORTED')
       expect(await codeOf(target.inspect('newer'))).toBe('E_NOT_FOUND')
     })
@@ -139,7 +145,7 @@ export function storeTests({ open, openOther }: ContractContext): void {
       // a source that fails in the middle, and a line that breaks the envelope: nothing is stored
       const failing = {
         id: 'half',
-        headerLine: raw.headerLine.replace('"id":"paged"', '"id":"half"'),
+        headerLine: sealLine(unsealString(raw.headerLine)!.replace('"id":"paged"', '"id":"half"'), 1),
         eventPages: (async function* () {
           yield raw.eventLines.slice(0, 4)
           throw new Error('source went away')
@@ -149,10 +155,10 @@ export function storeTests({ open, openOther }: ContractContext): void {
       expect(await codeOf(target.inspect('half'))).toBe('E_NOT_FOUND')
       const refused = {
         id: 'bad',
-        headerLine: raw.headerLine.replace('"id":"paged"', '"id":"bad"'),
+        headerLine: sealLine(unsealString(raw.headerLine)!.replace('"id":"paged"', '"id":"bad"'), 1),
         eventPages: (async function* () {
           yield raw.eventLines.slice(0, 4)
-          yield ['{"seq":4,"time":1}']
+          yield [sealLine('{"seq":4,"time":1}', 1)]
         })(),
       }
       expect(await codeOf(target.importRawStream(refused))).toBe('E_INVALID_EVENT')

@@ -92,6 +92,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
       await this.#assertNoLog(valid.id, path)
       s.meta = valid
       s.path = path
+      s.version = this.#ctx.formatVersion
     })
   }
 
@@ -103,7 +104,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     // the serialization: nothing of this session is written between its start and this write.
     const early = s.lock && s.ops.idleNow && Array.isArray(events) && events.length > 0 ? s.lock.assertHeld() : undefined
     early?.catch(() => {}) // awaited in the job; never an unhandled rejection
-    const batch = prepareBatch(id, events) // captured now: later mutation changes nothing
+    const batch = prepareBatch(id, this.#redacted(id, events), s.version) // captured now: later mutation changes nothing
     if (batch.count === 0) return
     await s.ops.run(() => this.#appendNow(s, batch, early))
   }
@@ -127,7 +128,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     let mayPublish: Promise<void> | undefined
     const materializing = writer
       ? undefined
-      : this.#materialize(s, path, Buffer.concat([Buffer.from(headerLine(s.meta)), batch.bytes]), () => mayPublish ?? notYetLocked())
+      : this.#materialize(s, path, Buffer.concat([Buffer.from(headerLine(s.meta, s.version)), batch.bytes]), () => mayPublish ?? notYetLocked())
     materializing?.catch(() => {}) // awaited below
     const locked = s.lock ? (earlyLockCheck ?? s.lock.assertHeld()) : this.#locks.acquire(s.id).then((l) => void (s.lock = l))
     try {
@@ -177,8 +178,8 @@ class JsonlPersistence implements JsonlSessionPersistence {
       s.lock = await this.#locks.acquire(id)
       const path = await findOneLog(this.#ctx, id)
       const lock = s.lock
-      const { writer, loaded } = await openLog(this.#ctx, id, path, { closeOpenTurn, from, beforeWrite: () => lock.assertHeld() })
-      Object.assign(s, { writer, path, meta: loaded.meta, nextSeq: loaded.firstSeq + loaded.events.length })
+      const { writer, loaded, version } = await openLog(this.#ctx, id, path, { closeOpenTurn, from, beforeWrite: () => lock.assertHeld() })
+      Object.assign(s, { writer, path, meta: loaded.meta, version, nextSeq: loaded.firstSeq + loaded.events.length })
       return { ...loaded, meta: { ...loaded.meta } }
     })
   }
@@ -232,6 +233,27 @@ class JsonlPersistence implements JsonlSessionPersistence {
     return watchLoop(jsonlWatchSource(this.#ctx, id), fromSeq, signal)
   }
 
+  /**
+   * The events as configured `redact` returns them (§16), checked to keep their seq; a redactor
+   * that throws or changes a seq refuses the batch (`E_INVALID_EVENT`), writing nothing.
+   */
+  #redacted(id: string, events: readonly SessionEvent[]): readonly SessionEvent[] {
+    const { redact } = this.#ctx
+    if (!redact || !Array.isArray(events)) return events
+    return events.map((event, i) => {
+      let out: SessionEvent
+      try {
+        out = redact(event)
+      } catch (err) {
+        throw new SessionPersistenceError('E_INVALID_EVENT', `redact threw for event ${i} of the batch: ${String(err)}`, { sessionId: id, cause: err })
+      }
+      if (out?.seq !== event?.seq) {
+        throw new SessionPersistenceError('E_INVALID_EVENT', `redact changed the seq of event ${i} of the batch`, { sessionId: id })
+      }
+      return out
+    })
+  }
+
   /** The acknowledged length of a log this instance is writing (an append in flight is no torn tail). */
   #readableSize(id: string, path: string): number | undefined {
     const live = this.#sessions.get(id)
@@ -261,11 +283,12 @@ class JsonlPersistence implements JsonlSessionPersistence {
       const meta = forkMeta({ id: parentId, path: parentPath, scan }, child)
       const path = logPath(this.#ctx.root, meta.id, meta.cwd)
       await this.#assertNoLog(meta.id, path)
-      Object.assign(s, { meta, path, nextSeq: child.seedLength })
+      // A fork is written in its parent's version (§16): its seed lines are the parent's bytes.
+      Object.assign(s, { meta, path, nextSeq: child.seedLength, version: scan.header.version })
       if (child.seedLength === 0) return meta // nothing to write: the lock is taken at the first append
       s.lock = await this.#locks.acquire(meta.id)
       const seed = await readRange(this.#ctx, parentPath, scan.headerBytes, scan.eventEnds?.[child.seedLength - 1] ?? 0)
-      const bytes = Buffer.concat([Buffer.from(headerLine(meta)), seed])
+      const bytes = Buffer.concat([Buffer.from(headerLine(meta, scan.header.version)), seed])
       s.writer = await this.#materialize(s, path, bytes, () => this.#assertNoLog(meta.id, path))
       return meta
     })

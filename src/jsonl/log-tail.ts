@@ -3,6 +3,7 @@ import type { FileHandle } from './fs/file-system.js'
 import { forEachBlockBackward } from './read-back.js'
 import { parseEventLine } from './read-session.js'
 import { bisectSeq, type SeqPoint } from './seq-search.js'
+import type { FormatVersion } from '../session/line-codec.js'
 
 /** The marker types as they stand in a line: a JSON string value. */
 const MARKERS = TAIL_MARKER_TYPES.map((t) => Buffer.from(JSON.stringify(t)))
@@ -25,7 +26,7 @@ export interface LogTail {
  * `history/…`), until the compaction in force, the last request header and the state of the
  * last turn are known. Undefined when no compaction is in force (a full load).
  */
-export async function findLogTail(handle: FileHandle, headerBytes: number, size: number): Promise<LogTail | undefined> {
+export async function findLogTail(handle: FileHandle, headerBytes: number, size: number, version: FormatVersion): Promise<LogTail | undefined> {
   const finder = new TailStart()
   const offsets = new Map<number, number>() // seq → line start, for the marker lines seen
   let newestMarker = -1
@@ -38,7 +39,7 @@ export async function findLogTail(handle: FileHandle, headerBytes: number, size:
       }
     }
     for (const start of [...starts].sort((a, b) => b - a)) {
-      const event = parseEventLine(block.subarray(start, block.indexOf(10, start)))
+      const event = parseEventLine(block.subarray(start, block.indexOf(10, start)), version)
       if (!event || !(TAIL_MARKER_TYPES as readonly string[]).includes(event.type)) continue
       newestMarker = Math.max(newestMarker, offset + start)
       offsets.set(event.seq, offset + start)

@@ -1,4 +1,5 @@
 import type { LoadedSession } from '../persistence.js'
+import type { FormatVersion } from '../session/line-codec.js'
 import { writeFlags } from './durable.js'
 import { LogWriter } from './log-writer.js'
 import { metaFromHeader } from '../session/meta.js'
@@ -29,7 +30,7 @@ export async function openLog(
      */
     beforeWrite?: () => Promise<void> | undefined
   },
-): Promise<{ writer: LogWriter; loaded: LoadedSession }> {
+): Promise<{ writer: LogWriter; loaded: LoadedSession; version: FormatVersion }> {
   const handle = await ctx.fs.open(path, writeFlags(ctx, 'r+'))
   const writer = new LogWriter(ctx, id, path, handle, 0)
   try {
@@ -38,12 +39,12 @@ export async function openLog(
     writer.size = scan.size
     if (plan.truncateAt !== undefined || plan.closers.length > 0) await options.beforeWrite?.()
     if (plan.truncateAt !== undefined) await writer.truncate(plan.truncateAt)
-    if (plan.closers.length > 0) await writer.append(prepareBatch(id, plan.closers).bytes)
+    if (plan.closers.length > 0) await writer.append(prepareBatch(id, plan.closers, scan.header.version).bytes)
     const kept = firstSeq > 0 ? scan.events.slice(firstSeq - (scan.events[0]?.seq ?? firstSeq)) : scan.events
     const events = plan.closers.length > 0 ? [...kept, ...plan.closers] : kept
     const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events, firstSeq }
     if (plan.report) loaded.repair = { persisted: true, ...plan.report }
-    return { writer, loaded }
+    return { writer, loaded, version: scan.header.version }
   } catch (err) {
     await writer.close().catch(() => {})
     throw err
@@ -59,7 +60,7 @@ async function scanForLoad(handle: FileHandle, id: string, path: string, from: '
   if (from === 'last-compaction') {
     const { header, headerBytes } = await readHeaderLine(handle, path, id)
     const size = (await handle.stat()).size
-    const tail = await findLogTail(handle, headerBytes, size)
+    const tail = await findLogTail(handle, headerBytes, size, header.version)
     if (tail && tail.firstSeq > 0) {
       const scan = await scanLog(handle, { path, sessionId: id, start: { ...tail.start, header, headerBytes } })
       if (!scan.defect || scan.defect.byteOffset > tail.newestMarker) return { scan, firstSeq: tail.firstSeq }

@@ -4,6 +4,7 @@ import { envelopeProblem } from '../session/envelope.js'
 import { encodeSessionId } from '../session/id-encoding.js'
 import { parseHeaderLine } from './scan-log.js'
 import type { SessionHeader } from '../session/schema.js'
+import { type FormatVersion, unsealString } from '../session/line-codec.js'
 
 // In a `u` regex a surrogate pair is one code point, so this matches lone surrogates only:
 // such a string has no UTF-8 form, so it could not come back byte for byte.
@@ -22,7 +23,7 @@ export function rawLogFromBytes(id: string, bytes: Buffer): RawSessionLog {
 
 /**
  * Checks a raw log as `load` would read it and returns its bytes, ready to be published:
- * the header must be a valid version-0 header (`E_CORRUPT`, `E_FORMAT_UNSUPPORTED`) naming
+ * the header must be a valid header of version 0 or 1 (`E_CORRUPT`, `E_FORMAT_UNSUPPORTED`) naming
  * `log.id` (`E_INVALID_META`); every event line must be one line of JSON (`E_CORRUPT`) with a
  * valid envelope (`E_INVALID_EVENT`) and seq equal to its index (`E_SEQ_NOT_CONTIGUOUS`).
  */
@@ -52,7 +53,7 @@ export function rawLogToBytes(log: RawSessionLog): { header: SessionHeader; byte
   }
   const parts: string[] = [`${log.headerLine}\n`]
   log.eventLines.forEach((line: unknown, i) => {
-    checkRawEventLine(id, line, i)
+    checkRawEventLine(id, line, i, header.version)
     parts.push(`${line as string}\n`)
   })
   return { header, bytes: Buffer.from(parts.join(''), 'utf8') }
@@ -68,15 +69,17 @@ export function checkRawHeaderLine(id: string, headerLine: unknown): SessionHead
  * text (`E_CORRUPT`), JSON (`E_CORRUPT`), a valid envelope (`E_INVALID_EVENT`), seq `i`
  * (`E_SEQ_NOT_CONTIGUOUS`).
  */
-export function checkRawEventLine(id: string, line: unknown, i: number): void {
+export function checkRawEventLine(id: string, line: unknown, i: number, version: FormatVersion): void {
   const refuse = (code: 'E_CORRUPT' | 'E_INVALID_EVENT' | 'E_SEQ_NOT_CONTIGUOUS', what: string) =>
     new SessionPersistenceError(code, `raw log of session '${id}': ${what}`, { sessionId: id })
   if (typeof line !== 'string') throw refuse('E_CORRUPT', `event line ${i} is not a string`)
   if (line.includes('\n')) throw refuse('E_CORRUPT', `event line ${i} contains a newline`)
   if (LONE_SURROGATE.test(line)) throw refuse('E_CORRUPT', `event line ${i} is not well-formed Unicode (lone surrogate)`)
+  const text = version === 1 ? unsealString(line) : line
+  if (text === undefined) throw refuse('E_CORRUPT', `event line ${i}: checksum mismatch`)
   let value: unknown
   try {
-    value = JSON.parse(line)
+    value = JSON.parse(text)
   } catch (err) {
     throw refuse('E_CORRUPT', `event line ${i} is not JSON: ${(err as Error).message}`)
   }

@@ -76,7 +76,7 @@ export async function writeRawStream(
   for await (const lines of log.eventPages) {
     if (!Array.isArray(lines)) throw new SessionPersistenceError('E_CORRUPT', `raw log of session '${log.id}': a page is not an array of lines`, { sessionId: log.id })
     if (lines.length === 0) continue
-    for (const line of lines) checkRawEventLine(log.id, line, n++)
+    for (const line of lines) checkRawEventLine(log.id, line, n++, header.version)
     await write(Buffer.from(`${lines.join('\n')}\n`))
   }
   return { header, eventLines: n }

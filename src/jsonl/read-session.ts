@@ -10,6 +10,7 @@ import { forEachLine } from './read-lines.js'
 import { planRepair } from './repair-plan.js'
 import { parseHeaderLine, scanLog } from './scan-log.js'
 import { bisectSeq } from './seq-search.js'
+import { checkLine, type FormatVersion, unsealText } from '../session/line-codec.js'
 
 /** A header line longer than this is refused (a real header is a few hundred bytes). */
 export const MAX_HEADER_BYTES = 1 << 20
@@ -35,11 +36,13 @@ export async function readHeaderLine(handle: FileHandle, path: string, sessionId
   return found
 }
 
-/** An event line parsed, or undefined when the bytes are not one (JSON, envelope). */
-export function parseEventLine(line: Buffer): SessionEvent | undefined {
+/** An event line parsed, or undefined when the bytes are not one (checksum in version 1, JSON, envelope). */
+export function parseEventLine(line: Buffer, version: FormatVersion): SessionEvent | undefined {
+  if (version === 1 && checkLine(line, 0, line.length) !== 'ok') return undefined
   let value: unknown
   try {
-    value = JSON.parse(line.toString('utf8'))
+    const text = line.toString('utf8')
+    value = JSON.parse(version === 1 ? unsealText(text) : text)
   } catch {
     return undefined
   }
@@ -50,13 +53,13 @@ export function parseEventLine(line: Buffer): SessionEvent | undefined {
  * The last event line of `[from, to)` that parses with a valid envelope, read backwards (a torn
  * tail is skipped), and the offset just after it; undefined for a log with no event.
  */
-export async function lastEventLine(handle: FileHandle, from: number, to: number): Promise<{ seq: number; end: number } | undefined> {
+export async function lastEventLine(handle: FileHandle, from: number, to: number, version: FormatVersion): Promise<{ seq: number; end: number } | undefined> {
   let found: { seq: number; end: number } | undefined
   await forEachBlockBackward(handle, from, to, (block, offset) => {
     let end = block.length
     while (end > 0) {
       const start = end >= 2 ? block.lastIndexOf(10, end - 2) + 1 : 0
-      const event = parseEventLine(block.subarray(start, end - 1))
+      const event = parseEventLine(block.subarray(start, end - 1), version)
       if (event) {
         found = { seq: event.seq, end: offset + end }
         return false
@@ -76,7 +79,7 @@ export async function lastEventLine(handle: FileHandle, from: number, to: number
 export async function readSessionRange(handle: FileHandle, id: string, path: string, range: ParsedRange, size: number): Promise<SessionRange> {
   const { header, headerBytes } = await readHeaderLine(handle, path, id)
   const meta = metaFromHeader(header)
-  const last = await lastEventLine(handle, headerBytes, size)
+  const last = await lastEventLine(handle, headerBytes, size, header.version)
   let length = last ? last.seq + 1 : 0
   const { from, to } = rangeBounds(range, length)
   if (from >= to) return { meta, events: [], firstSeq: from, length }

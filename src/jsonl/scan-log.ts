@@ -4,6 +4,7 @@ import type { FileHandle } from './fs/file-system.js'
 import { envelopeProblem } from '../session/envelope.js'
 import { forEachLine } from './read-lines.js'
 import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
+import { checkLine, checksumReason, hasCrcSuffix, unsealText } from '../session/line-codec.js'
 import { describeZodError, type SessionEvent, SessionHeaderSchema, type SessionHeader } from '../session/schema.js'
 
 /** Where a scan that does not start at the header starts. */
@@ -80,17 +81,23 @@ export function parseHeaderLine(
   const { path, sessionId } = context
   const corrupt = (reason: string) => new SessionPersistenceCorruptionError(1, 0, reason, { path, sessionId })
   if (!complete) throw corrupt('the header line has no newline')
+  // A header that carries a checksum is checked whatever its version says (§16): a flipped
+  // version digit is caught.
+  const sealed = hasCrcSuffix(buf, start, end)
+  if (sealed && checkLine(buf, start, end) !== 'ok') throw corrupt(`${checksumReason('mismatch')} in the header`)
   if (!isUtf8(buf.subarray(start, end))) throw corrupt('the header is not valid UTF-8')
-  const parsed = parseJson(buf.toString('utf8', start, end))
+  const text = buf.toString('utf8', start, end)
+  const parsed = parseJson(sealed ? unsealText(text) : text)
   if (!parsed.ok) throw corrupt(`the header is not JSON: ${parsed.message}`)
   const version = (parsed.value as { version?: unknown } | null)?.version
-  if (typeof version === 'number' && version !== 0) {
+  if (typeof version === 'number' && version !== 0 && version !== 1) {
     throw new SessionFormatUnsupportedError(
       version,
-      `session log ${path} has format version ${version}; this release reads only version 0`,
+      `session log ${path} has format version ${version}; this release reads versions 0 and 1`,
       { path, sessionId },
     )
   }
+  if (version === 1 && !sealed) throw corrupt(checksumReason('missing').replace('the line', 'the header'))
   const result = SessionHeaderSchema.safeParse(parsed.value)
   if (!result.success) throw corrupt(`invalid header: ${describeZodError(result.error)}`)
   if (sessionId !== undefined && result.data.id !== sessionId) {
@@ -131,6 +138,7 @@ export async function scanLog(
   const firstSeq = start?.seq ?? 0
   let validEnd = start?.offset ?? 0
   const events: SessionEvent[] = []
+  let sealed = start?.header.version === 1 // version 1: every line carries its checksum
   const keepEvents = context.keepEvents !== false
   let count = 0 // valid events read (kept or not)
   const eventEnds: number[] | undefined = context.keepEventEnds ? [] : undefined
@@ -168,13 +176,25 @@ export async function scanLog(
         }
         headerBytes = end - start + 1
         validEnd = headerBytes
+        sealed = header.version === 1
         return
+      }
+      // Version 1 (§16): a complete line that fails its checksum and holds no NUL byte is damage
+      // wherever it lies, past the commit boundary too: no crash leaves such a line.
+      let checked = false
+      if (sealed && complete) {
+        const check = checkLine(buf, start, end)
+        if (check !== 'ok') {
+          if (!hasNulByte(buf, start, end)) {
+            throw new SessionPersistenceCorruptionError(lineNo, offset, checksumReason(check), { path, sessionId: context.sessionId })
+          }
+        } else checked = true
       }
       if (defect !== undefined) {
         droppedLines++
         // Only JSON text (valid UTF-8) can be a commit boundary: decoding invalid bytes with
         // replacement characters would make a damaged turn/end look committed.
-        if (complete && start !== end && (decoded !== undefined || isUtf8(buf.subarray(start, end)))) {
+        if (complete && start !== end && (!sealed || checked) && (decoded !== undefined || isUtf8(buf.subarray(start, end)))) {
           const parsed = parseJson(decoded ?? buf.toString('utf8', start, end))
           if (parsed.ok && isTurnEnd(parsed.value)) {
             commitLine = lineNo
@@ -184,12 +204,14 @@ export async function scanLog(
         return
       }
       let reason = lineDefectReason(buf, start, end, complete)
+      if (reason === undefined && sealed && !checked) reason = checksumReason(checkLine(buf, start, end) === 'missing' ? 'missing' : 'mismatch')
       let value: unknown
       if (reason === undefined) {
         if (decoded === undefined && !isUtf8(buf.subarray(start, end))) {
           reason = 'invalid UTF-8'
         } else {
-          const parsed = parseJson(decoded ?? buf.toString('utf8', start, end))
+          const text = decoded ?? buf.toString('utf8', start, end)
+          const parsed = parseJson(sealed ? unsealText(text) : text)
           if (!parsed.ok) {
             reason = `not JSON: ${parsed.message}`
           } else {

@@ -3,7 +3,8 @@ import { SessionPersistenceError } from '../errors.js'
 import type { FileSystem } from './fs/file-system.js'
 import { createNodeFileSystem } from './fs/node-file-system.js'
 import { defaultLogger } from '../session/logger.js'
-import { describeZodError, type JsonlConfig, JsonlConfigSchema, type Logger, type SyncMode } from '../session/schema.js'
+import { describeZodError, type JsonlConfig, JsonlConfigSchema, type Logger, type SessionEvent, type SyncMode } from '../session/schema.js'
+import type { FormatVersion } from '../session/line-codec.js'
 
 /** What every storage primitive needs: the seam, the root and the durability mode. */
 export interface StoreContext {
@@ -16,6 +17,10 @@ export interface StoreContext {
    */
   readonly dsyncWrites: boolean
   readonly logger: Logger
+  /** The format version of new logs (§16). */
+  readonly formatVersion: FormatVersion
+  /** Applied to each event before it is serialized (§16), if configured. */
+  readonly redact: ((event: SessionEvent) => SessionEvent) | undefined
   /** Directories this instance created or found, so a first append does not mkdir them again. */
   readonly knownDirs: Set<string>
   /**
@@ -38,7 +43,7 @@ export function createStoreContext(config: JsonlConfig): { ctx: StoreContext; st
       cause: parsed.error,
     })
   }
-  const { root, sync, staleLockMs, logger, fs: given, dsyncWrites } = parsed.data
+  const { root, sync, staleLockMs, logger, fs: given, dsyncWrites, formatVersion, redact } = parsed.data
   const fs = given ?? createNodeFileSystem()
   const ctx: StoreContext = {
     fs,
@@ -47,6 +52,8 @@ export function createStoreContext(config: JsonlConfig): { ctx: StoreContext; st
     // Only 'data' may trade write + fdatasync for an O_DSYNC write; a seam without it keeps the pair.
     dsyncWrites: dsyncWrites && sync === 'data' && fs.supportsDsync === true,
     logger: logger ?? defaultLogger(),
+    formatVersion,
+    redact,
     knownDirs: new Set(),
   }
   return { ctx, staleLockMs }

@@ -3,6 +3,7 @@ import type { HeldLock } from './lock/lease.js'
 import type { LogWriter } from './log-writer.js'
 import type { SessionMeta } from '../session/schema.js'
 import { SerialOps } from '../session/serial.js'
+import type { FormatVersion } from '../session/line-codec.js'
 
 /** One session an instance writes (or is about to): created, loaded, forked or being deleted there. */
 export interface Tracked {
@@ -10,6 +11,8 @@ export interface Tracked {
   /** Serializes every operation of the session (load, fork, appends, close). */
   readonly ops: SerialOps
   meta: SessionMeta | undefined
+  /** The format version its log is (or will be) written in (§16). */
+  version: FormatVersion
   path: string | undefined
   /** Seq the next append must start with. */
   nextSeq: number
@@ -26,6 +29,7 @@ export function newTracked(id: string): Tracked {
     id,
     ops: new SerialOps(),
     meta: undefined,
+    version: 0,
     path: undefined,
     nextSeq: 0,
     writer: undefined,

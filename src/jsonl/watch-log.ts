@@ -84,7 +84,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         const st = await handle.stat()
         if (ino !== st.ino) point = undefined // another file under that name: start over by seq
         ino = st.ino
-        const { headerBytes } = await readHeaderLine(handle, path, id)
+        const { header, headerBytes } = await readHeaderLine(handle, path, id)
         if (point === undefined || point.seq !== next || point.offset > st.size) {
           point = next === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, st.size, next)
         }
@@ -94,7 +94,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
           handle,
           (buf, start, end, offset, complete) => {
             if (!complete) return false
-            const event = parseEventLine(buf.subarray(start, end))
+            const event = parseEventLine(buf.subarray(start, end), header.version)
             if (!event || event.seq !== at.seq) return false
             at = { offset: offset + end - start + 1, seq: event.seq + 1 }
             if (event.seq >= next) events.push(event)

@@ -5,9 +5,11 @@ import PQueue from 'p-queue'
 import { callOptions } from '../session/call-options.js'
 import { computeClosers } from '../session/closers.js'
 import { encodeSessionId } from '../session/id-encoding.js'
-import { headerLine, validateMeta } from '../session/meta.js'
+import { headerLine, metaFromHeader, validateMeta } from '../session/meta.js'
 import { bucketName, logFileName } from '../jsonl/paths.js'
 import { prepareBatch } from '../session/prepare-batch.js'
+import { DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, type FormatVersion, sealLine, unsealText } from '../session/line-codec.js'
+import { rawLogToBytes } from '../jsonl/raw-log.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { SessionFormatUnsupportedError, SessionPersistenceError } from '../errors.js'
 import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
@@ -33,6 +35,8 @@ import { watchLoop } from '../session/watch-loop.js'
 
 interface StoredSession {
   meta: SessionMeta
+  /** The format version of its lines (§16). */
+  version: FormatVersion
   /** The header line and the event lines, exactly as the JSONL backend would write them (no `\n`). */
   headerLine: string
   lines: string[]
@@ -56,6 +60,8 @@ export interface MemoryPersistenceOptions {
   store?: MemoryStore
   /** …or by name: instances created with the same name share one store (process-wide). */
   name?: string
+  /** The format version of new sessions (§16; default 1), as the JSONL backend's `formatVersion`. */
+  formatVersion?: FormatVersion
 }
 
 /**
@@ -71,11 +77,14 @@ export function createMemoryPersistence(options: MemoryPersistenceOptions = {}):
     store = namedStores.get(options.name) ?? new MemoryStore()
     namedStores.set(options.name, store)
   }
-  return new MemoryPersistence(store ?? new MemoryStore(), options.name ?? 'memory')
+  const formatVersion = options.formatVersion ?? DEFAULT_FORMAT_VERSION
+  if (!FORMAT_VERSIONS.includes(formatVersion)) throw new SessionPersistenceError('E_CONFIG', `formatVersion must be 0 or 1, not ${JSON.stringify(formatVersion)}`)
+  return new MemoryPersistence(store ?? new MemoryStore(), options.name ?? 'memory', formatVersion)
 }
 
 interface Open {
   meta: SessionMeta
+  version: FormatVersion
   nextSeq: number
   /** The log this instance writes: loaded, forked with a seed, or published by its first append. */
   stored: StoredSession | undefined
@@ -85,15 +94,22 @@ interface Open {
 
 const withoutNewline = (line: string) => line.slice(0, -1)
 
+/** An event of a stored line (checked when it was stored): version 1 without its checksum. */
+function decodeLine(line: string, version: FormatVersion): SessionEvent {
+  return JSON.parse(version === 1 ? unsealText(line) : line) as SessionEvent
+}
+
 class MemoryPersistence implements SessionStore {
   readonly #store: MemoryStore
   readonly #name: string
   readonly #open = new Map<string, Open>()
   readonly #token = {}
+  readonly #formatVersion: FormatVersion
 
-  constructor(store: MemoryStore, name: string) {
+  constructor(store: MemoryStore, name: string, formatVersion: FormatVersion) {
     this.#store = store
     this.#name = name
+    this.#formatVersion = formatVersion
   }
 
   locate(meta: SessionMeta): SessionLocation {
@@ -106,11 +122,11 @@ class MemoryPersistence implements SessionStore {
     if (this.#open.has(valid.id) || this.#store.sessions.has(valid.id)) {
       throw new SessionPersistenceError('E_EXISTS', `session '${valid.id}' already exists`, { sessionId: valid.id })
     }
-    this.#track(valid, 0, undefined)
+    this.#track(valid, 0, undefined, this.#formatVersion)
   }
 
-  #track(meta: SessionMeta, nextSeq: number, stored: StoredSession | undefined): void {
-    this.#open.set(meta.id, { meta, nextSeq, stored, queue: new PQueue({ concurrency: 1 }), closing: undefined })
+  #track(meta: SessionMeta, nextSeq: number, stored: StoredSession | undefined, version: FormatVersion): void {
+    this.#open.set(meta.id, { meta, version, nextSeq, stored, queue: new PQueue({ concurrency: 1 }), closing: undefined })
   }
 
   async append(id: string, events: readonly SessionEvent[]): Promise<void> {
@@ -118,7 +134,7 @@ class MemoryPersistence implements SessionStore {
     if (!s || s.closing) {
       throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' is not open for appends`, { sessionId: id })
     }
-    const batch = prepareBatch(id, events)
+    const batch = prepareBatch(id, events, s.version)
     if (batch.count === 0) return
     const lines = batch.bytes.toString('utf8').split('\n').slice(0, -1)
     await s.queue.add(async () => {
@@ -135,7 +151,7 @@ class MemoryPersistence implements SessionStore {
         // Materialization re-checks under the lock, as the JSONL backend does: another instance
         // may have published this id since `create`, and its log must not get these lines.
         if (stored) throw new SessionPersistenceError('E_EXISTS', `a log for session '${id}' already exists`, { sessionId: id })
-        stored = this.#publish(s.meta, [])
+        stored = this.#publish(s.meta, [], s.version)
         s.stored = stored
       } else if (stored !== s.stored) {
         throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted`, { sessionId: id })
@@ -148,10 +164,11 @@ class MemoryPersistence implements SessionStore {
     })
   }
 
-  #publish(meta: SessionMeta, lines: string[]): StoredSession {
-    const header = headerLine(meta)
+  #publish(meta: SessionMeta, lines: string[], version: FormatVersion): StoredSession {
+    const header = headerLine(meta, version)
     const stored: StoredSession = {
       meta,
+      version,
       headerLine: withoutNewline(header),
       lines,
       bytes: Buffer.byteLength(header) + lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0),
@@ -178,7 +195,7 @@ class MemoryPersistence implements SessionStore {
     encodeSessionId(id)
     const stored = this.#store.sessions.get(id)
     if (!stored) throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}'`, { sessionId: id })
-    return { stored, events: stored.lines.map((line) => JSON.parse(line) as SessionEvent) }
+    return { stored, events: stored.lines.map((line) => decodeLine(line, stored.version)) }
   }
 
   async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
@@ -193,13 +210,13 @@ class MemoryPersistence implements SessionStore {
     const closers = closeOpenTurn ? computeClosers(events, stored.meta.createdAt) : []
     const all = [...events, ...closers]
     for (const c of closers) {
-      const line = JSON.stringify(c)
+      const line = sealLine(JSON.stringify(c), stored.version)
       stored.lines.push(line)
       stored.bytes += Buffer.byteLength(line) + 1
       stored.mtimeMs = Date.now()
     }
     if (closers.length > 0) this.#store.changes.emit('change', id)
-    this.#track(stored.meta, all.length, stored)
+    this.#track(stored.meta, all.length, stored, stored.version)
     const firstSeq = from === 'last-compaction' ? tailStartOf(all) : 0
     const loaded: LoadedSession = { meta: structuredClone(stored.meta), events: firstSeq > 0 ? all.slice(firstSeq) : all, firstSeq }
     if (closers.length > 0) {
@@ -237,7 +254,7 @@ class MemoryPersistence implements SessionStore {
     const stored = this.#store.sessions.get(id)
     if (!stored) throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}'`, { sessionId: id })
     const { from, to } = rangeBounds(parsed, stored.lines.length)
-    const events = stored.lines.slice(from, to).map((line) => JSON.parse(line) as SessionEvent)
+    const events = stored.lines.slice(from, to).map((line) => decodeLine(line, stored.version))
     return { meta: structuredClone(stored.meta), events, firstSeq: from, length: stored.lines.length }
   }
 
@@ -255,7 +272,7 @@ class MemoryPersistence implements SessionStore {
         poll: async (next) => {
           const stored = this.#store.sessions.get(id)
           if (!stored) return { kind: 'missing' }
-          return { kind: 'events', events: stored.lines.slice(next).map((line) => JSON.parse(line) as SessionEvent) }
+          return { kind: 'events', events: stored.lines.slice(next).map((line) => decodeLine(line, stored.version)) }
         },
         changed: (stop) =>
           new Promise<void>((resolve) => {
@@ -305,9 +322,9 @@ class MemoryPersistence implements SessionStore {
     let stored: StoredSession | undefined
     if (seedLength > 0) {
       this.#lock(meta.id)
-      stored = this.#publish(meta, parent.lines.slice(0, seedLength))
+      stored = this.#publish(meta, parent.lines.slice(0, seedLength), parent.version)
     }
-    this.#track(meta, seedLength, stored)
+    this.#track(meta, seedLength, stored, parent.version)
     return structuredClone(meta)
   }
 
@@ -317,40 +334,14 @@ class MemoryPersistence implements SessionStore {
   }
 
   async importRaw(log: RawSessionLog): Promise<void> {
-    encodeSessionId(log.id)
-    let header: unknown
-    try {
-      header = JSON.parse(log.headerLine)
-    } catch (err) {
-      throw new SessionPersistenceError('E_CORRUPT', `the header line of '${log.id}' is not JSON`, { sessionId: log.id, cause: err })
-    }
-    const { type, version, ...rest } = (header ?? {}) as Record<string, unknown>
-    if (type === 'session' && typeof version === 'number' && version !== 0) {
-      throw new SessionFormatUnsupportedError(version, `the header line of '${log.id}' is format version ${version}; this release reads version 0`, { sessionId: log.id })
-    }
-    if (type !== 'session' || version !== 0) {
-      throw new SessionPersistenceError('E_CORRUPT', `the header line of '${log.id}' is not a version 0 session header`, { sessionId: log.id })
-    }
-    const meta = validateMeta(rest)
-    if (meta.id !== log.id) {
-      throw new SessionPersistenceError('E_INVALID_META', `the header names '${meta.id}', not '${log.id}'`, { sessionId: log.id })
-    }
-    const events = log.eventLines.map((line, i) => {
-      try {
-        return JSON.parse(line) as SessionEvent
-      } catch (err) {
-        throw new SessionPersistenceError('E_CORRUPT', `event line ${i} of '${log.id}' is not JSON`, { sessionId: log.id, cause: err })
-      }
-    })
-    prepareBatch(log.id, events) // the same envelope and JSON checks as append
-    if (events.some((e, i) => e.seq !== i)) {
-      throw new SessionPersistenceError('E_SEQ_NOT_CONTIGUOUS', `the events of '${log.id}' do not run from seq 0`, { sessionId: log.id })
-    }
+    // The same checks as the JSONL backend's importRaw: header, checksums, envelopes, seqs.
+    const { header } = rawLogToBytes(log)
+    const meta = metaFromHeader(header)
     if (this.#open.has(log.id) || this.#store.sessions.has(log.id)) {
       throw new SessionPersistenceError('E_EXISTS', `session '${log.id}' already exists`, { sessionId: log.id })
     }
     this.#lock(log.id)
-    const stored = this.#publish(meta, [...log.eventLines])
+    const stored = this.#publish(meta, [...log.eventLines], header.version)
     stored.headerLine = log.headerLine
     stored.bytes = Buffer.byteLength(log.headerLine) + 1 + log.eventLines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)
     this.#store.locks.delete(log.id)

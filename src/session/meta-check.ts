@@ -46,7 +46,7 @@ export function knownValidMeta(meta: Record<string, unknown>): SessionMeta | und
     if (SHAPE.has(key)) continue
     const value = meta[key]
     if (value === undefined) continue
-    if (key === 'type' || key === 'version' || key === '__proto__') return undefined
+    if (key === 'type' || key === 'version' || key === 'crc' || key === '__proto__') return undefined
     const copy = jsonCopy(value)
     if (copy === UNJUDGED) return undefined
     out[key] = copy

@@ -2,7 +2,8 @@ import { SessionPersistenceError } from '../errors.js'
 import { encodeSessionId } from './id-encoding.js'
 import { isPlainJson, plainJsonProblem } from './json-check.js'
 import { knownValidMeta } from './meta-check.js'
-import { describeZodError, SESSION_FORMAT_VERSION, type SessionHeader, type SessionMeta, SessionMetaSchema } from './schema.js'
+import { type FormatVersion, sealLine } from './line-codec.js'
+import { describeZodError, type SessionHeader, type SessionMeta, SessionMetaSchema } from './schema.js'
 
 /**
  * Validates caller-given meta once, at the edge (docs/contract.md §2, §3.2): `E_INVALID_ID` for the id,
@@ -34,15 +35,18 @@ export function validateMeta(meta: unknown): SessionMeta {
 
 const HEADER_ORDER = ['id', 'cwd', 'createdAt', 'parentSession', 'seedLength', 'delegationDepth'] as const
 
-/** Line 1 of a log, keys in the order of docs/contract.md §3.3, extra fields after them in the caller's order. */
-export function headerLine(meta: SessionMeta): string {
-  const header: Record<string, unknown> = { type: 'session', version: SESSION_FORMAT_VERSION }
+/**
+ * Line 1 of a log, keys in the order of docs/contract.md §3.3, extra fields after them in the
+ * caller's order; in version 1 sealed with its checksum (§16).
+ */
+export function headerLine(meta: SessionMeta, version: FormatVersion = 0): string {
+  const header: Record<string, unknown> = { type: 'session', version }
   for (const key of HEADER_ORDER) if (meta[key] !== undefined) header[key] = meta[key]
   for (const [key, value] of Object.entries(meta)) if (!(key in header)) header[key] = value
-  return `${JSON.stringify(header)}\n`
+  return `${sealLine(JSON.stringify(header), version)}\n`
 }
 
-/** The meta a header describes: the header without `type` and `version`. */
+/** The meta a header describes: the header without `type`, `version` (and a checksum, which readers remove). */
 export function metaFromHeader(header: SessionHeader): SessionMeta {
   const { type: _type, version: _version, ...meta } = header
   return meta

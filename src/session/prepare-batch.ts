@@ -1,6 +1,7 @@
 import { SessionPersistenceError } from '../errors.js'
 import { envelopeProblem, isEnvelopeKey } from './envelope.js'
 import { isPlainJson, pathKey, plainJsonProblem } from './json-check.js'
+import { type FormatVersion, sealLine } from './line-codec.js'
 import type { SessionEvent } from './schema.js'
 
 /** The longest line an event may serialize to, without its `\n` (§15.5). */
@@ -18,13 +19,13 @@ export interface PreparedBatch {
  * content (`E_NOT_JSON`, naming type, seq and path) and contiguity inside the batch
  * (`E_SEQ_NOT_CONTIGUOUS`). Whether the first seq continues the log is checked at write time.
  */
-export function prepareBatch(sessionId: string, events: readonly SessionEvent[]): PreparedBatch {
-  const { firstSeq, count, text } = serializeEvents(sessionId, events)
+export function prepareBatch(sessionId: string, events: readonly SessionEvent[], version: FormatVersion = 0): PreparedBatch {
+  const { firstSeq, count, text } = serializeEvents(sessionId, events, version)
   return { firstSeq, count, bytes: Buffer.from(text, 'utf8') }
 }
 
 /** What `prepareBatch` checks and writes, as text: each event's line followed by `\n`. */
-export function serializeEvents(sessionId: string, events: readonly SessionEvent[]): { firstSeq: number; count: number; text: string } {
+export function serializeEvents(sessionId: string, events: readonly SessionEvent[], version: FormatVersion = 0): { firstSeq: number; count: number; text: string } {
   if (!Array.isArray(events)) {
     throw new SessionPersistenceError('E_INVALID_EVENT', 'append expects an array of events', { sessionId })
   }
@@ -37,6 +38,10 @@ export function serializeEvents(sessionId: string, events: readonly SessionEvent
       throw new SessionPersistenceError('E_INVALID_EVENT', `event ${i} of the batch: ${envelope}`, { sessionId })
     }
     const e = event as SessionEvent
+    // `crc` is the checksum's name (§16): reserved in every version, so no log can hold both.
+    if (e.crc !== undefined) {
+      throw new SessionPersistenceError('E_INVALID_EVENT', `event ${i} of the batch: 'crc' is a reserved field`, { sessionId })
+    }
     if (!isPlainJson(e)) {
       for (const key of Object.keys(e)) {
         if (isEnvelopeKey(key)) continue
@@ -56,7 +61,7 @@ export function serializeEvents(sessionId: string, events: readonly SessionEvent
         { sessionId },
       )
     }
-    const line = JSON.stringify(e)
+    const line = sealLine(JSON.stringify(e), version)
     // A UTF-8 byte takes at most 3 bytes per UTF-16 unit: short lines skip the exact count.
     if (line.length * 3 > MAX_LINE_BYTES && Buffer.byteLength(line) > MAX_LINE_BYTES) {
       throw new SessionPersistenceError(

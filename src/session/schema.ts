@@ -2,7 +2,7 @@ import { isAbsolute } from 'node:path'
 import { z } from 'zod'
 import type { FileSystem } from '../jsonl/fs/file-system.js'
 
-/** Format version written in every header (docs/contract.md §2). */
+/** The format version of v0.1 and v0.2 (docs/contract.md §2); v0.3 adds version 1 (§16, `line-codec.ts`). */
 export const SESSION_FORMAT_VERSION = 0
 
 export const JsonValueSchema = z.json()
@@ -27,15 +27,15 @@ const seedNeedsParentIssue = { message: 'seedLength requires parentSession', pat
 export const SessionMetaSchema = z
   .object(metaShape)
   .catchall(JsonValueSchema.optional())
-  .refine((m) => !('type' in m) && !('version' in m), {
-    message: '`type` and `version` are reserved header fields',
+  .refine((m) => !('type' in m) && !('version' in m) && !('crc' in m), {
+    message: '`type`, `version` and `crc` are reserved header fields',
   })
   .refine(seedNeedsParent, seedNeedsParentIssue)
 export type SessionMeta = z.infer<typeof SessionMetaSchema>
 
 /** Line 1 of every log (docs/contract.md §3.3). */
 export const SessionHeaderSchema = z
-  .object({ type: z.literal('session'), version: z.literal(SESSION_FORMAT_VERSION), ...metaShape })
+  .object({ type: z.literal('session'), version: z.union([z.literal(0), z.literal(1)]), ...metaShape })
   .catchall(JsonValueSchema)
   .refine(seedNeedsParent, seedNeedsParentIssue)
 export type SessionHeader = z.infer<typeof SessionHeaderSchema>
@@ -82,6 +82,12 @@ export const JsonlJsonConfigSchema = z
       .min(1000)
       .default(10_000)
       .describe('A writer lock whose holder cannot be checked is taken over when not refreshed for this long (at least 1000; the holder refreshes every third of it).'),
+    formatVersion: z
+      .union([z.literal(0), z.literal(1)])
+      .default(1)
+      .describe(
+        'Format version of new logs: 1 (default: a checksum on every line) or 0 (for a fleet whose readers are not all upgraded: a release before v0.3 refuses version 1). A log keeps its version for life; a fork is written in its parent\'s.',
+      ),
     dsyncWrites: z
       .boolean()
       .default(false)
@@ -93,6 +99,11 @@ export const JsonlJsonConfigSchema = z
 
 export const JsonlConfigSchema = JsonlJsonConfigSchema.extend({
   logger: LoggerSchema.optional(),
+  /**
+   * Applied to each event before it is serialized (§16), so a secret never reaches the disk:
+   * returns the event to store (same seq and type). Not applied to closers a repair writes.
+   */
+  redact: z.custom<(event: SessionEvent) => SessionEvent>((v) => typeof v === 'function', 'redact must be a function').optional(),
   /** The file-system seam; tests inject the fault-injecting one. Default: Node's fs. */
   fs: z.custom<FileSystem>((v) => typeof v === 'object' && v !== null, 'fs must be a FileSystem').optional(),
 }).strict()

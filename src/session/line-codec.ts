@@ -1,0 +1,82 @@
+import { crc32 } from 'node:zlib'
+
+/** The format versions this release reads and writes (§16). */
+export type FormatVersion = 0 | 1
+export const FORMAT_VERSIONS: readonly FormatVersion[] = [0, 1]
+/** What a new log is written in unless the configuration says otherwise. */
+export const DEFAULT_FORMAT_VERSION: FormatVersion = 1
+
+/** `,"crc":"` + 8 lowercase hex digits + `"}`: what version 1 puts in place of a line's final `}`. */
+export const CRC_SUFFIX_BYTES = 18
+const PREFIX = ',"crc":"'
+const HEX = /^[0-9a-f]{8}$/
+
+/** CRC-32 (zlib, ISO-HDLC) as 8 lowercase hex digits. */
+function hex(value: number): string {
+  return value.toString(16).padStart(8, '0')
+}
+
+/**
+ * A version-1 line from the `JSON.stringify` of an object (§16): for `P + '}'`, the line is
+ * `P + ',"crc":"' + H + '"}'` with `H` the CRC-32 of the UTF-8 bytes of `P`. Version 0 lines are
+ * the JSON text itself. No `\n`.
+ */
+export function sealLine(json: string, version: FormatVersion): string {
+  if (version === 0) return json
+  const p = json.slice(0, -1)
+  return `${p}${PREFIX}${hex(crc32(p))}"}`
+}
+
+const PREFIX_BYTES = Buffer.from(PREFIX, 'latin1')
+
+/** The value of 8 lowercase hex digits at `buf[at, at + 8)`, or -1. */
+function hexAt(buf: Buffer, at: number): number {
+  let n = 0
+  for (let i = at; i < at + 8; i++) {
+    const c = buf[i]!
+    const d = c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : -1
+    if (d < 0) return -1
+    n = n * 16 + d
+  }
+  return n
+}
+
+/** Whether a line's bytes end with a checksum field as version 1 writes it. */
+export function hasCrcSuffix(buf: Buffer, start: number, end: number): boolean {
+  if (end - start < CRC_SUFFIX_BYTES + 1) return false
+  const at = end - CRC_SUFFIX_BYTES
+  if (buf[end - 1] !== 0x7d || buf[end - 2] !== 0x22) return false
+  for (let i = 0; i < 8; i++) if (buf[at + i] !== PREFIX_BYTES[i]) return false
+  return hexAt(buf, at + 8) >= 0
+}
+
+/**
+ * Checks the checksum of a version-1 line `buf[start, end)` (no `\n`): `'ok'`, `'missing'` (no
+ * checksum field at its end) or `'mismatch'`.
+ */
+export function checkLine(buf: Buffer, start: number, end: number): 'ok' | 'missing' | 'mismatch' {
+  if (!hasCrcSuffix(buf, start, end)) return 'missing'
+  const at = end - CRC_SUFFIX_BYTES
+  return crc32(buf.subarray(start, at)) === hexAt(buf, at + 8) ? 'ok' : 'mismatch'
+}
+
+/** The JSON text of a checked version-1 line without its checksum field (`P + '}'`). */
+export function unsealText(text: string): string {
+  return `${text.slice(0, text.length - CRC_SUFFIX_BYTES)}}`
+}
+
+/** The JSON text of a version-1 line given as a string, checked: undefined when its checksum is missing or wrong. */
+export function unsealString(line: string): string | undefined {
+  if (line.length < CRC_SUFFIX_BYTES + 1 || !line.endsWith('"}')) return undefined
+  const at = line.length - CRC_SUFFIX_BYTES
+  if (line.slice(at, at + 8) !== PREFIX) return undefined
+  const want = line.slice(at + 8, at + 16)
+  if (!HEX.test(want)) return undefined
+  const p = line.slice(0, at)
+  return hex(crc32(p)) === want ? `${p}}` : undefined
+}
+
+/** The reason a reader gives for a version-1 line whose checksum fails (§16: it names `checksum mismatch`). */
+export function checksumReason(result: 'missing' | 'mismatch'): string {
+  return result === 'missing' ? 'checksum mismatch: the line has no checksum' : 'checksum mismatch'
+}

@@ -25,7 +25,10 @@ function messageLine(v: Obj): string | undefined {
 /** A stored value, readable: JSON with LangChain messages shown as `role: text`, bytes by their size. */
 function valueText(typed: unknown, max = 90): string {
   if (!isObj(typed)) return '?'
-  if (typeof typed.base64 === 'string') return `<${String(typed.type)}, ${Math.floor((typed.base64.length * 3) / 4)} bytes>`
+  if (typeof typed.base64 === 'string') {
+    const padding = typed.base64.endsWith('==') ? 2 : typed.base64.endsWith('=') ? 1 : 0
+    return `<${String(typed.type)}, ${Math.floor((typed.base64.length * 3) / 4) - padding} bytes>`
+  }
   if (typeof typed.text !== 'string') return '?'
   if (typed.type !== 'json') return clip(typed.text, max)
   let parsed: unknown

@@ -2,7 +2,8 @@
 // safety poll for changes that send no notification. The safety poll is set to a minute in most
 // tests, so what arrives sooner than that arrived by a notification.
 import { afterAll, describe, expect, test } from 'vitest'
-import { changeChannel } from '../src/postgres/change-feed.js'
+import pg from 'pg'
+import { changeChannel, changePayload } from '../src/postgres/change-feed.js'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
 import { headerLine } from '../src/session/meta.js'
 import type { SessionEvent } from '../src/session/schema.js'
@@ -186,6 +187,27 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     expect(await before.endedWithin(5_000)).toBe('ended')
     expect(before.seen).toEqual([])
     await writer.close('abort')
+  })
+
+  test('a notification names the session by a hash of its id, never the id or a line', async () => {
+    const writer = open()
+    const client = new pg.Client({ connectionString: url! })
+    await client.connect()
+    try {
+      const heard: { channel: string; payload?: string }[] = []
+      client.on('notification', (n) => heard.push(n))
+      await client.query(`LISTEN "${changeChannel(schema)}"`)
+      await writer.create(meta('secret-project-name'))
+      await writer.append('secret-project-name', turns(0, 1, 1))
+      await writer.append('secret-project-name', turns(4, 2, 1))
+      await writer.close('secret-project-name')
+      await writer.delete('secret-project-name')
+      for (let i = 0; i < 100 && heard.length < 3; i++) await sleep(20)
+      expect(heard.map((n) => n.payload)).toEqual(Array(3).fill(changePayload('secret-project-name')))
+      expect(changePayload('secret-project-name')).toMatch(/^[0-9a-f]{32}$/)
+    } finally {
+      await client.end()
+    }
   })
 
   test('bad options are E_CONFIG and bad ids E_INVALID_ID, before anything is read', async () => {

@@ -6,8 +6,7 @@ import type { OpenedLockClient } from './lock-connection.js'
 /**
  * The NOTIFY channel of a schema: `spj_` and the first 24 hex digits of the SHA-256 of its name
  * (a channel name is an identifier of at most 63 bytes; a schema name alone may take all of them).
- * Every statement that stores or deletes lines notifies it in its own transaction, with the
- * session's id as the payload (never a line: payloads are limited to 8000 bytes), so a
+ * Every statement that stores or deletes lines notifies it in its own transaction, so a
  * notification is delivered exactly when what it announces has committed.
  */
 export function changeChannel(schema: string): string {
@@ -15,9 +14,24 @@ export function changeChannel(schema: string): string {
 }
 
 /**
+ * The payload that announces a change of a session: the first 32 hex digits of the SHA-256 of
+ * its id's UTF-8 bytes, never the id itself (any role that can connect to the database may
+ * LISTEN on any channel: another team's role sees that sessions change, not which) and never a
+ * line (payloads are limited to 8000 bytes).
+ */
+export function changePayload(id: string): string {
+  return createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 32)
+}
+
+/** `changePayload` computed by the server, of a text expression. */
+export function changePayloadSql(idExpr: string): string {
+  return `left(encode(sha256(convert_to(${idExpr}, 'UTF8')), 'hex'), 32)`
+}
+
+/**
  * The one listening connection of a store, shared by all its watchers (§15.3): opened with the
  * first watcher, `LISTEN`s to the schema's channel, and wakes the watchers of the session each
- * notification names. Ended with the last watcher. When it fails it is opened again (with a
+ * notification names (by its payload). Ended with the last watcher. When it fails it is opened again (with a
  * backoff) while watchers remain, and every watcher is woken once it listens again, since
  * notifications sent meanwhile were lost; the watchers' own safety poll covers the gap.
  */
@@ -25,6 +39,7 @@ export class ChangeFeed {
   readonly #open: () => Promise<OpenedLockClient>
   readonly #channel: string
   readonly #logger: Logger
+  /** The watchers of each session, by its change payload. */
   readonly #watchers = new Map<string, Set<() => void>>()
   #connection: Promise<OpenedLockClient | undefined> | undefined
   #ended = false
@@ -37,13 +52,14 @@ export class ChangeFeed {
 
   /** Calls `wake` at each sign that `id` changed, until the returned function is called. */
   subscribe(id: string, wake: () => void): () => void {
-    let set = this.#watchers.get(id)
-    if (!set) this.#watchers.set(id, (set = new Set()))
+    const key = changePayload(id)
+    let set = this.#watchers.get(key)
+    if (!set) this.#watchers.set(key, (set = new Set()))
     set.add(wake)
     this.#connect()
     return () => {
       set.delete(wake)
-      if (set.size === 0 && this.#watchers.get(id) === set) this.#watchers.delete(id)
+      if (set.size === 0 && this.#watchers.get(key) === set) this.#watchers.delete(key)
       if (this.#watchers.size === 0) this.#disconnect()
     }
   }

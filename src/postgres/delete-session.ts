@@ -1,4 +1,4 @@
-import { changeChannel } from './change-feed.js'
+import { changeChannel, changePayloadSql } from './change-feed.js'
 import type { Db } from './db.js'
 
 /** What `deleteSession` did. `lastWriteMs` is the row's last write, as `list` reports it. */
@@ -11,7 +11,7 @@ const LAST_WRITE_MS = '(extract(epoch FROM updated_at) * 1000)::float8'
 // The session's watchers are notified (change-feed.ts) in the same transaction: they end once it commits.
 const DELETE = (s: string) => `
   WITH deleted AS (DELETE FROM "${s}".sessions WHERE session_id = $1 RETURNING session_id)
-  SELECT pg_notify($2, session_id) FROM deleted`
+  SELECT pg_notify($2, ${changePayloadSql('session_id')}) FROM deleted`
 
 /**
  * Removes a session's row, and with it (by the schema's trigger, migrations.ts) its lines;

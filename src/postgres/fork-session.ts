@@ -1,6 +1,6 @@
 import type { SessionHeader, SessionMeta } from '../session/schema.js'
 import { SessionPersistenceError } from '../errors.js'
-import { changeChannel } from './change-feed.js'
+import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
 import { notFound, parseEventLine, parseStoredHeader, readSnapshot } from './read-session.js'
 
@@ -57,7 +57,7 @@ export async function forkSession(db: Db, schema: string, f: ForkWrite, path: st
         { sessionId: f.parentId },
       )
     }
-    await client.query('SELECT pg_notify($1, $2)', [changeChannel(schema), f.meta.id]) // delivered at COMMIT
+    await client.query('SELECT pg_notify($1, $2)', [changeChannel(schema), changePayload(f.meta.id)]) // delivered at COMMIT
   })
 }
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { SessionPersistenceError } from '../errors.js'
 import type { Batch } from './append-batch.js'
-import { changeChannel } from './change-feed.js'
+import { changeChannel, changePayloadSql } from './change-feed.js'
 import { type Db, isConnectionError } from './db.js'
 
 // Batches of several sessions in one statement, so one transaction and one WAL flush. Each
@@ -9,8 +9,8 @@ import { type Db, isConnectionError } from './db.js'
 // batch's writer token and expected length, and the INSERT takes only the claimed batches'
 // lines. A batch that was not claimed stored nothing; the others are unaffected.
 //
-// Each claimed session is notified on the schema's channel (change-feed.ts), its id as the
-// payload: delivered to watchers when, and only if, the statement commits.
+// Each claimed session is notified on the schema's channel (change-feed.ts), a hash of its id as
+// the payload: delivered to watchers when, and only if, the statement commits.
 //
 // The lines travel as one text, split on "\n" by the server: a JSON line never holds a raw
 // newline, and one text costs far less to send and parse than a text[] of quoted JSON. The
@@ -31,7 +31,7 @@ const GROUP_APPEND = (s: string) => `
              AS l(line, bi, seq, kind)
      WHERE l.bi = ANY (ARRAY(SELECT bi FROM claim))
   )
-  SELECT bi::integer AS bi, pg_notify($10, session_id) FROM claim`
+  SELECT bi::integer AS bi, pg_notify($10, ${changePayloadSql('session_id')}) FROM claim`
 
 /** At most this many lines in one statement: a group never grows into one huge message. */
 const MAX_GROUP_LINES = 5_000

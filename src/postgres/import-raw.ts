@@ -1,7 +1,7 @@
 import type { RawSessionLog } from '../persistence.js'
 import { LONE_SURROGATE } from '../jsonl/raw-log.js'
 import { SessionPersistenceError } from '../errors.js'
-import { changeChannel } from './change-feed.js'
+import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
 import { kindOf } from './event-kinds.js'
 import { parseEventLine, parseStoredHeader } from './read-session.js'
@@ -78,6 +78,6 @@ export async function importRawLog(
       const chunk = log.eventLines.slice(from, from + CHUNK)
       await client.query(INSERT_LINES(schema), [log.id, from, chunk, `{${kinds.slice(from, from + CHUNK).join(',')}}`])
     }
-    await client.query('SELECT pg_notify($1, $2)', [changeChannel(schema), log.id]) // delivered at COMMIT
+    await client.query('SELECT pg_notify($1, $2)', [changeChannel(schema), changePayload(log.id)]) // delivered at COMMIT
   })
 }

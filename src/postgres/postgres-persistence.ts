@@ -1,3 +1,4 @@
+import PQueue from 'p-queue'
 import { assertSeedLength, childMeta } from '../session/fork-point.js'
 import { callOptions } from '../session/call-options.js'
 import { computeClosers } from '../session/closers.js'
@@ -90,12 +91,15 @@ class PostgresPersistence implements PostgresSessionPersistence {
   readonly #sessions: Map<string, Tracked>
   readonly #writer: SessionWriter
   readonly #feed: ChangeFeed
+  /** The watchers' reads, a quarter of the pool at most (watch-session.ts). */
+  readonly #watchReads: PQueue
   #ready: Promise<void> | undefined
   #ended: Promise<void> | undefined
 
   constructor(c: ResolvedPostgresConfig, db: Db, lock: LockConnection, sessions: Map<string, Tracked>, feed: ChangeFeed) {
     this.#c = c
     this.#feed = feed
+    this.#watchReads = new PQueue({ concurrency: Math.max(1, Math.floor(c.poolSize / 4)) })
     this.#db = db
     this.#lock = lock
     this.#sessions = sessions
@@ -213,6 +217,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
       pollMs: this.#c.watchPollMs,
       path: this.#path(id),
       ready: () => this.#ready_(),
+      limit: (read) => this.#watchReads.add(read),
     })
     const wrap = (err: unknown) => this.#wrap(err, `watch session '${id}'`, id)
     return {

@@ -29,6 +29,11 @@ export interface WatchDeps {
   path: string
   /** Resolves once the schema is ready (rejects after the store ended). */
   ready(): Promise<void>
+  /**
+   * Runs one read: the store's watchers share a few of its pool's connections (a quarter), so a
+   * notification that wakes many watchers at once never takes the connections its writers need.
+   */
+  limit<T>(read: () => Promise<T>): Promise<T>
 }
 
 /**
@@ -42,7 +47,9 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
   return {
     async poll(next: number): Promise<WatchPoll> {
       await deps.ready()
-      const { rows } = await deps.db.query<{ length: number; seq: number | null; line: string | null }>(POLL(deps.schema), [id, next, PAGE])
+      const { rows } = await deps.limit(() =>
+        deps.db.query<{ length: number; seq: number | null; line: string | null }>(POLL(deps.schema), [id, next, PAGE]),
+      )
       if (rows.length === 0) return { kind: 'missing' }
       const events: SessionEvent[] = []
       for (const row of rows) {

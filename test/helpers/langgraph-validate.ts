@@ -1,7 +1,8 @@
 // Runs LangGraph's own checkpointer validation suite (`@langchain/langgraph-checkpoint-validation`)
-// against SessionCheckpointSaver over one backend. The suite registers its tests with vitest's
+// against SessionCheckpointSaver over one backend: `validate()` unchanged, plus its opt-in
+// getDeltaChannelHistory conformance tests, which LangGraph runs for each of its own savers. The suite registers its tests with vitest's
 // globals (the `langgraph` project sets `globals: true`); its CLI is broken in 1.1.1.
-import { validate } from '@langchain/langgraph-checkpoint-validation'
+import { deltaChannelHistoryTests, validate } from '@langchain/langgraph-checkpoint-validation'
 import { SessionCheckpointSaver } from '../../src/adapters/langgraph/index.js'
 import type { SessionPersistence } from '../../src/persistence.js'
 
@@ -14,7 +15,7 @@ export interface ValidatedBackend {
 
 export function validateOver(name: string, backend: ValidatedBackend): void {
   const opened = new Map<SessionCheckpointSaver, SessionPersistence>()
-  validate({
+  const initializer = {
     // Never one of the names the suite skips tests for (MemorySaver, the SQLite and MongoDB savers).
     checkpointerName: `SessionCheckpointSaver over ${name}`,
     async createCheckpointer() {
@@ -29,5 +30,7 @@ export function validateOver(name: string, backend: ValidatedBackend): void {
       opened.delete(saver)
       if (persistence) await backend.dispose(persistence)
     },
-  })
+  }
+  validate(initializer)
+  deltaChannelHistoryTests(initializer)
 }

@@ -24,7 +24,7 @@ export function validateOver(name: string, backend: ValidatedBackend): void {
       opened.set(saver, persistence)
       return saver
     },
-    async destroyCheckpointer(saver) {
+    async destroyCheckpointer(saver: SessionCheckpointSaver) {
       await saver.close()
       const persistence = opened.get(saver)
       opened.delete(saver)

@@ -1,8 +1,9 @@
 // Property: for any sequence of puts (with forks that reuse channel versions, as time travel
 // does), putWrites (regular and special channels, repeats) and namespaces that LangGraph could
 // make, the saver answers getTuple and list exactly as MemorySaver does, whatever the values
-// (JSON, nested bytes, Maps) — also after a restart that rebuilds the index from the log.
-import { type BaseCheckpointSaver, type Checkpoint, MemorySaver, uuid6 } from '@langchain/langgraph-checkpoint'
+// (JSON, nested bytes, Maps) — also after a restart that rebuilds the index from the log; and
+// its getDeltaChannelHistory (answered from the index) gives what the base class's walk gives.
+import { BaseCheckpointSaver, type Checkpoint, MemorySaver, uuid6 } from '@langchain/langgraph-checkpoint'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { SessionCheckpointSaver } from '../src/adapters/langgraph/index.js'
@@ -89,7 +90,14 @@ async function answers(saver: BaseCheckpointSaver, byNs: Stored[][]) {
     const ns = NAMESPACES[n]!
     const config = { configurable: { thread_id: 'prop', checkpoint_ns: ns } }
     out.push(await saver.getTuple(config))
-    for (const c of list) out.push(await saver.getTuple({ configurable: { ...config.configurable, checkpoint_id: c.id } }))
+    for (const c of list) {
+      const at = { configurable: { ...config.configurable, checkpoint_id: c.id } }
+      out.push(await saver.getTuple(at))
+      const delta = await saver.getDeltaChannelHistory({ config: at, channels: CHANNELS })
+      // Ours answers from its index; it must give what the base class's walk over getTuple gives.
+      expect(delta).toEqual(await BaseCheckpointSaver.prototype.getDeltaChannelHistory.call(saver, { config: at, channels: CHANNELS }))
+      out.push(delta)
+    }
     const all = []
     for await (const t of saver.list(config)) all.push(t)
     out.push(all)

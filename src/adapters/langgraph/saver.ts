@@ -6,6 +6,7 @@ import {
   type CheckpointListOptions,
   type CheckpointMetadata,
   type CheckpointTuple,
+  type DeltaChannelHistory,
   type PendingWrite,
   type SerializerProtocol,
   WRITES_IDX_MAP,
@@ -13,6 +14,7 @@ import {
 } from '@langchain/langgraph-checkpoint'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { SessionPersistence } from '../../persistence.js'
+import { loadDeltaHistory, planDeltaHistory } from './delta-history.js'
 import { beforeId, listNamespace, readRef, requireRef } from './config.js'
 import { type CheckpointRecord, checkpointDraft, type StoredValue, type StoredWrite, writesDraft } from './events.js'
 import { type SessionCheckpointSaverOptions, parseOptions } from './options.js'
@@ -169,6 +171,21 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
       if (effective.length === 0) return undefined
       return [writesDraft({ ns: ref.ns, checkpoint: checkpointId, task: taskId, ...(taskPath ? { path: taskPath } : {}), writes: effective })]
     })
+  }
+
+  /** LangGraph's `DeltaChannel` walk (beta), answered from the thread's index: the result of the base class's walk. */
+  override async getDeltaChannelHistory(options: { config: RunnableConfig; channels: string[] }): Promise<Record<string, DeltaChannelHistory>> {
+    const { config, channels } = options
+    if (channels.length === 0) return {}
+    const ref = readRef('getDeltaChannelHistory', config)
+    const plans = ref
+      ? await this.#threads.run(ref.threadId, async (t) => {
+          const ns = (await this.#threads.readable(t))?.ns(ref.ns)
+          const target = ref.checkpointId === undefined ? ns?.latest() : ns?.checkpoints.get(ref.checkpointId)
+          return ns && target ? planDeltaHistory(ns, target, channels) : undefined
+        })
+      : undefined
+    return loadDeltaHistory(this.serde, plans ?? new Map(channels.map((ch) => [ch, { writes: [] }])))
   }
 
   /** Deletes the thread's session (SPEC 4.9): `E_LOCKED` while another process holds it. */

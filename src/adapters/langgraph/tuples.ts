@@ -25,7 +25,7 @@ export interface TuplePlan {
 }
 
 /** A checkpoint's writes in the order live execution applies them: (task path, task id, index). */
-function ordered(writes: readonly IndexedWrite[]): IndexedWrite[] {
+export function ordered(writes: readonly IndexedWrite[]): IndexedWrite[] {
   return writes
     .map((w) => ({ w, key: writesSortKey(w.path, w.task, w.idx) }))
     .sort((a, b) => compareWritesSortKeys(a.key, b.key))

@@ -202,8 +202,65 @@ export interface SessionStore extends SessionPersistence, RawLogTransfer, Partia
   closeAll(): Promise<void>
 }
 
+/** What `migrate` did or, with `dryRun`, would do (§16). */
+export interface MigrateReport {
+  id: string
+  path: string
+  /** The log's version before; `migrated` is false when it was already 1. */
+  fromVersion: 0 | 1
+  migrated: boolean
+  events: number
+  /** The repair the load before the rewrite made (or would make), if any. */
+  repair?: RepairReport
+}
+
+/** What `redact` did or, with `dryRun`, would do (§16): never the matched text. */
+export interface RedactReport {
+  id: string
+  path: string
+  matches: number
+  /** The seqs of the events that held a match. */
+  seqs: number[]
+  /** False when nothing matched (nothing is written then) or on a dry run. */
+  rewritten: boolean
+  /** The `log/redacted` event appended. */
+  record?: SessionEvent
+}
+
+/** What `truncateAtDamage` did or, with `dryRun`, would do (§16). */
+export interface TruncateReport {
+  id: string
+  path: string
+  /** Undefined when the log holds no damage (nothing is cut then). */
+  cut?: { line: number; byteOffset: number; reason: string }
+  /** Where the whole damaged log was kept, beside the log (never listed, never loaded). */
+  keptAt?: string
+  /** Events kept before the cut, the closers written, and the `log/truncated` event. */
+  keptEvents?: number
+  closers?: readonly SessionEvent[]
+  record?: SessionEvent
+}
+
 export interface JsonlSessionPersistence extends Omit<SessionStore, keyof RawLogStreaming>, RawLogStreaming {
   /** The resolved absolute root. */
   readonly root: string
   locate(meta: SessionMeta): JsonlLocation
+  /**
+   * Rewrites a version-0 log as version 1 under its lock (§16): the tail repaired first, a
+   * temporary file written and synced, renamed over the log, the bucket synced. `E_LOCKED` or
+   * `E_SESSION_LIVE` for a session being written, `E_CORRUPT` (untouched) for a damaged one.
+   */
+  migrate(id: string, options?: { dryRun?: boolean }): Promise<MigrateReport>
+  /**
+   * Replaces every match of `pattern` in the string values of a closed session's events (never
+   * keys or structure; default replacement `[REDACTED]`) by the protocol of `migrate`, and
+   * appends an ignorable `log/redacted` event (§16).
+   */
+  redact(id: string, options: { pattern: RegExp | string; replacement?: string; dryRun?: boolean }): Promise<RedactReport>
+  /**
+   * The operator's way out of `E_CORRUPT` (§16): keeps the whole log aside beside it, cuts the
+   * log at its first damaged line, closes an open turn as `load` does and appends an ignorable
+   * `log/truncated` event. The only operation that ever cuts committed history.
+   */
+  truncateAtDamage(id: string, options?: { dryRun?: boolean }): Promise<TruncateReport>
 }

@@ -15,7 +15,7 @@ import { rawLogFromBytes, rawLogToBytes } from './raw-log.js'
 import { readRange } from './read-range.js'
 import { planRepair } from './repair-plan.js'
 import { scanLog } from './scan-log.js'
-import type { JsonlConfig, SessionEvent, SessionMeta } from '../session/schema.js'
+import type { JsonlConfig, SessionEvent, SessionHeader, SessionMeta } from '../session/schema.js'
 import { createStoreContext, type StoreContext } from './store-context.js'
 import { alreadyTracked, newTracked, notWritable, type Tracked } from './tracked.js'
 import { ioError, isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
@@ -27,6 +27,12 @@ import { readSessionRange } from './read-session.js'
 import { openJsonlRawStream, writeRawStream } from './raw-stream.js'
 import { checkRawHeaderLine } from './raw-log.js'
 import { jsonlWatchSource } from './watch-log.js'
+import { type BodyWriter } from './materialize.js'
+import { copyBody, countRedactions, findDamage, keptAsideName, migratedBody, type RedactionCount, redactedBody, truncatedBody } from './maintenance.js'
+import { rewriteLog, writeBeside } from './rewrite-log.js'
+import { readHeaderLine } from './read-session.js'
+import type { FileHandle } from './fs/file-system.js'
+import { parseMaintenanceOptions, parseRedactOptions } from '../session/maintenance-options.js'
 import type {
   DeleteOptions,
   ForkChild,
@@ -35,7 +41,10 @@ import type {
   ListOptions,
   LoadedSession,
   LoadOptions,
+  MigrateReport,
   RawPageOptions,
+  RedactReport,
+  TruncateReport,
   RawSessionLog,
   RawSessionStream,
   ReadRange,
@@ -386,6 +395,139 @@ class JsonlPersistence implements JsonlSessionPersistence {
     })
     await this.close(id)
     return { eventLines }
+  }
+
+  async migrate(id: string, options?: { dryRun?: boolean }): Promise<MigrateReport> {
+    const { dryRun } = parseMaintenanceOptions(options, 'migrate')
+    if (dryRun) {
+      const loaded = await this.inspect(id)
+      const { path, version } = await this.#headerOf(id)
+      const report: MigrateReport = { id, path, fromVersion: version, migrated: false, events: loaded.events.length }
+      if (loaded.repair) report.repair = loaded.repair
+      return report
+    }
+    return this.#rewriting(id, 'migrate', async ({ path, loaded, version }) => {
+      const report: MigrateReport = { id, path, fromVersion: version, migrated: version === 0, events: loaded.events.length }
+      if (loaded.repair) report.repair = loaded.repair
+      if (version === 1) return report
+      await this.#rewriteFrom(path, (h, header, headerBytes, size) => migratedBody(h, header, headerBytes, size))
+      return report
+    })
+  }
+
+  async redact(id: string, options: { pattern: RegExp | string; replacement?: string; dryRun?: boolean }): Promise<RedactReport> {
+    const { pattern, replacement, dryRun } = parseRedactOptions(options)
+    if (dryRun) {
+      const { path } = await this.#headerOf(id)
+      const count = await this.#reading(id, path, (h, header, headerBytes, size) => countRedactions(h, header, headerBytes, size, pattern))
+      return { id, path, matches: count.matches, seqs: count.seqs, rewritten: false }
+    }
+    return this.#rewriting(id, 'redact', async ({ path }) => {
+      const count: RedactionCount = { matches: 0, seqs: [] }
+      const matched = await this.#reading(id, path, (h, header, headerBytes, size) => countRedactions(h, header, headerBytes, size, pattern))
+      if (matched.matches === 0) return { id, path, matches: 0, seqs: [], rewritten: false }
+      const now = Date.now()
+      await this.#rewriteFrom(path, (h, header, headerBytes, size) => redactedBody(h, header, headerBytes, size, { pattern, replacement, count, now }))
+      const report: RedactReport = { id, path, matches: count.matches, seqs: count.seqs, rewritten: true }
+      if (count.record) report.record = count.record
+      return report
+    })
+  }
+
+  async truncateAtDamage(id: string, options?: { dryRun?: boolean }): Promise<TruncateReport> {
+    const { dryRun } = parseMaintenanceOptions(options, 'truncateAtDamage')
+    encodeSessionId(id)
+    const s = this.#track(id, 'E_SESSION_LIVE')
+    try {
+      return await this.#run(s, async () => {
+        await findOneLog(this.#ctx, id)
+        if (!dryRun) s.lock = await this.#locks.acquire(id)
+        const path = await findOneLog(this.#ctx, id)
+        const handle = await this.#ctx.fs.open(path, 'r')
+        try {
+          const cut = await findDamage(handle, path, id)
+          if (!cut) return { id, path }
+          const size = (await handle.stat()).size
+          const keptAt = keptAsideName(path)
+          const now = Date.now()
+          const plan = await truncatedBody(handle, path, id, cut, keptAt, now, size)
+          const report: TruncateReport = { id, path, cut, keptAt, keptEvents: plan.kept, closers: plan.closers, record: plan.record }
+          if (dryRun) return report
+          // The whole log first, beside it and durable; then the cut log replaces it.
+          await s.lock!.assertHeld()
+          await writeBeside(this.#ctx, path, copyBody(handle, size), keptAt)
+          await syncDir(this.#ctx, dirname(path))
+          await rewriteLog(this.#ctx, path, plan.body)
+          return report
+        } finally {
+          await handle.close()
+        }
+      })
+    } finally {
+      await this.close(id)
+    }
+  }
+
+  /** The path and format version of a stored log, read without a lock. */
+  async #headerOf(id: string): Promise<{ path: string; version: 0 | 1 }> {
+    encodeSessionId(id)
+    const path = await findOneLog(this.#ctx, id)
+    const handle = await this.#ctx.fs.open(path, 'r')
+    try {
+      return { path, version: (await readHeaderLine(handle, path, id)).header.version }
+    } finally {
+      await handle.close()
+    }
+  }
+
+  /** Runs `job` over a log's header and event lines (a read-only pass). */
+  async #reading<T>(id: string, path: string, job: (h: FileHandle, header: SessionHeader, headerBytes: number, size: number) => Promise<T>): Promise<T> {
+    const handle = await this.#ctx.fs.open(path, 'r')
+    try {
+      const { header, headerBytes } = await readHeaderLine(handle, path, id)
+      return await job(handle, header, headerBytes, (await handle.stat()).size)
+    } finally {
+      await handle.close()
+    }
+  }
+
+  /** Replaces the log at `path` by the body built from its current lines (the caller holds the lock). */
+  async #rewriteFrom(path: string, build: (h: FileHandle, header: SessionHeader, headerBytes: number, size: number) => BodyWriter): Promise<void> {
+    const handle = await this.#ctx.fs.open(path, 'r')
+    try {
+      const { header, headerBytes } = await readHeaderLine(handle, path, undefined)
+      await rewriteLog(this.#ctx, path, build(handle, header, headerBytes, (await handle.stat()).size))
+    } finally {
+      await handle.close()
+    }
+  }
+
+  /**
+   * A rewrite of a closed session (migrate, redact): taken as `load` takes it (E_SESSION_LIVE,
+   * E_LOCKED, E_CORRUPT untouched), its tail repaired first, then `job` under the lock; the
+   * session is closed again (its lock released) whatever happens.
+   */
+  async #rewriting<T>(id: string, what: string, job: (opened: { path: string; loaded: LoadedSession; version: 0 | 1 }) => Promise<T>): Promise<T> {
+    encodeSessionId(id)
+    const s = this.#track(id, 'E_SESSION_LIVE')
+    try {
+      return await this.#run(s, async () => {
+        await findOneLog(this.#ctx, id)
+        s.lock = await this.#locks.acquire(id)
+        const path = await findOneLog(this.#ctx, id)
+        const lock = s.lock
+        const { writer, loaded, version } = await openLog(this.#ctx, id, path, { closeOpenTurn: true, beforeWrite: () => lock.assertHeld() })
+        await writer.close()
+        await lock.assertHeld()
+        try {
+          return await job({ path, loaded, version })
+        } catch (err) {
+          throw this.#wrap(err, `${what} session '${id}'`, s)
+        }
+      })
+    } finally {
+      await this.close(id)
+    }
   }
 
   async closeAll(): Promise<void> {

@@ -1,0 +1,226 @@
+import { appendFile, copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { crc32 } from 'node:zlib'
+import { describe, expect, test } from 'vitest'
+import { createJsonlPersistence, type SessionEvent, sessionPersistencePlugin } from '../src/index.js'
+import { createReferenceHost } from '../src/testing/index.js'
+import { codeOf } from './helpers/codes.js'
+import { ev, meta, turn } from './helpers/events.js'
+import { tmpRoot } from './helpers/tmp-root.js'
+
+// §16: the operator's rewrites of a log — migrate, redact, repair --truncate-at-damage — and the
+// backends' redact configuration.
+
+/** Whether a line is sealed as §16 writes it (checked from the spec's formula, not the package's code). */
+function sealedOk(line: string): boolean {
+  const m = /^(.*),"crc":"([0-9a-f]{8})"\}$/.exec(line)
+  return m !== null && crc32(Buffer.from(m[1]!, 'utf8')).toString(16).padStart(8, '0') === m[2]
+}
+
+async function v0Session(root: string, id: string, extra: SessionEvent[] = []) {
+  const p = createJsonlPersistence({ root, formatVersion: 0 })
+  await p.create(meta(id, { cwd: '/proj' }))
+  await p.append(id, [...turn(0, 1), ...turn(4, 2), ...extra])
+  await p.close(id)
+  return p.locate(meta(id, { cwd: '/proj' })).path
+}
+
+/** What a fresh instance loads from a copy of the log (so the original stays as it is). */
+async function loadCopy(path: string, id: string) {
+  const root = await tmpRoot()
+  const to = join(root, 'b', 'x.jsonl'.replace('x', id))
+  await mkdir(dirname(to), { recursive: true })
+  await copyFile(path, to)
+  return createJsonlPersistence({ root }).load(id)
+}
+
+describe('migrate', () => {
+  test('rewrites a version-0 log as version 1: every line sealed, the same events, appends go on in version 1', async () => {
+    const root = await tmpRoot()
+    const path = await v0Session(root, 'old', [ev(8, 'turn/start', { turn: 3 }), ev(9, 'user/message', { content: 'é and "quotes"' })])
+    await appendFile(path, '{"seq":10,"type":"assistant/ch') // a torn tail: repaired first
+    const before = await loadCopy(path, 'old')
+    const p = createJsonlPersistence({ root })
+    const report = await p.migrate('old')
+    expect(report).toMatchObject({ id: 'old', fromVersion: 0, migrated: true, events: before.events.length })
+    expect(report.repair?.closers.map((c) => c.type)).toEqual(['turn/end'])
+    const lines = (await readFile(path, 'utf8')).split('\n')
+    expect(lines.pop()).toBe('')
+    expect(JSON.parse(lines[0]!).version).toBe(1)
+    expect(lines.every(sealedOk)).toBe(true)
+    const after = await p.load('old')
+    expect(after.events).toEqual(before.events)
+    expect(after.repair).toBeUndefined()
+    await p.append('old', turn(after.events.length, 4))
+    await p.close('old')
+    expect((await readFile(path, 'utf8')).split('\n').slice(0, -1).every(sealedOk)).toBe(true)
+    expect(await p.migrate('old')).toMatchObject({ fromVersion: 1, migrated: false })
+    // no temporary file is left in the bucket
+    expect((await readdir(dirname(path))).filter((n) => n.startsWith('.'))).toEqual([])
+  })
+
+  test('a dry run reports and writes nothing; a locked or live session is skipped; a corrupt one refused untouched; bad options E_CONFIG', async () => {
+    const root = await tmpRoot()
+    const path = await v0Session(root, 'a')
+    const bytes = await readFile(path)
+    const p = createJsonlPersistence({ root })
+    expect(await p.migrate('a', { dryRun: true })).toMatchObject({ fromVersion: 0, migrated: false, events: 8 })
+    expect(await readFile(path)).toEqual(bytes)
+    const holder = createJsonlPersistence({ root })
+    await holder.load('a')
+    expect(await codeOf(p.migrate('a'))).toBe('E_LOCKED')
+    expect(await codeOf(holder.migrate('a'))).toBe('E_SESSION_LIVE')
+    await holder.close('a')
+    expect(await readFile(path)).toEqual(bytes)
+    // damage before the commit boundary: refused, the file untouched
+    const damaged = bytes.toString('utf8').replace('"question 1"', '"question 1')
+    await writeFile(path, damaged)
+    expect(await codeOf(p.migrate('a'))).toBe('E_CORRUPT')
+    expect(await readFile(path, 'utf8')).toBe(damaged)
+    for (const bad of [null, { dryRun: 'yes' }, { force: true }]) expect(await codeOf(p.migrate('a', bad as never))).toBe('E_CONFIG')
+    expect(await codeOf(p.migrate('missing'))).toBe('E_NOT_FOUND')
+  })
+})
+
+describe('redact', () => {
+  const secret = 'sk-live-0123456789abcdef'
+  const EVENTS: SessionEvent[] = [
+    ev(0, 'turn/start', { turn: 1 }),
+    ev(1, 'user/message', { content: `my key is ${secret}, and again ${secret}` }),
+    { ...ev(2, 'assistant/message', { turn: 1, step: 0, content: [{ type: 'text', text: 'noted' }] }), [secret.slice(0, 7)]: 'a key named like it stays' },
+    ev(3, 'tool/result', { turn: 1, step: 0, callId: 'c', content: [{ type: 'text', text: `env: KEY=${secret}` }], extra: { nested: [secret] } }),
+    ev(4, 'turn/end', { turn: 1, reason: { kind: 'completed' } }),
+  ]
+  const events = (): SessionEvent[] => structuredClone(EVENTS)
+
+  for (const version of [0, 1] as const) {
+    test(`version ${version}: every match in string values is replaced, keys and structure kept, a log/redacted event appended; the secret is gone from the file`, async () => {
+      const root = await tmpRoot()
+      const p = createJsonlPersistence({ root, formatVersion: version })
+      await p.create(meta('r'))
+      await p.append('r', events())
+      await p.close('r')
+      const path = p.locate(meta('r')).path
+      expect(await p.redact('r', { pattern: /sk-live-[0-9a-f]+/, dryRun: true })).toMatchObject({ matches: 4, seqs: [1, 3], rewritten: false })
+      expect(await readFile(path, 'utf8')).toContain(secret)
+      const report = await p.redact('r', { pattern: 'sk-live-[0-9a-f]+' })
+      expect(report).toMatchObject({ matches: 4, seqs: [1, 3], rewritten: true })
+      const text = await readFile(path, 'utf8')
+      expect(text).not.toContain(secret)
+      if (version === 1) expect(text.split('\n').slice(0, -1).every(sealedOk)).toBe(true)
+      else expect(text).not.toContain('"crc"')
+      const loaded = await p.load('r')
+      await p.close('r')
+      const expected = events()
+      expect(loaded.events.slice(0, 5)).toEqual([
+        expected[0],
+        { ...expected[1], data: { content: 'my key is [REDACTED], and again [REDACTED]' } },
+        expected[2],
+        { ...expected[3], data: { turn: 1, step: 0, callId: 'c', content: [{ type: 'text', text: 'env: KEY=[REDACTED]' }], extra: { nested: ['[REDACTED]'] } } },
+        expected[4],
+      ])
+      expect(loaded.events[5]).toMatchObject({ seq: 5, type: 'log/redacted', ignorable: true, data: { matches: 4, seqs: [1, 3], replacement: '[REDACTED]' } })
+      expect(JSON.stringify(loaded.events[5])).not.toContain('sk-live')
+      // nothing left to redact: nothing is rewritten
+      expect(await p.redact('r', { pattern: /sk-live-[0-9a-f]+/ })).toMatchObject({ matches: 0, rewritten: false })
+    })
+  }
+
+  test('a locked session is skipped; a pattern that matches the empty string, or is not one, is E_CONFIG', async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    await p.create(meta('l'))
+    await p.append('l', events())
+    expect(await codeOf(createJsonlPersistence({ root }).redact('l', { pattern: 'sk' }))).toBe('E_LOCKED')
+    await p.close('l')
+    for (const bad of [{ pattern: 'x*' }, { pattern: '' }, { pattern: '(' }, { pattern: 3 }, {}, { pattern: 'sk', replacement: 1 }]) {
+      expect(await codeOf(p.redact('l', bad as never))).toBe('E_CONFIG')
+    }
+  })
+
+  test('the backend redact option is applied before serialization, also through the plugin: a secret never reaches the disk', async () => {
+    const root = await tmpRoot()
+    const redact = (e: SessionEvent): SessionEvent => JSON.parse(JSON.stringify(e).replaceAll(secret, '[key]')) as SessionEvent
+    const p = createJsonlPersistence({ root, redact })
+    await p.create(meta('cfg'))
+    await p.append('cfg', events())
+    await p.close('cfg')
+    const text = await readFile(p.locate(meta('cfg')).path, 'utf8')
+    expect(text).not.toContain(secret)
+    expect((await p.read('cfg', { fromSeq: 1, toSeq: 2 })).events[0]!.data).toEqual({ content: 'my key is [key], and again [key]' })
+    // a redactor that throws or changes a seq refuses the batch, writing nothing
+    const throwing = createJsonlPersistence({ root, redact: () => { throw new Error('no') } })
+    await throwing.create(meta('t'))
+    expect(await codeOf(throwing.append('t', turn(0, 1)))).toBe('E_INVALID_EVENT')
+    const reseq = createJsonlPersistence({ root, redact: (e) => ({ ...e, seq: e.seq + 1 }) })
+    await reseq.create(meta('q'))
+    expect(await codeOf(reseq.append('q', turn(0, 1)))).toBe('E_INVALID_EVENT')
+    expect((await p.list()).map((l) => l.meta.id)).toEqual(['cfg'])
+
+    const plugin = sessionPersistencePlugin({ root: join(root, 'plugin'), redact })
+    const host = createReferenceHost()
+    await plugin.apply(host)
+    const s = host.startSession({ id: 'hosted' })
+    s.runTurn({ user: `use ${secret}`, steps: [{ text: 'ok' }] })
+    await plugin.flush()
+    await plugin.dispose()
+    const hosted = await readFile(createJsonlPersistence({ root: join(root, 'plugin') }).locate(meta('hosted')).path, 'utf8')
+    expect(hosted).toContain('use [key]')
+    expect(hosted).not.toContain(secret)
+  })
+})
+
+describe('repair --truncate-at-damage', () => {
+  test('keeps the whole log aside, cuts at the first damaged line, closes the open turn, records log/truncated; the session loads again', async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    await p.create(meta('d'))
+    await p.append('d', [...turn(0, 1), ...turn(4, 2), ev(8, 'turn/start', { turn: 3 }), ev(9, 'user/message', { content: 'last' }), ...turn(10, 4)])
+    await p.close('d')
+    const path = p.locate(meta('d')).path
+    const original = await readFile(path, 'utf8')
+    const lines = original.split('\n')
+    // one flipped character in line 8 (seq 6): committed damage, a checksum mismatch
+    lines[7] = lines[7]!.replace('answer 2', 'answer 3')
+    const damaged = lines.join('\n')
+    await writeFile(path, damaged)
+    const refused = await p.load('d').catch((e: unknown) => e as { code: string; line: number; message: string })
+    expect(refused).toMatchObject({ code: 'E_CORRUPT', line: 8 })
+    expect(refused.message).toContain('checksum mismatch')
+
+    expect(await p.truncateAtDamage('d', { dryRun: true })).toMatchObject({ cut: { line: 8 }, keptEvents: 6 })
+    expect(await readFile(path, 'utf8')).toBe(damaged)
+    const report = await p.truncateAtDamage('d')
+    expect(report.cut).toMatchObject({ line: 8, byteOffset: Buffer.byteLength(lines.slice(0, 7).join('\n')) + 1, reason: 'checksum mismatch' })
+    expect(report.keptAt).toMatch(/^\.damaged-.*d\.jsonl$/)
+    expect(await readFile(join(dirname(path), report.keptAt!), 'utf8')).toBe(damaged)
+    const loaded = await p.load('d')
+    await p.close('d')
+    expect(loaded.events.map((e) => e.type)).toEqual(['turn/start', 'user/message', 'assistant/message', 'turn/end', 'turn/start', 'user/message', 'turn/end', 'log/truncated'])
+    expect(loaded.events[6]).toMatchObject({ seq: 6, type: 'turn/end', data: { turn: 2, reason: { kind: 'interrupted' } } })
+    expect(loaded.events[7]).toMatchObject({ seq: 7, ignorable: true, data: { line: 8, keptAt: report.keptAt, reason: 'checksum mismatch' } })
+    expect(loaded.repair).toBeUndefined()
+    // the copy kept aside is never listed nor loaded; nothing more to cut
+    expect((await p.list()).map((l) => l.meta.id)).toEqual(['d'])
+    expect(await p.truncateAtDamage('d')).toEqual({ id: 'd', path })
+  })
+
+  test('a damaged header cannot be cut (E_CORRUPT, untouched); a locked session E_LOCKED; a version-0 log with a broken committed line is cut too', async () => {
+    const root = await tmpRoot()
+    const path = await v0Session(root, 'h')
+    const bytes = await readFile(path, 'utf8')
+    await writeFile(path, bytes.replace('"type":"session"', '"type":"sessio"'))
+    expect(await codeOf(createJsonlPersistence({ root }).truncateAtDamage('h'))).toBe('E_CORRUPT')
+    expect(await readFile(path, 'utf8')).toBe(bytes.replace('"type":"session"', '"type":"sessio"'))
+    await writeFile(path, bytes.replace('"question 2"', '"question 2'))
+    const holder = createJsonlPersistence({ root })
+    expect(await codeOf(holder.load('h'))).toBe('E_CORRUPT')
+    const report = await createJsonlPersistence({ root }).truncateAtDamage('h')
+    expect(report.cut).toMatchObject({ line: 7 })
+    const loaded = await holder.load('h')
+    expect(loaded.events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5, 6])
+    expect(loaded.events.at(-1)!.type).toBe('log/truncated')
+    expect(await codeOf(createJsonlPersistence({ root }).truncateAtDamage('h'))).toBe('E_LOCKED')
+    await holder.close('h')
+  })
+})

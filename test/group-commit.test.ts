@@ -16,8 +16,8 @@ interface Call {
   lineBatch: number[]
   seqs: number[]
   text: string
-  /** The per-line kinds literal. */
-  kinds: string
+  /** Each line's kind (event-kinds.ts; 7 when the batch gave none). */
+  kinds: number[]
   release(result: { claimed?: number[]; error?: unknown }): void
 }
 
@@ -48,10 +48,11 @@ function scriptedDb() {
           firsts: ints(values[2]),
           counts: ints(values[3]),
           sizes: ints(values[4]),
-          lineBatch: ints(values[5]),
+          // Each line's batch number, its kind in the low three bits (7: unknown).
+          lineBatch: ints(values[5]).map((v) => v >> 3),
+          kinds: ints(values[5]).map((v) => v & 7),
           seqs: ints(values[6]),
           text: values[7] as string,
-          kinds: values[8] as string,
           release: ({ claimed, error }) => {
             if (error !== undefined) reject(error)
             else resolve({ rows: (claimed ?? ids.map((_, i) => i + 1)).map((bi) => ({ bi })) })
@@ -274,7 +275,7 @@ describe('GroupCommit', () => {
     const group = new GroupCommit(db, 's', 1)
     const pending = [group.submit(batch('a', 0))]
     const c1 = await nextCall(1)
-    const big = (id: string, mib: number): Batch => ({ ...batch(id, 0, ['{"x":1}']), bytes: mib * 1024 * 1024, kinds: '3' })
+    const big = (id: string, mib: number): Batch => ({ ...batch(id, 0, ['{"x":1}']), bytes: mib * 1024 * 1024, kinds: [3] })
     pending.push(group.submit(big('huge', 40)))
     pending.push(group.submit(big('b', 9)))
     pending.push(group.submit(big('c', 9)))
@@ -288,7 +289,7 @@ describe('GroupCommit', () => {
     c3.release({})
     const c4 = await nextCall(4)
     expect(c4.ids).toEqual(['c', 'd'])
-    expect(c4.kinds).toBe('{3,NULL,NULL}') // d's kinds unknown: the schema's trigger fills them in
+    expect(c4.kinds).toEqual([3, 7, 7]) // d's kinds unknown (7): stored NULL, the schema's trigger fills them in
     c4.release({})
     expect(await Promise.all(pending)).toEqual([true, true, true, true, true])
   })

@@ -41,17 +41,17 @@ export interface Batch {
   /** Bytes the lines take in a JSONL file (each plus its `\n`). */
   bytes: number
   /**
-   * The kind of each line (event-kinds.ts), comma-separated. Without it the lines are stored with
-   * a NULL kind, which the schema's trigger computes from each line (slower, same result).
+   * The kind of each line (event-kinds.ts, 0 to 5). Without it the lines are stored with a NULL
+   * kind, which the schema's trigger computes from each line (slower, same result).
    */
-  kinds?: string
+  kinds?: readonly number[]
   /** Set for the first batch of a new session: its row is created with it. */
   create?: { headerLine: string; createdAt: number; host: string }
 }
 
 /** The batch's kinds as an array literal (`{0,1,0}`; `{}` when unknown: the trigger fills them in). */
 export function kindsLiteral(batch: Pick<Batch, 'kinds'>): string {
-  return `{${batch.kinds ?? ''}}`
+  return `{${batch.kinds?.join(',') ?? ''}}`
 }
 
 /** The batch's lines, one string each. */

@@ -51,9 +51,9 @@ export type SerializedBatch = Pick<Batch, 'firstSeq' | 'count' | 'text' | 'bytes
  */
 export function serializeBatch(id: string, events: readonly SessionEvent[]): SerializedBatch {
   const { firstSeq, count, text } = serializeEvents(id, events)
-  if (count === 0) return { firstSeq, count, text: '', bytes: 0, kinds: '' }
+  if (count === 0) return { firstSeq, count, text: '', bytes: 0, kinds: [] }
   // Checked by serializeEvents just now: every event has a string type.
-  const kinds = events.map((e) => kindOf(e.type)).join(',')
+  const kinds = events.map((e) => kindOf(e.type))
   return { firstSeq, count, text: text.slice(0, -1), bytes: Buffer.byteLength(text), kinds }
 }
 

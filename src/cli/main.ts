@@ -10,6 +10,7 @@ import { tail } from './tail.js'
 import { copy, parseDuration, prune, rm } from './maintenance.js'
 import { isPostgresUrl, openRoot, type OpenedRoot } from './open-root.js'
 import { terminalIo } from './terminal-io.js'
+import { migrate, redact, truncateAtDamage } from './rewrites.js'
 
 const USAGE = `usage: session-jsonl [--root DIR|URL] <command> [options]
 
@@ -22,6 +23,11 @@ commands:
   tree [<id>]                          fork and delegation lineage
   verify                               check every log (read-only); exit 1 if any is corrupt
   repair <id> [--dry-run]              cut a torn tail and close an open turn
+  repair <id> --truncate-at-damage [--dry-run]
+                                       cut a damaged log at its first damaged line (kept aside)
+  migrate [<id>...|--all] [--dry-run]  rewrite version-0 logs as version 1 (checksummed)
+  redact <id>... --pattern <regex> [--replace <text>] [--dry-run]
+                                       replace matches in closed sessions' string values
   fork <id> --at <n> [--id <new>]      a new session keeping the first n events
   export <id> --format md|json [--out FILE]
   rm <id>                              delete a session (not one being written)
@@ -45,7 +51,9 @@ const HELP: Record<string, string> = {
   tail: 'usage: session-jsonl tail <id> [-n <n>] [-f] [--json]\n\nPrints the last n events (default 10), one line each. With -f (--follow) it then prints every new event as any process writes it, until interrupted (Ctrl-C or SIGTERM: exit 0) or the session is deleted (said on stderr, exit 0). --json prints each event as stored, one JSON object per line. Takes no lock.',
   tree: 'usage: session-jsonl tree [<id>] [--json]\n\nPrints fork and delegation lineage across sessions; with an id, the tree that contains it.',
   verify: 'usage: session-jsonl verify [--json]\n\nChecks every log under the root without writing: ok, repairable (what a load would cut and write), corrupt (where and why) or unsupported (a newer format). Lists temporary files left by interrupted writes. Exits 1 when any log is corrupt or unsupported.',
-  repair: 'usage: session-jsonl repair <id> [--dry-run] [--json]\n\nLoads the session, which cuts a torn tail and closes an open turn durably, and prints what was cut and written. --dry-run prints the same without writing. A corrupt log is refused and left untouched.',
+  repair: 'usage: session-jsonl repair <id> [--dry-run] [--json]\n       session-jsonl repair <id> --truncate-at-damage [--dry-run] [--json]\n\nLoads the session, which cuts a torn tail and closes an open turn durably, and prints what was cut and written. --dry-run prints the same without writing. A corrupt log is refused and left untouched.\n\n--truncate-at-damage is the way out of E_CORRUPT: it keeps the whole log beside it (a dot file, never listed nor loaded), cuts the log at its first damaged line, closes an open turn, and appends an ignorable log/truncated event saying where it cut and where the original is. It is the only command that cuts committed history. A damaged header cannot be cut.',
+  migrate: 'usage: session-jsonl migrate <id>... [--dry-run] [--json]\n       session-jsonl migrate --all [--dry-run] [--json]\n\nRewrites version-0 logs as version 1 (a checksum on every line) under each session\'s lock: the tail repaired first, a temporary file written and synced, renamed over the log, the bucket synced; the events read back are the same. A session being written is skipped (E_LOCKED), a damaged one refused untouched (exit 1). --dry-run only reports. Readers older than v0.3 refuse version 1: upgrade them first.',
+  redact: 'usage: session-jsonl redact <id>... --pattern <regex> [--replace <text>] [--dry-run] [--json]\n\nReplaces every match of the regular expression in the string values of each closed session\'s events (never keys or structure; default replacement [REDACTED]), by the same protocol as migrate, then appends an ignorable log/redacted event: when, how many matches and which seqs, never the matched text. A session being written is skipped. Forks hold their own copy of their seed: redact them too. --dry-run counts the matches and writes nothing.',
   fork: 'usage: session-jsonl fork <id> --at <n> [--id <new>] [--json]\n\nCreates a child session that keeps the parent\'s first n events (n must be 0 or just after a turn end) and prints its id (a random UUID unless --id is given).',
   export: 'usage: session-jsonl export <id> --format md|json [--out FILE]\n\nWrites the session as a Markdown transcript or as JSON to stdout or FILE. Messages a history/rewind took out of the model\'s history are marked. Never writes to the log.',
   rm: 'usage: session-jsonl rm <id> [--json]\n\nDeletes the session\'s log durably. Refused (E_LOCKED) while any process is writing the session. Forks of it keep their copied events.',
@@ -75,7 +83,9 @@ const OPTIONS: Record<string, string[]> = {
   tail: ['lines', 'follow'],
   tree: [],
   verify: [],
-  repair: ['dry-run'],
+  repair: ['dry-run', 'truncate-at-damage'],
+  migrate: ['all', 'dry-run'],
+  redact: ['pattern', 'replace', 'dry-run'],
   fork: ['at', 'id'],
   export: ['format', 'out'],
   rm: [],
@@ -110,6 +120,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         from: { type: 'string' },
         lines: { type: 'string', short: 'n' },
         follow: { type: 'boolean', short: 'f', default: false },
+        'truncate-at-damage': { type: 'boolean', default: false },
+        pattern: { type: 'string' },
+        replace: { type: 'string' },
       },
     })
   } catch (err) {
@@ -126,7 +139,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
     io.out(`${HELP[command]}\n`)
     return 0
   }
-  if (extra.length > 0 && command !== 'copy') throw new UsageError(`unexpected argument '${extra[0]}'`)
+  if (extra.length > 0 && command !== 'copy' && command !== 'migrate' && command !== 'redact') throw new UsageError(`unexpected argument '${extra[0]}'`)
   // Nor is an id a command does not take: `prune --older-than 30d <id>` must not prune everything.
   if (arg !== undefined && NO_ID.has(command)) throw new UsageError(`${command} takes no session id (got '${arg}')`)
   // An option a command does not take is an error, never silently ignored: `rm x --dry-run`
@@ -174,7 +187,19 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
       case 'verify':
         return await verify(root, io, { json: values.json })
       case 'repair':
+        if (values['truncate-at-damage']) return await truncateAtDamage(root, io, await needId(), { json: values.json, dryRun: values['dry-run'] })
         return await repair(root, io, await needId(), { json: values.json, dryRun: values['dry-run'] })
+      case 'migrate': {
+        if (values.all === (arg !== undefined)) throw new UsageError('migrate takes session ids or --all (not both, not neither)')
+        const ids = values.all ? (await p.list({ onProblem: () => {} })).map((l) => l.meta.id) : await resolveListedIds(p, [arg!, ...extra])
+        return await migrate(root, io, ids, { json: values.json, dryRun: values['dry-run'] })
+      }
+      case 'redact': {
+        if (arg === undefined) throw new UsageError('redact needs session ids')
+        if (!values.pattern) throw new UsageError('redact needs --pattern <regex>')
+        const ids = await resolveListedIds(p, [arg, ...extra])
+        return await redact(root, io, ids, { json: values.json, dryRun: values['dry-run'], pattern: values.pattern, replacement: values.replace })
+      }
       case 'fork': {
         const at = Number(values.at)
         if (values.at === undefined || !Number.isSafeInteger(at) || at < 0) throw new UsageError('fork needs --at <n>, a non-negative integer')

@@ -1,0 +1,91 @@
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
+import type { JsonlSessionPersistence, SessionStore } from '../persistence.js'
+import type { Io } from './commands.js'
+import type { OpenedRoot } from './open-root.js'
+import { oneLine } from './render.js'
+
+// The operator's rewrites of closed logs (docs/contract.md §16, §11): `migrate`, `redact` and
+// `repair --truncate-at-damage`. They rewrite files, so they work on a JSONL root only.
+
+// A session being written is skipped, not failed: run the command again when it is closed.
+const SKIPPED = new Set(['E_LOCKED', 'E_SESSION_LIVE'])
+
+function jsonlStore(root: OpenedRoot, command: string): JsonlSessionPersistence {
+  const s = root.store as SessionStore & Partial<JsonlSessionPersistence>
+  if (typeof s.migrate !== 'function' || typeof s.redact !== 'function' || typeof s.truncateAtDamage !== 'function') {
+    throw new SessionPersistenceError('E_CONFIG', `${command} rewrites log files: it works on a directory root, not on ${root.name}`)
+  }
+  return s as JsonlSessionPersistence
+}
+
+interface Outcome {
+  id: string
+  status: 'done' | 'unchanged' | 'skipped' | 'refused'
+  code?: string
+  message?: string
+  [detail: string]: unknown
+}
+
+/** Runs `each` over `ids`, one at a time, and reports; exit 1 when any was refused. */
+async function forEachSession(io: Io, what: string, ids: readonly string[], json: boolean, each: (id: string) => Promise<Outcome>): Promise<number> {
+  const outcomes: Outcome[] = []
+  for (const [i, id] of ids.entries()) {
+    let outcome: Outcome
+    try {
+      outcome = await each(id)
+    } catch (err) {
+      if (!isSessionPersistenceError(err)) throw err
+      outcome = { id, status: SKIPPED.has(err.code) ? 'skipped' : 'refused', code: err.code, message: err.message }
+      if (!json) io.err(`${outcome.status} ${id}: ${err.code}: ${oneLine(err.message, 200)}\n`)
+    }
+    outcomes.push(outcome)
+    io.progress?.(what, i + 1, ids.length)
+  }
+  const n = (s: Outcome['status']) => outcomes.filter((o) => o.status === s).length
+  if (json) io.out(`${JSON.stringify({ [what]: outcomes }, null, 2)}\n`)
+  else if (ids.length > 1) io.out(`${what}: ${n('done')} done, ${n('unchanged')} unchanged, ${n('skipped')} skipped, ${n('refused')} refused\n`)
+  return n('refused') > 0 ? 1 : 0
+}
+
+export async function migrate(root: OpenedRoot, io: Io, ids: readonly string[], opts: { json: boolean; dryRun: boolean }): Promise<number> {
+  const store = jsonlStore(root, 'migrate')
+  return forEachSession(io, 'migrate', ids, opts.json, async (id) => {
+    const r = await store.migrate(id, { dryRun: opts.dryRun })
+    const repaired = r.repair ? `; its tail repaired first (${r.repair.closers.length} closing event(s))` : ''
+    if (r.fromVersion === 1) {
+      if (!opts.json) io.out(`${id}: already version 1\n`)
+      return { id, status: 'unchanged', events: r.events }
+    }
+    if (!opts.json) io.out(opts.dryRun ? `${id}: version 0, ${r.events} events: would be rewritten as version 1${repaired.replace('repaired', 'would be repaired')}\n` : `${id}: migrated to version 1 (${r.events} events)${repaired}\n`)
+    return { id, status: opts.dryRun ? 'unchanged' : 'done', events: r.events, fromVersion: 0 }
+  })
+}
+
+export async function redact(root: OpenedRoot, io: Io, ids: readonly string[], opts: { json: boolean; dryRun: boolean; pattern: string; replacement: string | undefined }): Promise<number> {
+  const store = jsonlStore(root, 'redact')
+  return forEachSession(io, 'redact', ids, opts.json, async (id) => {
+    const r = await store.redact(id, { pattern: opts.pattern, dryRun: opts.dryRun, ...(opts.replacement === undefined ? {} : { replacement: opts.replacement }) })
+    const where = r.seqs.length > 0 ? ` in ${r.seqs.length} event(s) (seq ${r.seqs.slice(0, 20).join(', ')}${r.seqs.length > 20 ? ', …' : ''})` : ''
+    if (!opts.json) {
+      if (r.matches === 0) io.out(`${id}: no match\n`)
+      else io.out(opts.dryRun ? `${id}: ${r.matches} match(es)${where} would be redacted\n` : `${id}: ${r.matches} match(es) redacted${where}; recorded as seq ${r.record?.seq}\n`)
+    }
+    return { id, status: r.rewritten ? 'done' : 'unchanged', matches: r.matches, seqs: r.seqs }
+  })
+}
+
+export async function truncateAtDamage(root: OpenedRoot, io: Io, id: string, opts: { json: boolean; dryRun: boolean }): Promise<number> {
+  const store = jsonlStore(root, 'repair --truncate-at-damage')
+  const r = await store.truncateAtDamage(id, { dryRun: opts.dryRun })
+  if (opts.json) io.out(`${JSON.stringify({ ...r, dryRun: opts.dryRun }, null, 2)}\n`)
+  else if (!r.cut) io.out(`${id}: no damage found; nothing cut\n`)
+  else {
+    const verb = opts.dryRun ? 'would cut' : 'cut'
+    io.out(
+      `${id}: ${verb} at line ${r.cut.line} (byte ${r.cut.byteOffset}): ${r.cut.reason}\n` +
+        `  kept ${r.keptEvents} event(s), ${r.closers?.length ?? 0} closing event(s), then log/truncated (seq ${r.record?.seq})\n` +
+        `  the whole log ${opts.dryRun ? 'would be' : 'is'} kept beside it as ${r.keptAt}\n`,
+    )
+  }
+  return 0
+}

@@ -89,6 +89,27 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     await writer.close('live')
   })
 
+  test('sessions whose batches share one group statement each wake their own watchers', async () => {
+    const writer = open()
+    const reader = open()
+    const ids = ['g0', 'g1', 'g2', 'g3', 'g4', 'g5']
+    const logs = ids.map(() => turns(0, 1, 6))
+    for (const [i, id] of ids.entries()) {
+      await writer.create(meta(id))
+      await writer.append(id, logs[i]!.slice(0, 4))
+    }
+    const stop = new AbortController()
+    const watchers = ids.map((id) => collect(reader.watch(id, { signal: stop.signal })))
+    for (const w of watchers) await w.until(4)
+    // Appended all at once: while one statement runs, the others' batches wait and share the next.
+    await Promise.all(ids.map(async (id, i) => {
+      for (let t = 1; t < 6; t++) await writer.append(id, logs[i]!.slice(t * 4, t * 4 + 4))
+    }))
+    for (const [i, w] of watchers.entries()) expect(await w.until(24, 5_000)).toEqual(logs[i])
+    stop.abort()
+    for (const id of ids) await writer.close(id)
+  })
+
   test('a watcher of a session that does not exist yet gets all of it once it is created; it ends when the session is deleted', async () => {
     const writer = open()
     const reader = open()

@@ -1,5 +1,5 @@
 import { SessionPersistenceError } from '../errors.js'
-import { changeChannel, changePayloadSql } from './change-feed.js'
+import { changeChannel, changePayload } from './change-feed.js'
 import { backoff, type Db, isConnectionError } from './db.js'
 import type { GroupCommit } from './group-commit.js'
 import { lockedError, type SessionRow, toSessionRow } from './session-row.js'
@@ -19,7 +19,7 @@ const CREATE = (s: string) => `
      WHERE u.line IS NOT NULL
     RETURNING 1
   )
-  SELECT (SELECT count(*) FROM inserted)::integer AS n, pg_notify($12, ${changePayloadSql('session_id')}) FROM created`
+  SELECT (SELECT count(*) FROM inserted)::integer AS n, pg_notify($12, $13) FROM created`
 
 // Why a batch inserted nothing, and what is stored where it would have gone.
 const DIAGNOSE = (s: string) => `
@@ -107,6 +107,7 @@ export async function appendBatch(
               process.pid,
               kindsLiteral(batch),
               changeChannel(schema),
+              changePayload(sessionId),
             ])
           ).rows[0]?.n === count
         : await group.submit(batch)

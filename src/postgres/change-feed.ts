@@ -14,18 +14,13 @@ export function changeChannel(schema: string): string {
 }
 
 /**
- * The payload that announces a change of a session: the first 32 hex digits of the SHA-256 of
- * its id's UTF-8 bytes, never the id itself (any role that can connect to the database may
- * LISTEN on any channel: another team's role sees that sessions change, not which) and never a
- * line (payloads are limited to 8000 bytes).
+ * How a notification names a session: the first 32 hex digits of the SHA-256 of its id's UTF-8
+ * bytes, never the id itself (any role that can connect to the database may LISTEN on any
+ * channel: another team's role sees that sessions change, not which) and never a line (payloads
+ * are limited to 8000 bytes). A payload names one session, or several separated by spaces.
  */
 export function changePayload(id: string): string {
   return createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 32)
-}
-
-/** `changePayload` computed by the server, of a text expression. */
-export function changePayloadSql(idExpr: string): string {
-  return `left(encode(sha256(convert_to(${idExpr}, 'UTF8')), 'hex'), 32)`
 }
 
 /**
@@ -94,7 +89,8 @@ export class ChangeFeed {
         opened.client.on('end', gone)
         opened.client.on('notification', (n: { channel: string; payload?: string }) => {
           if (n.channel !== this.#channel || n.payload === undefined) return
-          for (const wake of this.#watchers.get(n.payload) ?? []) wake()
+          // One notification may name several sessions (a group statement's), space-separated.
+          for (const key of n.payload.split(' ')) for (const wake of this.#watchers.get(key) ?? []) wake()
         })
         await opened.client.query(`LISTEN "${this.#channel}"`)
         if (this.#connection !== connection) {

@@ -1,4 +1,4 @@
-import { changeChannel, changePayloadSql } from './change-feed.js'
+import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
 
 /** What `deleteSession` did. `lastWriteMs` is the row's last write, as `list` reports it. */
@@ -11,7 +11,7 @@ const LAST_WRITE_MS = '(extract(epoch FROM updated_at) * 1000)::float8'
 // The session's watchers are notified (change-feed.ts) in the same transaction: they end once it commits.
 const DELETE = (s: string) => `
   WITH deleted AS (DELETE FROM "${s}".sessions WHERE session_id = $1 RETURNING session_id)
-  SELECT pg_notify($2, ${changePayloadSql('session_id')}) FROM deleted`
+  SELECT pg_notify($2, $3) FROM deleted`
 
 /**
  * Removes a session's row, and with it (by the schema's trigger, migrations.ts) its lines;
@@ -20,7 +20,7 @@ const DELETE = (s: string) => `
  */
 export async function deleteSession(db: Db, schema: string, id: string, ifLastWriteAtOrBefore?: number): Promise<DeleteOutcome> {
   if (ifLastWriteAtOrBefore === undefined) {
-    const { rows } = await db.query(DELETE(schema), [id, changeChannel(schema)])
+    const { rows } = await db.query(DELETE(schema), [id, changeChannel(schema), changePayload(id)])
     return rows.length === 1 ? { kind: 'deleted' } : { kind: 'missing' }
   }
   return db.transaction(async (client) => {
@@ -31,7 +31,7 @@ export async function deleteSession(db: Db, schema: string, id: string, ifLastWr
     const row = rows[0]
     if (!row) return { kind: 'missing' }
     if (row.last_write_ms > ifLastWriteAtOrBefore) return { kind: 'written-since', lastWriteMs: row.last_write_ms }
-    await client.query(DELETE(schema), [id, changeChannel(schema)])
+    await client.query(DELETE(schema), [id, changeChannel(schema), changePayload(id)])
     return { kind: 'deleted' }
   })
 }

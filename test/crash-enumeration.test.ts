@@ -51,6 +51,23 @@ describe('crash-state enumeration (every crash point of every operation)', () =>
     expect(r.tailLoads).toBe(2) // both repairs really started past seq 0
   })
 
+  test('migrate and redact (§16): at every crash point of the rewrite the whole old log or the whole new one, never a mix, always loadable', async () => {
+    const workload: WorkloadStep[] = [
+      { op: 'create', id: 'a', cwd: '/proj' },
+      { op: 'append', id: 'a', shape: 'turn', size: 2 },
+      { op: 'append', id: 'a', shape: 'open-call', size: 1 },
+      { op: 'migrate', id: 'a' },
+      { op: 'append', id: 'a', shape: 'turn', size: 1 },
+      { op: 'redact', id: 'a' },
+      { op: 'append', id: 'a', shape: 'turn', size: 1 },
+    ]
+    const r = await enumerateCrashStates(workload, { formatVersion: 0 })
+    tally(r)
+    expect(r.failures).toEqual([])
+    expect(r.crashPoints).toBeGreaterThan(30)
+    expect(r.states).toBeGreaterThan(300)
+  })
+
   test('the same workloads with O_DSYNC appends (one write on an O_DSYNC descriptor instead of write + fdatasync)', async () => {
     for (let seed = 1; seed <= 3; seed++) {
       const r = await enumerateCrashStates(randomWorkload(seed, 10), { maxImagesPerPoint: 64, dsyncWrites: true })
@@ -67,6 +84,7 @@ describe('crash-state enumeration (every crash point of every operation)', () =>
       fc.record({ op: fc.constant('tear' as const), id: fc.constantFrom('a', 'b'), from: fc.constantFrom('start' as const, 'last-compaction' as const) }),
       fc.record({ op: fc.constant('fork' as const), parent: fc.constantFrom('a', 'b'), child: fc.constantFrom('c1', 'c2') }),
       fc.constant({ op: 'create' as const, id: 'b' }),
+      fc.record({ op: fc.constantFrom('migrate' as const, 'redact' as const), id: fc.constantFrom('a', 'b') }),
     )
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 6 }), async (steps) => {

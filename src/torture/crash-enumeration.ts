@@ -17,6 +17,9 @@ export type WorkloadStep =
   // close, then load: repairs a torn tail and closes an open turn (from the tail, §15.1, if asked)
   | { op: 'reopen'; id: string; from?: 'start' | 'last-compaction' }
   | { op: 'fork'; parent: string; child: string }
+  // §16: rewrite the log as version 1 (its tail repaired first), or redact /question/ in it
+  | { op: 'migrate'; id: string }
+  | { op: 'redact'; id: string }
 
 export interface EnumerationResult {
   crashPoints: number
@@ -28,7 +31,11 @@ export interface EnumerationResult {
   tailLoads: number
 }
 
-export type Expectation = Map<string, { acked: SessionEvent[]; inflight: SessionEvent[] }>
+/**
+ * Per session: the acknowledged events, those being written, and, during a rewrite (redact), the
+ * whole other log a crash may leave instead of the acknowledged one.
+ */
+export type Expectation = Map<string, { acked: SessionEvent[]; inflight: SessionEvent[]; rewrite?: SessionEvent[] }>
 
 export function addUnexplored(into: UnexploredStates, more: UnexploredStates): void {
   into.dirCombos += more.dirCombos
@@ -45,6 +52,8 @@ interface Model {
   /** Events being written by the operation in progress (an append's batch, a load's closers, a fork's seed). */
   inflight: SessionEvent[]
   created: boolean
+  /** During a rewrite: the events of the new log, which a crash may leave whole instead. */
+  rewrite?: SessionEvent[]
 }
 
 let clock = 1_764_489_600_000
@@ -102,10 +111,16 @@ function turnState(events: readonly SessionEvent[]): { open: boolean; turns: num
  */
 export async function enumerateCrashStates(
   workload: readonly WorkloadStep[],
-  options: { maxImagesPerPoint?: number; sync?: 'data' | 'full'; dsyncWrites?: boolean } = {},
+  options: { maxImagesPerPoint?: number; sync?: 'data' | 'full'; dsyncWrites?: boolean; formatVersion?: 0 | 1 } = {},
 ): Promise<EnumerationResult> {
   const fs = createCrashFileSystem()
-  const p = createJsonlPersistence({ root: ROOT, fs, sync: options.sync ?? 'data', ...(options.dsyncWrites ? { dsyncWrites: true } : {}) })
+  const p = createJsonlPersistence({
+    root: ROOT,
+    fs,
+    sync: options.sync ?? 'data',
+    ...(options.dsyncWrites ? { dsyncWrites: true } : {}),
+    ...(options.formatVersion === undefined ? {} : { formatVersion: options.formatVersion }),
+  })
   const models = new Map<string, Model>()
   const points: { images: CrashImage[]; expect: Expectation }[] = []
   const failures: string[] = []
@@ -114,7 +129,9 @@ export async function enumerateCrashStates(
   // A crash point at every change to the disk, and after every step: a crash right after an
   // acknowledgement leaves the state of the last change, but what must survive has grown.
   const point = () => {
-    const expect = new Map([...models].map(([id, m]) => [id, { acked: m.acked.slice(), inflight: m.inflight.slice() }]))
+    const expect: Expectation = new Map(
+      [...models].map(([id, m]) => [id, { acked: m.acked.slice(), inflight: m.inflight.slice(), ...(m.rewrite ? { rewrite: m.rewrite.slice() } : {}) }]),
+    )
     const { images, unexplored: missed } = fs.crashStates({ maxImages: options.maxImagesPerPoint ?? 512 })
     addUnexplored(unexplored, missed)
     points.push({ images, expect })
@@ -188,6 +205,33 @@ async function runStep(
       await p.close(step.id)
       return reload(p, m, step.id, step.from, stats)
     }
+    case 'migrate': {
+      const m = models.get(step.id)
+      if (!m || m.acked.length === 0) return
+      await p.close(step.id)
+      // The repair before the rewrite is a load's: its closers are in flight until it resolves.
+      m.inflight = expectedClosers(m.acked, 0)
+      const report = await p.migrate(step.id)
+      m.acked = [...m.acked, ...m.inflight.slice(0, report.events - m.acked.length)]
+      m.inflight = []
+      return reload(p, m, step.id)
+    }
+    case 'redact': {
+      const m = models.get(step.id)
+      if (!m || m.acked.length === 0) return
+      await p.close(step.id)
+      // Repaired first (a load), then the rewrite: a crash leaves the old log or the new one whole.
+      await reload(p, m, step.id)
+      await p.close(step.id)
+      const redacted = m.acked.map((e) => JSON.parse(JSON.stringify(e).replaceAll('question', '[REDACTED]')) as SessionEvent)
+      const changed = redacted.filter((e, i) => !isDeepStrictEqual(e, m.acked[i])).map((e) => e.seq)
+      if (changed.length === 0) return reload(p, m, step.id)
+      m.rewrite = redacted // the log/redacted record is checked by shape in checkImage
+      const report = await p.redact(step.id, { pattern: 'question' })
+      m.acked = [...redacted, report.record!]
+      m.rewrite = undefined
+      return reload(p, m, step.id)
+    }
     case 'fork': {
       const parent = models.get(step.parent)
       if (!parent || parent.acked.length === 0 || models.has(step.child)) return // never materialized: nothing to fork
@@ -229,7 +273,7 @@ export async function checkImage(
   const fs = createCrashFileSystem(image, options.ageMs === undefined ? {} : { ageMs: options.ageMs })
   const p = createJsonlPersistence({ root: options.root ?? ROOT, fs, ...(options.staleLockMs ? { staleLockMs: options.staleLockMs } : {}) })
   try {
-    for (const [id, { acked, inflight }] of expected) {
+    for (const [id, { acked, inflight, rewrite }] of expected) {
       let loaded
       try {
         loaded = await p.load(id)
@@ -240,6 +284,13 @@ export async function checkImage(
       const events = loaded.events
       const closers = loaded.repair?.closers ?? []
       const kept = events.slice(0, events.length - closers.length)
+      // A rewrite in progress: the whole new log (its events and then the log/redacted record) is fine too.
+      if (rewrite && isDeepStrictEqual(kept.slice(0, rewrite.length), rewrite)) {
+        const record = kept[rewrite.length]
+        if (kept.length !== rewrite.length + 1 || record?.type !== 'log/redacted' || closers.length > 0) return `${id}: a redaction left a mix of old and new`
+        await p.close(id)
+        continue
+      }
       if (!isDeepStrictEqual(kept.slice(0, acked.length), acked)) return `${id}: acknowledged events lost or changed`
       const beyond = kept.slice(acked.length)
       if (!isDeepStrictEqual(beyond, inflight.slice(0, beyond.length))) return `${id}: unacknowledged events that were never written`
@@ -272,6 +323,7 @@ export function randomWorkload(seed: number, steps = 8): WorkloadStep[] {
     else if (r < 0.6) out.push({ op: 'append', id, shape: pick(['turn', 'open-call', 'close-turn', 'chunks', 'compact'] as const), size: 1 + Math.floor(rand() * 3) })
     else if (r < 0.72) out.push({ op: 'reopen', id, from: pick(['start', 'last-compaction'] as const) })
     else if (r < 0.84) out.push({ op: 'tear', id, from: pick(['start', 'last-compaction'] as const) })
+    else if (r < 0.88) out.push({ op: pick(['migrate', 'redact'] as const), id })
     else out.push({ op: 'fork', parent: id, child: `f${i}` })
   }
   return out

@@ -115,7 +115,10 @@ if (want('power-cuts')) {
       continue
     }
     const r = await runPowerCuts(config, perConfig)
-    line(`power cuts (${config.name}): ${r.cuts} cuts, ${r.ackedEvents} acknowledged events checked, ${r.failures.length} failures`)
+    line(
+      `power cuts (${config.name}): ${r.cuts} cuts, package lost in ${r.packageLossCuts} (${r.ackedEvents} events checked), ` +
+        `raw control lost in ${r.controlLossCuts} (${r.control.ackedRecords} records); ${r.verdict.reason}; ${r.failures.length} failures`,
+    )
     for (const f of r.failures.slice(0, 10)) line(`  ${f}`)
     failed ||= r.failures.length > 0
   }

@@ -20,8 +20,17 @@ export function changeChannel(schema: string): string {
  * are limited to 8000 bytes). A payload names one session, or several separated by spaces.
  */
 export function changePayload(id: string): string {
-  return createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 32)
+  let payload = payloads.get(id)
+  if (payload === undefined) {
+    payload = createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 32)
+    if (payloads.size >= 4096) payloads.clear() // the sessions a process writes at once are far fewer
+    payloads.set(id, payload)
+  }
+  return payload
 }
+
+/** Computed once per session, not once per batch: every statement names its sessions. */
+const payloads = new Map<string, string>()
 
 /**
  * The one listening connection of a store, shared by all its watchers (§15.3): opened with the

@@ -406,12 +406,27 @@ class JsonlPersistence implements JsonlSessionPersistence {
       if (loaded.repair) report.repair = loaded.repair
       return report
     }
-    return this.#rewriting(id, 'migrate', async ({ path, loaded, version }) => {
-      const report: MigrateReport = { id, path, fromVersion: version, migrated: version === 0, events: loaded.events.length }
-      if (loaded.repair) report.repair = loaded.repair
-      if (version === 1) return report
-      await this.#rewriteFrom(path, (h, header, headerBytes, size) => migratedBody(h, header, headerBytes, size))
-      return report
+    // Taken as `load` takes a session (E_SESSION_LIVE, E_LOCKED), then one pass that checks the
+    // log as a load does and writes it sealed beside it; the old log is never touched, so a
+    // crash leaves it whole (and a later load repairs it) or the new one whole.
+    return this.#underLock(id, async (path) => {
+      const handle = await this.#ctx.fs.open(path, 'r')
+      try {
+        const { header } = await readHeaderLine(handle, path, id)
+        const report: MigrateReport = { id, path, fromVersion: header.version, migrated: header.version === 0, events: 0 }
+        if (header.version === 1) {
+          report.events = (await readSessionRange(handle, id, path, { kind: 'last', last: 0 }, (await handle.stat()).size)).length
+          return report
+        }
+        const lock = this.#sessions.get(id)!.lock!
+        await rewriteLog(this.#ctx, path, migratedBody(handle, path, id, header, ({ events, repair }) => {
+          report.events = events
+          if (repair) report.repair = { persisted: true, ...repair }
+        }), async () => await lock.assertHeld())
+        return report
+      } finally {
+        await handle.close()
+      }
     })
   }
 
@@ -502,8 +517,23 @@ class JsonlPersistence implements JsonlSessionPersistence {
     }
   }
 
+  /** `job` with the session's lock held, taken as `load` takes it (E_SESSION_LIVE, E_LOCKED); released after. */
+  async #underLock<T>(id: string, job: (path: string) => Promise<T>): Promise<T> {
+    encodeSessionId(id)
+    const s = this.#track(id, 'E_SESSION_LIVE')
+    try {
+      return await this.#run(s, async () => {
+        await findOneLog(this.#ctx, id)
+        s.lock = await this.#locks.acquire(id)
+        return await job(await findOneLog(this.#ctx, id))
+      })
+    } finally {
+      await this.close(id)
+    }
+  }
+
   /**
-   * A rewrite of a closed session (migrate, redact): taken as `load` takes it (E_SESSION_LIVE,
+   * A rewrite of a closed session (redact): taken as `load` takes it (E_SESSION_LIVE,
    * E_LOCKED, E_CORRUPT untouched), its tail repaired first, then `job` under the lock; the
    * session is closed again (its lock released) whatever happens.
    */

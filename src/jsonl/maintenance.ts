@@ -1,12 +1,13 @@
 import { basename } from 'node:path'
 import { isSessionPersistenceError, SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
 import { computeClosers } from '../session/closers.js'
-import { type FormatVersion, sealLine, unsealText } from '../session/line-codec.js'
+import { type FormatVersion, SealedLines, sealLine, unsealText } from '../session/line-codec.js'
 import { headerLine, metaFromHeader } from '../session/meta.js'
 import type { JsonValue, SessionEvent, SessionHeader } from '../session/schema.js'
 import { isEnvelopeKey } from '../session/envelope.js'
 import type { FileHandle } from './fs/file-system.js'
 import type { BodyWriter } from './materialize.js'
+import type { RepairReport } from '../persistence.js'
 import { uniqueToken } from './paths.js'
 import { forEachBlockForward } from './read-forward.js'
 import { planRepair } from './repair-plan.js'
@@ -46,18 +47,35 @@ function jsonOf(line: string, version: FormatVersion): string {
 }
 
 /**
- * The log as version 1 (§16): the header sealed, each event line sealed as it stands (its JSON
- * text kept byte for byte when it is one object, re-serialized otherwise).
+ * The log as version 1 (§16), in one pass that also checks it as `load` does: the header
+ * sealed, each valid event line sealed as it stands (its JSON text kept byte for byte), the
+ * closers of an open turn after them. Damage is refused (`E_CORRUPT`: the body fails and its
+ * file is removed); a torn tail is left out, as a load would cut it. `done` receives the
+ * repair that the load would have made and the number of events.
  */
-export function migratedBody(handle: FileHandle, header: SessionHeader, headerBytes: number, size: number): BodyWriter {
+export function migratedBody(
+  handle: FileHandle,
+  path: string,
+  id: string,
+  header: SessionHeader,
+  done: (result: { events: number; repair: Omit<RepairReport, 'persisted'> | undefined }) => void,
+): BodyWriter {
   return async (write) => {
-    const out = batcher(write)
-    await out.add(headerLine(metaFromHeader(header), 1))
-    for await (const line of forEachBlockForward(handle, headerBytes, size)) {
-      const json = line.endsWith('}') ? line : JSON.stringify(JSON.parse(line))
-      await out.add(`${sealLine(json, 1)}\n`)
-    }
-    await out.flush()
+    const out = new SealedLines()
+    out.addText(headerLine(metaFromHeader(header), 1))
+    const scan = await scanLog(handle, {
+      path,
+      sessionId: id,
+      keepEvents: 'open-turn',
+      onEventLine: (buf, start, end) => out.add(buf, start, end),
+      afterChunk: async () => {
+        if (out.length >= WRITE_BYTES) await write(out.take())
+      },
+    })
+    const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true }) // committed damage: E_CORRUPT
+    for (const closer of plan.closers) out.addText(`${sealLine(JSON.stringify(closer), 1)}\n`)
+    await write(out.take())
+    done({ events: scan.eventCount + plan.closers.length, repair: plan.report })
   }
 }
 

@@ -32,7 +32,14 @@ const OVERSIZED_PREFIX = 64 * 1024
 export async function forEachLine(
   handle: FileHandle,
   visit: LineVisitor,
-  options: { from?: number; to?: number; chunkBytes?: number; decode?: boolean } = {},
+  options: {
+    from?: number
+    to?: number
+    chunkBytes?: number
+    decode?: boolean
+    /** Awaited after the lines of each chunk were visited (a caller that writes what it saw, §16 migrate). */
+    afterChunk?: () => Promise<void>
+  } = {},
 ): Promise<number> {
   const to = options.to ?? Number.POSITIVE_INFINITY
   const chunk = Buffer.allocUnsafe(options.chunkBytes ?? CHUNK_BYTES)
@@ -118,6 +125,7 @@ export async function forEachLine(
         carried = 0
       }
     }
+    if (options.afterChunk) await options.afterChunk()
     pos += n
   }
   if (oversized) {

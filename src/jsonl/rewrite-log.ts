@@ -35,9 +35,11 @@ export async function writeBeside(ctx: StoreContext, path: string, body: BodyWri
  * log, and the bucket synced. A crash at any step leaves the whole old log or the whole new one;
  * a leftover temporary file is never listed. The caller holds the session's lock.
  */
-export async function rewriteLog(ctx: StoreContext, path: string, body: BodyWriter): Promise<number> {
+export async function rewriteLog(ctx: StoreContext, path: string, body: BodyWriter, beforeRename?: () => Promise<void>): Promise<number> {
   const tmp = await writeBeside(ctx, path, body)
   try {
+    // A writer lock lost while a long rewrite ran must replace nothing.
+    await beforeRename?.()
     await ctx.fs.rename(tmp.path, path)
   } catch (err) {
     await ctx.fs.unlink(tmp.path).catch(() => {})

@@ -124,8 +124,15 @@ export async function scanLog(
     start?: TailStartPoint
     /** Stop once an event with this seq would be read, unless a defect was found before it. */
     untilSeq?: number
-    /** False: check every line but keep no event (a pass over a log of any size, §15.5). */
-    keepEvents?: boolean
+    /**
+     * False: check every line but keep no event (a pass over a log of any size, §15.5).
+     * `'open-turn'`: keep only the events of a turn still open at the end (what the closers need).
+     */
+    keepEvents?: boolean | 'open-turn'
+    /** Told each valid event line's bytes `buf[start, end)` as it is read (§16 migrate). */
+    onEventLine?: (buf: Buffer, start: number, end: number) => void
+    /** Awaited after each chunk's lines (see forEachLine). */
+    afterChunk?: () => Promise<void>
   },
 ): Promise<LogScan> {
   const { path, start, untilSeq } = context
@@ -140,6 +147,9 @@ export async function scanLog(
   const events: SessionEvent[] = []
   let sealed = start?.header.version === 1 // version 1: every line carries its checksum
   const keepEvents = context.keepEvents !== false
+  const openTurnOnly = context.keepEvents === 'open-turn'
+  let inTurn = false
+  const { onEventLine } = context
   let count = 0 // valid events read (kept or not)
   const eventEnds: number[] | undefined = context.keepEventEnds ? [] : undefined
   let defect: Defect | undefined
@@ -229,7 +239,19 @@ export async function scanLog(
         const event = value as SessionEvent
         if (untilSeq !== undefined && event.seq >= untilSeq) return false
         count++
-        if (keepEvents) events.push(event)
+        if (openTurnOnly) {
+          // Only an open turn's events matter to its closers: from its turn/start, none after its end.
+          if (event.type === 'turn/start') {
+            events.length = 0
+            inTurn = true
+          }
+          if (inTurn) events.push(event)
+          if (event.type === 'turn/end') {
+            events.length = 0
+            inTurn = false
+          }
+        } else if (keepEvents) events.push(event)
+        onEventLine?.(buf, start, end)
         eventEnds?.push(offset + end - start + 1)
         validEnd = offset + end - start + 1
         if (event.type === 'turn/end') commitLine = lineNo
@@ -245,7 +267,12 @@ export async function scanLog(
         droppedTurnEnds = 1
       }
     },
-    { decode: true, ...(context.to === undefined ? {} : { to: context.to }), ...(start ? { from: start.offset } : {}) },
+    {
+      decode: true,
+      ...(context.to === undefined ? {} : { to: context.to }),
+      ...(start ? { from: start.offset } : {}),
+      ...(context.afterChunk ? { afterChunk: context.afterChunk } : {}),
+    },
   )
   if (headerError) throw headerError
   if (!header) {

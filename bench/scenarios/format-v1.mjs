@@ -1,0 +1,170 @@
+// Format version 1 (§16) against version 0 and raw baselines, measured in the same run, medians
+// of per-round ratios (rounds interleave the contenders):
+//   - append, batch of 10, version 1 vs version 0 (target ≤ 1.03×)
+//   - load of 100k events, version 1 vs a raw readFileSync + split + zlib.crc32 + JSON.parse of
+//     the same lines (target ≥ 1.0× its speed) and vs the raw baseline without checksums
+//     (target ≥ 0.9×); version 0 beside it
+//   - migrate of a 1 GiB log vs a raw read + write + fsync of the same bytes (target ≥ 0.8× its
+//     speed), with the migrating process's peak RSS
+// Usage: npm run build && node bench/scenarios/format-v1.mjs [--rounds N] [--migrate-mib N] [--skip-migrate]
+import { execFileSync, spawnSync } from 'node:child_process'
+import { closeSync, copyFileSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { crc32 } from 'node:zlib'
+import { createJsonlPersistence } from '../../dist/index.js'
+import { cleanup, event, events, median, now, scratch } from '../lib.mjs'
+
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '7' }, 'migrate-mib': { type: 'string', default: '1024' }, 'skip-migrate': { type: 'boolean', default: false } } })
+const ROUNDS = Number(values.rounds)
+const dir = scratch('format-v1')
+const meta = (id) => ({ id, createdAt: 1, delegationDepth: 0 })
+const fmt = (x) => `${x.toFixed(3)}×`
+const ratios = (xs) => `median ${fmt(median(xs))} (${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}, ${xs.length} rounds)`
+
+try {
+  // --- append, batch of 10 -------------------------------------------------------------------
+  {
+    const BATCHES = 400
+    const perRound = []
+    for (let r = 0; r < ROUNDS; r++) {
+      const times = {}
+      for (const version of r % 2 ? [1, 0] : [0, 1]) {
+        const p = createJsonlPersistence({ root: join(dir, `append-${r}-${version}`), formatVersion: version })
+        await p.create(meta('a'))
+        await p.append('a', events(0, 10)) // materialized before timing
+        const t = now()
+        for (let b = 1; b <= BATCHES; b++) await p.append('a', events(b * 10, 10))
+        times[version] = now() - t
+        await p.closeAll()
+      }
+      perRound.push(times[1] / times[0])
+    }
+    console.log(`append, batch 10, ${BATCHES} batches: version 1 / version 0 time ${ratios(perRound)} (target ≤ 1.03×)`)
+  }
+
+  // --- load of 100k events -------------------------------------------------------------------
+  {
+    const N = 100_000
+    const roots = {}
+    for (const version of [0, 1]) {
+      roots[version] = join(dir, `load-${version}`)
+      const p = createJsonlPersistence({ root: roots[version], formatVersion: version, sync: 'none' })
+      await p.create(meta('l'))
+      for (let i = 0; i < N; i += 10_000) await p.append('l', events(i, 10_000))
+      await p.append('l', [{ seq: N, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } }])
+      await p.closeAll()
+    }
+    const path1 = createJsonlPersistence({ root: roots[1] }).locate(meta('l')).path
+    // The raw baselines read the version-1 file: split, check each line's CRC, parse.
+    const rawCrc = () => {
+      const lines = readFileSync(path1, 'utf8').split('\n')
+      lines.pop()
+      const out = []
+      for (let i = 1; i < lines.length; i++) {
+        const line = lines[i]
+        const p = line.slice(0, -18)
+        if (crc32(p).toString(16).padStart(8, '0') !== line.slice(-10, -2)) throw new Error('bad crc')
+        out.push(JSON.parse(`${p}}`))
+      }
+      return out.length
+    }
+    const raw = () => {
+      const lines = readFileSync(path1, 'utf8').split('\n')
+      lines.pop()
+      let n = 0
+      for (let i = 1; i < lines.length; i++) {
+        JSON.parse(lines[i])
+        n++
+      }
+      return n
+    }
+    const load = async (version) => {
+      const p = createJsonlPersistence({ root: roots[version] })
+      const { events: got } = await p.load('l')
+      await p.closeAll()
+      return got.length
+    }
+    const vsCrc = []
+    const vsRaw = []
+    const v0 = []
+    for (let r = 0; r < ROUNDS + 1; r++) {
+      const t = {}
+      for (const [name, run] of [['v1', () => load(1)], ['crc', rawCrc], ['raw', raw], ['v0', () => load(0)]]) {
+        const s = now()
+        const n = await run()
+        t[name] = now() - s
+        if (n !== N + 1) throw new Error(`${name} read ${n} events`)
+      }
+      if (r === 0) continue // warm-up round
+      vsCrc.push(t.crc / t.v1)
+      vsRaw.push(t.raw / t.v1)
+      v0.push(t.raw / t.v0)
+    }
+    console.log(`load of ${N} events, version 1: speed vs raw split + crc32 + JSON.parse ${ratios(vsCrc)} (target ≥ 1.0×)`)
+    console.log(`load of ${N} events, version 1: speed vs raw split + JSON.parse (no checksum) ${ratios(vsRaw)} (target ≥ 0.9×)`)
+    console.log(`load of ${N} events, version 0: speed vs raw split + JSON.parse ${ratios(v0)} (beside it)`)
+  }
+
+  // --- migrate of a 1 GiB log -----------------------------------------------------------------
+  if (!values['skip-migrate']) {
+    const MIB = Number(values['migrate-mib'])
+    const src = join(dir, 'migrate-src.jsonl')
+    // A version-0 log written directly, as the package writes it: a header, then ~400-byte lines.
+    const fd = openSync(src, 'w')
+    writeSync(fd, `${JSON.stringify({ type: 'session', version: 0, id: 'm', createdAt: 1, delegationDepth: 0 })}\n`)
+    let seq = 0
+    let written = 0
+    while (written < MIB * 1024 * 1024) {
+      const block = []
+      for (let i = 0; i < 2_000; i++) block.push(`${JSON.stringify(event(seq++))}\n`)
+      const text = block.join('')
+      writeSync(fd, text)
+      written += Buffer.byteLength(text)
+    }
+    writeSync(fd, `${JSON.stringify({ seq: seq++, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } })}\n`)
+    closeSync(fd)
+    const size = statSync(src).size
+    const rawCopy = () => {
+      // read + write + fsync of the same bytes, 1 MiB at a time
+      const s = now()
+      const from = openSync(src, 'r')
+      const to = openSync(join(dir, 'raw-copy'), 'w')
+      const buf = Buffer.allocUnsafe(1 << 20)
+      for (let n; (n = readSync(from, buf, 0, buf.length, null)) > 0; ) writeSync(to, buf, 0, n)
+      fsyncSync(to)
+      closeSync(from)
+      closeSync(to)
+      const ms = now() - s
+      rmSync(join(dir, 'raw-copy'))
+      return ms
+    }
+    // The CLI migrates a copy of the source log in a child process, which reports its peak RSS.
+    const REPORT_RSS = 'data:text/javascript,process.on("exit",()=>console.error("RSS",process.resourceUsage().maxRSS))'
+    const cli = new URL('../../dist/cli/main.js', import.meta.url).pathname
+    const migrateOnce = () => {
+      const root = join(dir, 'migrate-root')
+      rmSync(root, { recursive: true, force: true })
+      mkdirSync(join(root, '_no-cwd'), { recursive: true })
+      copyFileSync(src, join(root, '_no-cwd', 'm.jsonl'))
+      execFileSync('sync')
+      const s = now()
+      const r = spawnSync(process.execPath, ['--import', REPORT_RSS, cli, '--root', root, 'migrate', 'm'], { encoding: 'utf8' })
+      const ms = now() - s
+      if (r.status !== 0) throw new Error(`migrate failed: ${r.stderr}`)
+      return { ms, rssKb: Number(/RSS (\d+)/.exec(r.stderr)?.[1]) }
+    }
+    const speed = []
+    const rss = []
+    for (let r = 0; r < Math.max(3, Math.min(ROUNDS, 5)); r++) {
+      const rawMs = rawCopy()
+      const m = migrateOnce()
+      speed.push(rawMs / m.ms)
+      rss.push(m.rssKb)
+    }
+    console.log(`migrate of a ${(size / 2 ** 30).toFixed(2)} GiB log (${seq} events): speed vs raw read + write + fsync ${ratios(speed)} (target ≥ 0.8×); peak RSS of the migrating process ${(median(rss) / 1024).toFixed(0)} MiB (median)`)
+    rmSync(src, { force: true })
+  }
+} finally {
+  cleanup(dir)
+}

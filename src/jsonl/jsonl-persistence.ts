@@ -400,11 +400,16 @@ class JsonlPersistence implements JsonlSessionPersistence {
   async migrate(id: string, options?: { dryRun?: boolean }): Promise<MigrateReport> {
     const { dryRun } = parseMaintenanceOptions(options, 'migrate')
     if (dryRun) {
-      const loaded = await this.inspect(id)
-      const { path, version } = await this.#headerOf(id)
-      const report: MigrateReport = { id, path, fromVersion: version, migrated: false, events: loaded.events.length }
-      if (loaded.repair) report.repair = loaded.repair
-      return report
+      // Read as the migration would read it, keeping no event (memory bounded on a log of any size).
+      encodeSessionId(id)
+      const path = await findOneLog(this.#ctx, id)
+      return this.#reading(id, path, async (h, header) => {
+        const scan = await scanLog(h, { path, sessionId: id, keepEvents: 'open-turn' })
+        const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true })
+        const report: MigrateReport = { id, path, fromVersion: header.version, migrated: false, events: scan.eventCount + plan.closers.length }
+        if (plan.report) report.repair = { persisted: false, ...plan.report }
+        return report
+      })
     }
     // Taken as `load` takes a session (E_SESSION_LIVE, E_LOCKED), then one pass that checks the
     // log as a load does and writes it sealed beside it; the old log is never touched, so a

@@ -42,14 +42,6 @@ import { checkId, newTracked, notWritable, serializeBatch, type Tracked } from '
 import { claimSession, lockedBy } from './session-row.js'
 import { SessionWriter } from './session-writer.js'
 
-/**
- * The closers of a log's events from `firstSeq` on (a tail holds the open turn's start, so they
- * are those of the whole log), numbered to continue the stored log.
- */
-function closersAfter(events: readonly SessionEvent[], firstSeq: number, createdAt: number): SessionEvent[] {
-  return computeClosers(events, createdAt).map((c, i) => ({ ...c, seq: firstSeq + events.length + i }))
-}
-
 /** The PostgreSQL backend: the seam plus fork, closeAll, raw transfer, and `end()`. */
 export interface PostgresSessionPersistence extends SessionStore {
   readonly schema: string
@@ -157,7 +149,8 @@ class PostgresPersistence implements PostgresSessionPersistence {
       const log = (await this.#db.with((client) => readStoredLog(client, this.#c.schema, id, s.path, { head, fromSeq: firstSeq })))!
       const meta = metaFromHeader(log.header)
       Object.assign(s, { meta, headerLine: head.headerLine, stored: true, nextSeq: head.length })
-      const closers = closeOpenTurn ? closersAfter(log.events, firstSeq, log.header.createdAt) : []
+      // The tail holds the open turn's start: its closers are the full log's (seqs continue the tail).
+      const closers = closeOpenTurn ? computeClosers(log.events, log.header.createdAt) : []
       if (closers.length > 0) {
         const { count, text, bytes, kinds } = serializeBatch(id, closers)
         await this.#writer.write(s, { sessionId: id, epoch: s.epoch!, firstSeq: head.length, count, text, bytes, kinds })

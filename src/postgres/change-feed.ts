@@ -34,10 +34,11 @@ const payloads = new Map<string, string>()
 
 /**
  * The one listening connection of a store, shared by all its watchers (§15.3): opened with the
- * first watcher, `LISTEN`s to the schema's channel, and wakes the watchers of the session each
- * notification names (by its payload). Ended with the last watcher. When it fails it is opened again (with a
- * backoff) while watchers remain, and every watcher is woken once it listens again, since
- * notifications sent meanwhile were lost; the watchers' own safety poll covers the gap.
+ * first watcher, `LISTEN`s to the schema's channel, and wakes the watchers of the sessions each
+ * notification names (by their payloads). Ended with the last watcher. When it fails it is
+ * opened again (with a backoff) while watchers remain, and every watcher is woken once it
+ * listens again, since notifications sent meanwhile were lost; the watchers' own safety poll
+ * covers the gap.
  */
 export class ChangeFeed {
   readonly #open: () => Promise<OpenedLockClient>
@@ -64,7 +65,7 @@ export class ChangeFeed {
     return () => {
       set.delete(wake)
       if (set.size === 0 && this.#watchers.get(key) === set) this.#watchers.delete(key)
-      if (this.#watchers.size === 0) this.#disconnect()
+      if (this.#watchers.size === 0) void this.#disconnect()
     }
   }
 

@@ -141,12 +141,15 @@ class PostgresPersistence implements PostgresSessionPersistence {
       // Found first, then locked: polling for a session that does not exist takes no lock.
       if (!(await sessionExists(this.#db, this.#c.schema, id))) throw notFound(id, s.path)
       await this.#writer.ensureHeld(s)
+      // A tail load's probes come back with the claim (find-tail.ts): no round trip of their own.
       const tail = from === 'last-compaction'
-      const head = await claimSession<Partial<TailProbes>>(this.#db, this.#c.schema, id, s.epoch!, this.#c.host, tail ? tailProbes(this.#c.schema) : undefined)
+      const probes = tail ? tailProbes(this.#c.schema) : undefined
+      const head = await claimSession<Partial<TailProbes>>(this.#db, this.#c.schema, id, s.epoch!, this.#c.host, probes)
       if (!head) throw notFound(id, s.path)
       // Under the lock: the rows below the length read by the claim stay as they are.
-      const firstSeq = tail ? ((await findTailStart(this.#db, this.#c.schema, id, head as TailProbes & typeof head, s.path)) ?? 0) : 0
-      const log = (await this.#db.with((client) => readStoredLog(client, this.#c.schema, id, s.path, { head, fromSeq: firstSeq })))!
+      const firstSeq = tail ? ((await findTailStart(this.#db, this.#c.schema, id, head as TailProbes, s.path)) ?? 0) : 0
+      const log = await this.#db.with((client) => readStoredLog(client, this.#c.schema, id, s.path, { head, fromSeq: firstSeq }))
+      if (!log) throw notFound(id, s.path)
       const meta = metaFromHeader(log.header)
       Object.assign(s, { meta, headerLine: head.headerLine, stored: true, nextSeq: head.length })
       // The tail holds the open turn's start: its closers are the full log's (seqs continue the tail).

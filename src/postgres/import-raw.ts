@@ -3,6 +3,7 @@ import { LONE_SURROGATE } from '../jsonl/raw-log.js'
 import { SessionPersistenceError } from '../errors.js'
 import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
+import { envelopeProblem } from '../session/envelope.js'
 import { kindOf } from './event-kinds.js'
 import { parseEventLine, parseStoredHeader } from './read-session.js'
 
@@ -20,34 +21,60 @@ const INSERT_LINES = (s: string) => `
   SELECT $1, $2::bigint + u.ord - 1, u.line, u.kind
     FROM ROWS FROM (unnest($3::text[]), unnest($4::smallint[])) WITH ORDINALITY AS u(line, kind, ord)`
 
+/** `E_CORRUPT` for a line (or header) that has no UTF-8 form: the driver would store U+FFFD, not the line given. */
+function assertUnicode(line: string, what: string, id: string, path: string): void {
+  if (LONE_SURROGATE.test(line)) {
+    throw new SessionPersistenceError('E_CORRUPT', `${what} is not well-formed Unicode (lone surrogate)`, { sessionId: id, path })
+  }
+}
+
+/** Checks a raw header line as `load` reads it (its id must be `id`); returns the header's createdAt. */
+export function checkRawHeader(id: string, headerLine: unknown, path: string): number {
+  if (typeof headerLine !== 'string') {
+    throw new SessionPersistenceError('E_INVALID_EVENT', 'a raw log needs a header line', { sessionId: id, path })
+  }
+  if (headerLine.includes('\n')) {
+    throw new SessionPersistenceError('E_CORRUPT', 'the header line holds a newline', { sessionId: id, path })
+  }
+  assertUnicode(headerLine, 'the header line', id, path)
+  return parseStoredHeader(headerLine, id, path).createdAt
+}
+
+/**
+ * Checks raw event line `i` as `load` reads it (so nothing is stored that could not be loaded
+ * back) and returns its kind (event-kinds.ts). A line that breaks the envelope is
+ * `E_INVALID_EVENT`, as `append` refuses it; any other defect `E_CORRUPT`, as `load` reports it.
+ */
+export function checkRawLine(line: unknown, i: number, id: string, path: string): number {
+  if (typeof line !== 'string') {
+    throw new SessionPersistenceError('E_INVALID_EVENT', `event line ${i} is not a string`, { sessionId: id, path })
+  }
+  assertUnicode(line, `event line ${i}`, id, path)
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(line)
+  } catch {
+    parsed = undefined // reported by parseEventLine below, as load reports it
+  }
+  const envelope = parsed === undefined ? undefined : envelopeProblem(parsed)
+  if (envelope !== undefined) {
+    throw new SessionPersistenceError('E_INVALID_EVENT', `event line ${i}: ${envelope}`, { sessionId: id, path })
+  }
+  return kindOf(parseEventLine(line, i, path, id).type)
+}
+
 /**
  * Checks a raw log as `load` would read it (header id = `log.id`, valid lines, seqs from 0),
  * so nothing is stored that could not be loaded back. Returns the header's createdAt and the
- * kind of each line (event-kinds.ts).
+ * kind of each line.
  */
 export function checkRawLog(log: RawSessionLog, path: string): { createdAt: number; kinds: number[] } {
   if (typeof log !== 'object' || log === null || typeof log.headerLine !== 'string' || !Array.isArray(log.eventLines)) {
     throw new SessionPersistenceError('E_INVALID_EVENT', 'importRaw expects { id, headerLine, eventLines }', { path })
   }
-  if (log.headerLine.includes('\n')) {
-    throw new SessionPersistenceError('E_CORRUPT', 'the header line holds a newline', { sessionId: log.id, path })
-  }
-  // A lone surrogate has no UTF-8 form: the driver would store U+FFFD, not the line given.
-  const unicode = (line: string, what: string) => {
-    if (LONE_SURROGATE.test(line)) {
-      throw new SessionPersistenceError('E_CORRUPT', `${what} is not well-formed Unicode (lone surrogate)`, { sessionId: log.id, path })
-    }
-  }
-  unicode(log.headerLine, 'the header line')
-  const header = parseStoredHeader(log.headerLine, log.id, path)
-  const kinds = log.eventLines.map((line, i) => {
-    if (typeof line !== 'string') {
-      throw new SessionPersistenceError('E_INVALID_EVENT', `event line ${i} is not a string`, { sessionId: log.id, path })
-    }
-    unicode(line, `event line ${i}`)
-    return kindOf(parseEventLine(line, i, path, log.id).type)
-  })
-  return { createdAt: header.createdAt, kinds }
+  const createdAt = checkRawHeader(log.id, log.headerLine, path)
+  const kinds = log.eventLines.map((line, i) => checkRawLine(line, i, log.id, path))
+  return { createdAt, kinds }
 }
 
 /** Stores a checked raw log in one transaction; `E_EXISTS` when the id is stored already. */

@@ -16,7 +16,9 @@ import type {
   LoadedSession,
   LoadOptions,
   PostgresLocation,
+  RawPageOptions,
   RawSessionLog,
+  RawSessionStream,
   SessionListing,
   SessionStore,
   ReadRange,
@@ -28,7 +30,8 @@ import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig }
 import { Db, dbError, isConnectionError } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
 import { type ForkWrite, forkSession, readForkPoint, rowIsOurs } from './fork-session.js'
-import { checkRawLog, importRawLog } from './import-raw.js'
+import { checkRawHeader, checkRawLog, importRawLog } from './import-raw.js'
+import { importRawStream, openRawStream } from './raw-stream.js'
 import { listSessions } from './list-sessions.js'
 import { LockConnection, lockClientOpener, sessionKey } from './lock-connection.js'
 import { migrate } from './migrate.js'
@@ -39,7 +42,7 @@ import { ChangeFeed } from './change-feed.js'
 import { watchSource } from './watch-session.js'
 import { watchLoop } from '../session/watch-loop.js'
 import { checkId, newTracked, notWritable, serializeBatch, type Tracked } from './session-state.js'
-import { claimSession, lockedBy } from './session-row.js'
+import { claimSession, lockedBy, readSessionRow } from './session-row.js'
 import { SessionWriter } from './session-writer.js'
 
 /** The PostgreSQL backend: the seam plus fork, closeAll, raw transfer, and `end()`. */
@@ -313,6 +316,56 @@ class PostgresPersistence implements PostgresSessionPersistence {
         } catch (err) {
           if (!isConnectionError(err)) throw err
           if (!(await this.#isOurs(id, s.epoch!, copy.headerLine))) throw err
+        }
+      })
+    } finally {
+      await this.close(id)
+    }
+  }
+
+  async openRawStream(id: string, options?: RawPageOptions): Promise<RawSessionStream> {
+    checkId(id)
+    await this.#ready_()
+    const path = this.#path(id)
+    try {
+      const stream = await openRawStream(this.#db, this.#c.schema, id, path, options)
+      const wrap = (err: unknown) => this.#wrap(err, `read session '${id}'`, id)
+      const pages = stream.eventPages
+      return {
+        id,
+        headerLine: stream.headerLine,
+        eventPages: {
+          async *[Symbol.asyncIterator]() {
+            try {
+              yield* pages
+            } catch (err) {
+              throw wrap(err)
+            }
+          },
+        },
+      }
+    } catch (err) {
+      throw this.#wrap(err, `read session '${id}'`, id)
+    }
+  }
+
+  async importRawStream(log: RawSessionStream): Promise<{ eventLines: number }> {
+    const id = log?.id
+    checkId(id)
+    const path = this.#path(id)
+    checkRawHeader(id, log.headerLine, path)
+    const s = this.#track(id, 'E_EXISTS')
+    try {
+      return await this.#run(s, async () => {
+        await this.#assertAbsent(s)
+        await this.#writer.ensureHeld(s)
+        try {
+          return await importRawStream(this.#db, this.#c.schema, log, { epoch: s.epoch!, host: this.#c.host }, path)
+        } catch (err) {
+          // An unanswered COMMIT: the session is ours exactly when its row carries our token.
+          if (!isConnectionError(err) || !(await this.#isOurs(id, s.epoch!, log.headerLine))) throw err
+          const row = await readSessionRow(this.#db, this.#c.schema, id)
+          return { eventLines: row?.length ?? 0 }
         }
       })
     } finally {

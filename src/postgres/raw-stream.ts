@@ -1,0 +1,110 @@
+import type { RawPageOptions, RawSessionStream } from '../persistence.js'
+import { SessionPersistenceError } from '../errors.js'
+import { changeChannel, changePayload } from './change-feed.js'
+import type { Db } from './db.js'
+import { checkRawHeader, checkRawLine } from './import-raw.js'
+import { notFound, parseEventLine, readHead, readSnapshot } from './read-session.js'
+
+const DEFAULT_PAGE_LINES = 1_000
+const DEFAULT_PAGE_BYTES = 4 * 1024 * 1024
+
+// One page: from seq $2 on, at most $4 lines (below the length $3) and at most $5 bytes of
+// them (but always the first: a longer line is a page of its own). The sizes are summed by the
+// server over at most $4 rows of the primary key; the lines past the limit are never sent.
+const PAGE = (s: string) => `
+  SELECT line FROM (
+    SELECT line, octet_length(line) AS size, sum(octet_length(line)) OVER (ORDER BY seq) AS upto
+      FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint
+     ORDER BY seq LIMIT $4
+  ) page
+   WHERE upto <= $5 OR upto = size`
+
+/**
+ * `openRawStream` (§15.5): the header read and checked now, in one snapshot with the length;
+ * the event lines then read page by page by the primary key, each page its own short query
+ * (no connection is held between pages), each line checked as `readRaw` checks it. The stream
+ * ends at the length read when it was opened.
+ */
+export async function openRawStream(db: Db, schema: string, id: string, path: string, options: RawPageOptions = {}): Promise<RawSessionStream> {
+  const pageLines = Math.max(1, options.pageLines ?? DEFAULT_PAGE_LINES)
+  const pageBytes = Math.max(1, options.pageBytes ?? DEFAULT_PAGE_BYTES)
+  const head = await readSnapshot(db, (client) => readHead(client, schema, id))
+  if (!head) throw notFound(id, path)
+  checkRawHeader(id, head.headerLine, path)
+  const { length } = head
+  async function* eventPages(): AsyncGenerator<readonly string[]> {
+    for (let next = 0; next < length; ) {
+      const { rows } = await db.query<{ line: string }>(PAGE(schema), [id, next, length, pageLines, pageBytes])
+      if (rows.length === 0) {
+        throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted while it was read`, { sessionId: id, path })
+      }
+      const page = rows.map((r, i) => {
+        parseEventLine(r.line, next + i, path, id)
+        return r.line
+      })
+      next += page.length
+      yield page
+    }
+  }
+  return { id, headerLine: head.headerLine, eventPages: eventPages() }
+}
+
+const INSERT_ROW = (s: string) => `
+  INSERT INTO "${s}".sessions
+    (session_id, header_line, created_at, length, size_bytes, writer_epoch, holder_host, holder_pid, holder_since)
+  VALUES ($1, $2, $3::bigint, 0, $4::bigint, $5::bigint, $6, $7::integer, now())
+  ON CONFLICT (session_id) DO NOTHING`
+
+const INSERT_PAGE = (s: string) => `
+  INSERT INTO "${s}".events (session_id, seq, line, kind)
+  SELECT $1, $2::bigint + u.ord - 1, u.line, u.kind
+    FROM ROWS FROM (unnest($3::text[]), unnest($4::smallint[])) WITH ORDINALITY AS u(line, kind, ord)`
+
+const FINISH = (s: string) => `
+  UPDATE "${s}".sessions SET length = $2::bigint, size_bytes = size_bytes + $3::bigint, updated_at = now() WHERE session_id = $1`
+
+/**
+ * `importRawStream` (§15.5): one transaction that creates the session's row, then inserts each
+ * page as it arrives (one page held at a time, each line checked as `importRaw` checks it), and
+ * sets the row's length at the end. Until COMMIT no reader sees any of it; any failure (a
+ * refused line, the source's rejection, the connection) rolls everything back. `E_EXISTS` when
+ * the id is stored already. Run under the session's lock, with its writer token.
+ */
+export async function importRawStream(
+  db: Db,
+  schema: string,
+  log: RawSessionStream,
+  holder: { epoch: string; host: string },
+  path: string,
+): Promise<{ eventLines: number }> {
+  const createdAt = checkRawHeader(log.id, log.headerLine, path)
+  return db.transaction(async (client) => {
+    const created = await client.query(INSERT_ROW(schema), [
+      log.id,
+      log.headerLine,
+      createdAt,
+      Buffer.byteLength(log.headerLine) + 1,
+      holder.epoch,
+      holder.host,
+      process.pid,
+    ])
+    if (created.rowCount !== 1) {
+      throw new SessionPersistenceError('E_EXISTS', `a log for session '${log.id}' already exists`, { sessionId: log.id, path })
+    }
+    let count = 0
+    let bytes = 0
+    for await (const page of log.eventPages) {
+      if (!Array.isArray(page)) {
+        throw new SessionPersistenceError('E_INVALID_EVENT', 'importRawStream expects pages of lines', { sessionId: log.id, path })
+      }
+      if (page.length === 0) continue
+      const kinds = page.map((line, i) => checkRawLine(line, count + i, log.id, path))
+      await client.query(INSERT_PAGE(schema), [log.id, count, page, `{${kinds.join(',')}}`])
+      count += page.length
+      for (const line of page as string[]) bytes += Buffer.byteLength(line) + 1
+    }
+    await client.query(FINISH(schema), [log.id, count, bytes])
+    await client.query('SELECT pg_notify($1, $2)', [changeChannel(schema), changePayload(log.id)]) // delivered at COMMIT
+    return { eventLines: count }
+  })
+}

@@ -1,0 +1,97 @@
+// Streamed raw transfer on PostgreSQL (§15.5): a session's exact lines handed out page by page
+// (bounded by lines and by bytes) and taken in page by page in one transaction, so `copy` of a
+// session of any size holds one page at a time; a failed or refused stream stores nothing.
+import { afterAll, describe, expect, test } from 'vitest'
+import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
+import { codeOf } from './helpers/codes.js'
+import { meta, turn } from './helpers/events.js'
+import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
+
+const url = pgUrl()
+const schemas = [freshSchema('rawsa'), freshSchema('rawsb')]
+const stores: PostgresSessionPersistence[] = []
+const open = (schema: string) => {
+  const store = createPostgresPersistence({ connectionString: url!, schema, poolSize: 4 })
+  stores.push(store)
+  return store
+}
+afterAll(async () => {
+  await Promise.all(stores.map((s) => s.end()))
+  if (url) await dropSchemas(url, schemas)
+})
+
+async function pagesOf(stream: { eventPages: AsyncIterable<readonly string[]> }): Promise<(readonly string[])[]> {
+  const pages: (readonly string[])[] = []
+  for await (const page of stream.eventPages) pages.push(page)
+  return pages
+}
+
+describe.skipIf(!url)('streamed raw transfer over PostgreSQL', () => {
+  test('the same lines as readRaw, page by page by lines and by bytes; imported into another store byte for byte', async () => {
+    const a = open(schemas[0]!)
+    const b = open(schemas[1]!)
+    await a.create(meta('paged', { cwd: '/p' }))
+    for (let t = 0; t < 5; t++) await a.append('paged', turn(t * 4, t + 1))
+    await a.append('paged', [{ seq: 20, type: 'tool/result', time: 1, data: { content: [{ type: 'text', text: 'y'.repeat(5_000) }] } }])
+    await a.close('paged')
+    const raw = await a.readRaw('paged')
+    const byLines = await pagesOf(await a.openRawStream('paged', { pageLines: 3 }))
+    expect(byLines.map((p) => p.length)).toEqual([3, 3, 3, 3, 3, 3, 3])
+    expect(byLines.flat()).toEqual(raw.eventLines)
+    // By bytes: no page above 400 bytes unless it is one line; the long line alone.
+    const byBytes = await pagesOf(await a.openRawStream('paged', { pageBytes: 400 }))
+    expect(byBytes.flat()).toEqual(raw.eventLines)
+    for (const page of byBytes) {
+      const bytes = page.reduce((n, l) => n + Buffer.byteLength(l), 0)
+      expect(page.length === 1 || bytes <= 400).toBe(true)
+    }
+    expect(byBytes.at(-1)).toEqual([raw.eventLines[20]])
+    const stream = await a.openRawStream('paged', { pageLines: 7 })
+    expect(stream.headerLine).toBe(raw.headerLine)
+    expect(await b.importRawStream(stream)).toEqual({ eventLines: 21 })
+    expect(await b.readRaw('paged')).toEqual(raw)
+    expect((await b.list())[0]?.sizeBytes).toBe((await a.list())[0]?.sizeBytes)
+    const loaded = await b.load('paged') // an ordinary session: it loads and appends
+    await b.append('paged', turn(loaded.events.length, 9))
+    await b.close('paged')
+    expect(await codeOf(b.importRawStream(await a.openRawStream('paged')))).toBe('E_EXISTS')
+    expect(await codeOf(a.openRawStream('missing'))).toBe('E_NOT_FOUND')
+  })
+
+  test('a source that fails in the middle, a line that breaks the envelope, a seq out of place: nothing is stored', async () => {
+    const b = open(schemas[1]!)
+    const raw = await b.readRaw('paged')
+    const header = (id: string) => raw.headerLine.replace('"id":"paged"', `"id":"${id}"`)
+    const failing = {
+      id: 'half',
+      headerLine: header('half'),
+      eventPages: (async function* () {
+        yield raw.eventLines.slice(0, 4)
+        throw new Error('source went away')
+      })(),
+    }
+    expect(await codeOf(b.importRawStream(failing))).not.toBe('resolved')
+    const refused = {
+      id: 'bad',
+      headerLine: header('bad'),
+      eventPages: (async function* () {
+        yield raw.eventLines.slice(0, 4)
+        yield ['{"seq":4,"time":1}']
+      })(),
+    }
+    expect(await codeOf(b.importRawStream(refused))).toBe('E_INVALID_EVENT')
+    const gap = {
+      id: 'gap',
+      headerLine: header('gap'),
+      eventPages: (async function* () {
+        yield raw.eventLines.slice(0, 4)
+        yield raw.eventLines.slice(5, 6)
+      })(),
+    }
+    expect(await codeOf(b.importRawStream(gap))).toBe('E_CORRUPT')
+    for (const id of ['half', 'bad', 'gap']) expect(await codeOf(b.inspect(id))).toBe('E_NOT_FOUND')
+    expect(await sql(url!, `SELECT 1 FROM "${schemas[1]}".events WHERE session_id IN ('half', 'bad', 'gap')`)).toEqual([])
+    // Each refusal released the id: it can be imported after all.
+    expect(await b.importRawStream({ id: 'half', headerLine: header('half'), eventPages: (async function* () { yield raw.eventLines.slice(0, 4) })() })).toEqual({ eventLines: 4 })
+  })
+})

@@ -112,6 +112,7 @@ export function anyLengthTests({ open }: ContractContext): void {
       await a.append('bad-from', turns(0, 1, 1))
       await a.close('bad-from')
       expect(await codeOf(a.load('bad-from', { from: 'middle' as never }))).toBe('E_CONFIG')
+      expect(await codeOf(a.load('bad-from', { from: null as never }))).toBe('E_CONFIG')
       const b = await open()
       expect((await b.load('bad-from')).events).toHaveLength(4)
       await b.close('bad-from')
@@ -244,7 +245,7 @@ export function anyLengthTests({ open }: ContractContext): void {
       expect((await a.list({ orderBy: 'lastWrite', limit: 2 })).map((l) => l.meta.id)).toEqual(['old', 'new'])
       expect(await a.list({ orderBy: 'lastWrite', limit: 0 })).toEqual([])
       expect((await a.list({ limit: 1 })).map((l) => l.meta.id)).toEqual(['mid'])
-      for (const bad of [{ orderBy: 'size' }, { limit: -1 }, { limit: 2.5 }, { limit: '3' }]) {
+      for (const bad of [{ orderBy: 'size' }, { orderBy: null }, { limit: -1 }, { limit: 2.5 }, { limit: '3' }, { limit: null }]) {
         expect(await codeOf(a.list(bad as never))).toBe('E_CONFIG')
       }
     })

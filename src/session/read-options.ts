@@ -53,14 +53,14 @@ export function parseWatchOptions(options: WatchOptions | undefined): { fromSeq:
 
 /** `from` of `load`: `E_CONFIG` for anything but `'start'` or `'last-compaction'`. */
 export function parseLoadFrom(options: Partial<LoadOptions>): 'start' | 'last-compaction' {
-  const from = options.from ?? 'start'
+  const from = options.from === undefined ? 'start' : options.from
   if (from !== 'start' && from !== 'last-compaction') refuse('load', `from must be 'start' or 'last-compaction', not ${JSON.stringify(from)}`)
   return from
 }
 
 /** `orderBy` and `limit` of `list` (§15.4): `E_CONFIG` for anything else. */
 export function parseListOrder(options: Partial<ListOptions>): { orderBy: 'createdAt' | 'lastWrite'; limit: number | undefined } {
-  const orderBy = options.orderBy ?? 'createdAt'
+  const orderBy = options.orderBy === undefined ? 'createdAt' : options.orderBy
   if (orderBy !== 'createdAt' && orderBy !== 'lastWrite') refuse('list', `orderBy must be 'createdAt' or 'lastWrite', not ${JSON.stringify(orderBy)}`)
   const { limit } = options
   if (limit !== undefined && !seq.safeParse(limit).success) refuse('list', `limit must be a non-negative integer, not ${JSON.stringify(limit)}`)

@@ -456,36 +456,32 @@ class JsonlPersistence implements JsonlSessionPersistence {
 
   async truncateAtDamage(id: string, options?: { dryRun?: boolean }): Promise<TruncateReport> {
     const { dryRun } = parseMaintenanceOptions(options, 'truncateAtDamage')
-    encodeSessionId(id)
-    const s = this.#track(id, 'E_SESSION_LIVE')
-    try {
-      return await this.#run(s, async () => {
-        await findOneLog(this.#ctx, id)
-        if (!dryRun) s.lock = await this.#locks.acquire(id)
-        const path = await findOneLog(this.#ctx, id)
-        const handle = await this.#ctx.fs.open(path, 'r')
-        try {
-          const cut = await findDamage(handle, path, id)
-          if (!cut) return { id, path }
-          const size = (await handle.stat()).size
-          const keptAt = keptAsideName(path)
-          const now = Date.now()
-          const plan = await truncatedBody(handle, path, id, cut, keptAt, now, size)
-          const report: TruncateReport = { id, path, cut, keptAt, keptEvents: plan.kept, closers: plan.closers, record: plan.record }
-          if (dryRun) return report
-          // The whole log first, beside it and durable; then the cut log replaces it.
-          await s.lock!.assertHeld()
-          await writeBeside(this.#ctx, path, copyBody(handle, size), keptAt)
-          await syncDir(this.#ctx, dirname(path))
-          await rewriteLog(this.#ctx, path, plan.body)
-          return report
-        } finally {
-          await handle.close()
-        }
-      })
-    } finally {
-      await this.close(id)
+    const cutAt = async (path: string) => {
+      const handle = await this.#ctx.fs.open(path, 'r')
+      try {
+        const cut = await findDamage(handle, path, id)
+        if (!cut) return { id, path }
+        const size = (await handle.stat()).size
+        const keptAt = keptAsideName(path)
+        const plan = await truncatedBody(handle, path, id, cut, keptAt, Date.now(), size)
+        const report: TruncateReport = { id, path, cut, keptAt, keptEvents: plan.kept, closers: plan.closers, record: plan.record }
+        if (dryRun) return report
+        // The whole log first, beside it and durable; then the cut log replaces it.
+        const lock = this.#sessions.get(id)!.lock!
+        await lock.assertHeld()
+        await writeBeside(this.#ctx, path, copyBody(handle, size), keptAt)
+        await syncDir(this.#ctx, dirname(path))
+        await rewriteLog(this.#ctx, path, plan.body, async () => await lock.assertHeld())
+        return report
+      } finally {
+        await handle.close()
+      }
     }
+    if (dryRun) {
+      encodeSessionId(id)
+      return cutAt(await findOneLog(this.#ctx, id))
+    }
+    return this.#underLock(id, cutAt)
   }
 
   /** The path and format version of a stored log, read without a lock. */
@@ -543,26 +539,17 @@ class JsonlPersistence implements JsonlSessionPersistence {
    * session is closed again (its lock released) whatever happens.
    */
   async #rewriting<T>(id: string, what: string, job: (opened: { path: string; loaded: LoadedSession; version: 0 | 1 }) => Promise<T>): Promise<T> {
-    encodeSessionId(id)
-    const s = this.#track(id, 'E_SESSION_LIVE')
-    try {
-      return await this.#run(s, async () => {
-        await findOneLog(this.#ctx, id)
-        s.lock = await this.#locks.acquire(id)
-        const path = await findOneLog(this.#ctx, id)
-        const lock = s.lock
-        const { writer, loaded, version } = await openLog(this.#ctx, id, path, { closeOpenTurn: true, beforeWrite: () => lock.assertHeld() })
-        await writer.close()
-        await lock.assertHeld()
-        try {
-          return await job({ path, loaded, version })
-        } catch (err) {
-          throw this.#wrap(err, `${what} session '${id}'`, s)
-        }
-      })
-    } finally {
-      await this.close(id)
-    }
+    return this.#underLock(id, async (path) => {
+      const lock = this.#sessions.get(id)!.lock!
+      const { writer, loaded, version } = await openLog(this.#ctx, id, path, { closeOpenTurn: true, beforeWrite: () => lock.assertHeld() })
+      await writer.close()
+      await lock.assertHeld()
+      try {
+        return await job({ path, loaded, version })
+      } catch (err) {
+        throw this.#wrap(err, `${what} session '${id}'`)
+      }
+    })
   }
 
   async closeAll(): Promise<void> {

@@ -6,7 +6,7 @@ import type { JsonValue, SessionEvent, SessionMeta } from '../../session/schema.
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { RepairReport, SessionPersistence } from '../../persistence.js'
 import { EventWriter } from './event-writer.js'
-import { lastTurnOf } from './last-turn.js'
+import { lastTurnOf } from '../../session/last-turn.js'
 import { toAiSdkMessages } from './to-messages.js'
 import { AiSdkTurn, type AiSdkTurnOptions } from './turn.js'
 

@@ -16,7 +16,7 @@ import {
   type TurnState,
 } from './encode-items.js'
 import { classifyItem, itemKey } from './item-kind.js'
-import { lastTurnOf } from './last-turn.js'
+import { lastTurnOf } from '../../session/last-turn.js'
 import { RecordedItems } from './recorded-items.js'
 import {
   type CompactOptions,

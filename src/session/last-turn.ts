@@ -1,6 +1,6 @@
-import { asObject } from '../../session/as-object.js'
-import type { SessionEvent } from '../../session/schema.js'
-import type { SessionPersistence } from '../../persistence.js'
+import { asObject } from './as-object.js'
+import type { SessionEvent } from './schema.js'
+import type { SessionPersistence } from '../persistence.js'
 
 /** Events read at a time when looking before a tail for the last turn number. */
 const PAGE = 64

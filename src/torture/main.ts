@@ -1,4 +1,4 @@
-// `npm run torture [-- --kills N --crash-workloads N --fuzz N --power-cuts N --disk-full N --two-process-images N --pg-kills N --quick --only NAME]`
+// `npm run torture [-- --kills N --crash-workloads N --fuzz N --fuzz-version 0|1 --power-cuts N --disk-full N --two-process-images N --pg-kills N --quick --only NAME]`
 // The long forms of the crash proofs (docs/reliability.md). Prints one line per proof and exits
 // non-zero if anything acknowledged was lost or anything unexpected was thrown.
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -21,6 +21,7 @@ const { values } = parseArgs({
     kills: { type: 'string' },
     'crash-workloads': { type: 'string' },
     fuzz: { type: 'string' },
+    'fuzz-version': { type: 'string', multiple: true },
     'power-cuts': { type: 'string' },
     'disk-full': { type: 'string' },
     'two-process-images': { type: 'string' },
@@ -82,11 +83,23 @@ if (want('two-process')) {
 }
 
 if (want('fuzz')) {
-  const t = Date.now()
-  const r = await runFuzz({ cases: n(values.fuzz, 100_000, 5_000), hugeLine: true })
-  line(`fuzzed logs: ${r.cases} mutants, each compared with what its own bytes say: ${r.repairedOrIntact} loaded as the original's prefix plus closers, ${r.refused} refused untouched, ${r.undetectable} loaded as valid lines the mutation changed (undetectable by format v0), ${r.failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s)`)
-  for (const f of r.failures.slice(0, 10)) line(`  ${f}`)
-  failed ||= r.failures.length > 0
+  // N mutants of each format version (version 1 first): --fuzz-version 1 for one of them.
+  const versions = (values['fuzz-version'] ?? ['1', '0']).map((v) => (v === '0' ? 0 : v === '1' ? 1 : Number.NaN))
+  for (const version of versions) {
+    if (version !== 0 && version !== 1) throw new Error(`--fuzz-version must be 0 or 1`)
+    const t = Date.now()
+    const r = await runFuzz({ cases: n(values.fuzz, 100_000, 5_000), hugeLine: true, version })
+    const changed =
+      version === 0
+        ? `${r.undetectable} loaded as valid lines the mutation changed (undetectable by format v0)`
+        : `${r.undetectable} loaded as another history (${r.undetectableAsV0} of them a log whose header was rewritten as a valid version-0 one)`
+    line(
+      `fuzzed version-${version} logs: ${r.cases} mutants, each compared with what its own bytes say: ${r.repairedOrIntact} loaded as the original's prefix plus closers, ` +
+        `${r.refused} refused untouched, ${changed}, ${r.failed} failures, ${r.silent} of them silent (${((Date.now() - t) / 1000).toFixed(0)} s)`,
+    )
+    for (const f of r.failures.slice(0, 10)) line(`  ${f}`)
+    failed ||= r.failed > 0 || (version === 1 && r.undetectable !== r.undetectableAsV0)
+  }
 }
 
 if (want('disk-full')) {

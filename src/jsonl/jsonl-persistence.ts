@@ -11,6 +11,7 @@ import { headerLine, metaFromHeader, validateMeta } from '../session/meta.js'
 import { openLog } from './open-log.js'
 import { logPath } from './paths.js'
 import { type PreparedBatch, prepareBatch } from '../session/prepare-batch.js'
+import { redactEvents } from '../session/redact.js'
 import { rawLogFromBytes, rawLogToBytes } from './raw-log.js'
 import { readRange } from './read-range.js'
 import { planRepair } from './repair-plan.js'
@@ -113,7 +114,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     // the serialization: nothing of this session is written between its start and this write.
     const early = s.lock && s.ops.idleNow && Array.isArray(events) && events.length > 0 ? s.lock.assertHeld() : undefined
     early?.catch(() => {}) // awaited in the job; never an unhandled rejection
-    const batch = prepareBatch(id, this.#redacted(id, events), s.version) // captured now: later mutation changes nothing
+    const batch = prepareBatch(id, redactEvents(id, events, this.#ctx.redact), s.version) // captured now: later mutation changes nothing
     if (batch.count === 0) return
     await s.ops.run(() => this.#appendNow(s, batch, early))
   }
@@ -240,27 +241,6 @@ class JsonlPersistence implements JsonlSessionPersistence {
     const { fromSeq, signal } = parseWatchOptions(options)
     encodeSessionId(id)
     return watchLoop(jsonlWatchSource(this.#ctx, id), fromSeq, signal)
-  }
-
-  /**
-   * The events as configured `redact` returns them (§16), checked to keep their seq; a redactor
-   * that throws or changes a seq refuses the batch (`E_INVALID_EVENT`), writing nothing.
-   */
-  #redacted(id: string, events: readonly SessionEvent[]): readonly SessionEvent[] {
-    const { redact } = this.#ctx
-    if (!redact || !Array.isArray(events)) return events
-    return events.map((event, i) => {
-      let out: SessionEvent
-      try {
-        out = redact(event)
-      } catch (err) {
-        throw new SessionPersistenceError('E_INVALID_EVENT', `redact threw for event ${i} of the batch: ${String(err)}`, { sessionId: id, cause: err })
-      }
-      if (out?.seq !== event?.seq) {
-        throw new SessionPersistenceError('E_INVALID_EVENT', `redact changed the seq of event ${i} of the batch`, { sessionId: id })
-      }
-      return out
-    })
   }
 
   /** The acknowledged length of a log this instance is writing (an append in flight is no torn tail). */

@@ -1,6 +1,7 @@
 // A connection cut while a batch commits: the append is retried on a new connection and the
 // outcome is resolved — stored exactly once either way, acknowledged, and the log goes on. An
 // append is the named statement spj_append_<hash of its text>: its name is in every message that runs it.
+import { sealLine } from '../src/session/line-codec.js'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
@@ -48,7 +49,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
     await store.append('answer-lost', workerEvents(14, 1, 'w'))
     expect(await seqsOf('answer-lost')).toHaveLength(15)
     const lines = (await storedLines(url!, schema, 'answer-lost')).map((l) => l.line)
-    expect(lines).toEqual(workerEvents(0, 15, 'w').map((e) => JSON.stringify(e)))
+    expect(lines).toEqual(workerEvents(0, 15, 'w').map((e) => sealLine(JSON.stringify(e), 1)))
   })
 
   test('the batch never reached the server: the retry writes it, once', async () => {
@@ -99,7 +100,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
       await short.append('gave-up', workerEvents(8, 1, 'w'))
       const lines = await storedLines(url!, schema, 'gave-up')
       expect(lines.map((l) => l.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8])
-      expect(lines[8]?.line).toBe(JSON.stringify(workerEvents(8, 1, 'w')[0]))
+      expect(lines[8]?.line).toBe(sealLine(JSON.stringify(workerEvents(8, 1, 'w')[0]), 1))
     } finally {
       await short.end()
     }
@@ -122,7 +123,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
       await late.query(
         `WITH claim AS (UPDATE "${schema}".sessions SET length = length + 3 WHERE session_id = $1 AND writer_epoch = $2::bigint AND length = 2 RETURNING session_id)
          INSERT INTO "${schema}".events (session_id, seq, line) SELECT claim.session_id, 2 + u.ord - 1, u.line FROM claim, unnest($3::text[]) WITH ORDINALITY AS u(line, ord)`,
-        ['late-commit', row!.epoch, batch.map((e) => JSON.stringify(e))],
+        ['late-commit', row!.epoch, batch.map((e) => sealLine(JSON.stringify(e), 1))],
       )
       const retry = codeOf(short.append('late-commit', batch))
       // The retry found it absent and now waits for the row: then the original commits.
@@ -162,7 +163,7 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
       for (const id of ['g1', 'g2', 'g3']) {
         await shared.append(id, workerEvents(5, 1, id))
         const lines = (await storedLines(url!, schema, id)).map((l) => l.line)
-        expect(lines).toEqual(workerEvents(0, 6, id).map((e) => JSON.stringify(e)))
+        expect(lines).toEqual(workerEvents(0, 6, id).map((e) => sealLine(JSON.stringify(e), 1)))
       }
     } finally {
       await shared.end()

@@ -1,6 +1,7 @@
 // A line of (almost) 64 MiB on PostgreSQL (§15.5): it appends (alone in its statement, never
 // grouped into a bigger one), loads, reads, tail-loads and is watched like any other; the line
 // stored is the JSONL line exactly. A bigger one is refused at append, nothing written.
+import { sealLine } from '../src/session/line-codec.js'
 import { afterAll, describe, expect, test } from 'vitest'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
 import type { SessionEvent } from '../src/session/schema.js'
@@ -41,7 +42,7 @@ describe.skipIf(!url)('a 64 MiB line over PostgreSQL', () => {
       await store.close('big')
 
       const stored = await sql<{ bytes: number }>(url!, `SELECT octet_length(line) AS bytes FROM "${schema}".events WHERE session_id = 'big' AND seq = 4`)
-      expect(stored[0]!.bytes).toBe(Buffer.byteLength(JSON.stringify(huge)))
+      expect(stored[0]!.bytes).toBe(Buffer.byteLength(sealLine(JSON.stringify(huge), 1)))
       expect((await sql(url!, `SELECT 1 FROM "${schema}".events WHERE session_id = 'big'`)).length).toBe(6)
 
       const loaded = await store.load('big', { closeOpenTurn: false })

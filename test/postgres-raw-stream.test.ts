@@ -1,6 +1,7 @@
 // Streamed raw transfer on PostgreSQL (§15.5): a session's exact lines handed out page by page
 // (bounded by lines and by bytes) and taken in page by page in one transaction, so `copy` of a
 // session of any size holds one page at a time; a failed or refused stream stores nothing.
+import { sealLine, unsealString } from '../src/session/line-codec.js'
 import { afterAll, describe, expect, test } from 'vitest'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
 import { codeOf } from './helpers/codes.js'
@@ -61,7 +62,8 @@ describe.skipIf(!url)('streamed raw transfer over PostgreSQL', () => {
   test('a source that fails in the middle, a line that breaks the envelope, a seq out of place: nothing is stored', async () => {
     const b = open(schemas[1]!)
     const raw = await b.readRaw('paged')
-    const header = (id: string) => raw.headerLine.replace('"id":"paged"', `"id":"${id}"`)
+    // The header of another id, sealed again (version 1: an edited line fails its checksum).
+    const header = (id: string) => sealLine(unsealString(raw.headerLine)!.replace('"id":"paged"', `"id":"${id}"`), 1)
     const failing = {
       id: 'half',
       headerLine: header('half'),
@@ -76,7 +78,7 @@ describe.skipIf(!url)('streamed raw transfer over PostgreSQL', () => {
       headerLine: header('bad'),
       eventPages: (async function* () {
         yield raw.eventLines.slice(0, 4)
-        yield ['{"seq":4,"time":1}']
+        yield [sealLine('{"seq":4,"time":1}', 1)] // its checksum is right: the envelope is what is wrong
       })(),
     }
     expect(await codeOf(b.importRawStream(refused))).toBe('E_INVALID_EVENT')

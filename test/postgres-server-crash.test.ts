@@ -1,5 +1,6 @@
 // Server crashes (`pg_ctl stop -m immediate`, restart) while writers append: every acknowledged
 // batch is stored, byte for byte, exactly once. 5 cycles here; SPJ_PG_CRASH_CYCLES=50 for the long form.
+import { sealLine } from '../src/session/line-codec.js'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { isSessionPersistenceError } from '../src/errors.js'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
@@ -72,7 +73,7 @@ describe.skipIf(!available)('server crash cycles while writers append (PostgreSQ
       const stored = await storedLines(server.url, 'crash', id)
       const n = acked.get(id)!
       expect(stored.map((l) => l.seq)).toEqual(Array.from({ length: n }, (_, i) => i))
-      expect(stored.map((l) => l.line)).toEqual(workerEvents(0, n, id).map((e) => JSON.stringify(e)))
+      expect(stored.map((l) => l.line)).toEqual(workerEvents(0, n, id).map((e) => sealLine(JSON.stringify(e), 1)))
     }
   })
 })

@@ -14,8 +14,8 @@ import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
 const url = pgUrl()
 const schema = freshSchema('tail')
 const stores: PostgresSessionPersistence[] = []
-const open = () => {
-  const store = createPostgresPersistence({ connectionString: url!, schema, poolSize: 4 })
+const open = (formatVersion?: 0 | 1) => {
+  const store = createPostgresPersistence({ connectionString: url!, schema, poolSize: 4, formatVersion })
   stores.push(store)
   return store
 }
@@ -211,7 +211,7 @@ describe.skipIf(!url)('load from the last compaction on PostgreSQL', () => {
   })
 
   test('rows written without a kind (an older release, plain SQL) get theirs from the trigger; the tail load sees them', async () => {
-    const a = open()
+    const a = open(0) // an older release writes version 0
     await a.create(meta('old-host'))
     const log = buildLog([{ kind: 'header' }, { kind: 'turn', calls: 0, answered: 0, chunks: 0, open: false }])
     await a.append('old-host', log)

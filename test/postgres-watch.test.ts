@@ -1,6 +1,7 @@
 // watch on PostgreSQL (§15.3): LISTEN/NOTIFY on one listening connection per store, a slow
 // safety poll for changes that send no notification. The safety poll is set to a minute in most
 // tests, so what arrives sooner than that arrived by a notification.
+import { sealLine } from '../src/session/line-codec.js'
 import { afterAll, describe, expect, test } from 'vitest'
 import pg from 'pg'
 import { changeChannel, changePayload } from '../src/postgres/change-feed.js'
@@ -178,7 +179,7 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     const stop = new AbortController()
     const w = collect(reader.watch('quiet-sql', { signal: stop.signal }))
     await w.until(4)
-    const line = JSON.stringify({ seq: 4, type: 'note', time: 5 })
+    const line = sealLine(JSON.stringify({ seq: 4, type: 'note', time: 5 }), 1) // the session is version 1
     await sql(url!, `INSERT INTO "${schema}".events (session_id, seq, line) VALUES ('quiet-sql', 4, $1); UPDATE "${schema}".sessions SET length = 5 WHERE session_id = 'quiet-sql'`.replace('$1', `'${line}'`))
     expect((await w.until(5, 3_000)).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4])
     stop.abort()

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os'
 import type pg from 'pg'
 import { z } from 'zod'
-import { describeZodError, type Logger } from '../session/schema.js'
+import { describeZodError, type Logger, type SessionEvent } from '../session/schema.js'
 import { SessionPersistenceError } from '../errors.js'
 
 /** Unquoted PostgreSQL identifiers only: the schema name is interpolated into SQL. */
@@ -53,6 +53,18 @@ export const PostgresConfigSchema = z
       .min(0)
       .default(30_000)
       .describe('How long a batch whose connection failed is retried before append rejects with E_IO.'),
+    formatVersion: z
+      .union([z.literal(0), z.literal(1)])
+      .default(1)
+      .describe(
+        'Format version of new sessions (§16), as the JSONL backend\'s: 1 (default: a checksum on every line) or 0 ' +
+          '(for a fleet whose readers are not all upgraded). A session keeps its version for life; a fork is written in its parent\'s.',
+      ),
+    /**
+     * Applied to each event before it is serialized (§16), so a secret never reaches the
+     * database: returns the event to store (same seq). Not applied to the closers a load writes.
+     */
+    redact: z.custom<(event: SessionEvent) => SessionEvent>((v) => typeof v === 'function', 'redact must be a function').optional(),
   })
   .strict()
   .refine((c) => (c.connectionString === undefined) !== (c.pool === undefined), {

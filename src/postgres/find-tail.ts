@@ -1,4 +1,5 @@
 import { TailStart } from '../session/tail-start.js'
+import type { FormatVersion } from '../session/line-codec.js'
 import type { SessionEvent } from '../session/schema.js'
 import type { Db } from './db.js'
 import { EVENT_KINDS, FIRST_HISTORY_KIND } from './event-kinds.js'
@@ -53,9 +54,17 @@ const HISTORY_PAGE = (s: string) => `SELECT ${history(s, '$1', '$2::bigint', '$3
  * force is not in their first page, further pages of compactions and rewinds. No line is read
  * but those: the last turn marker and the last `request/header` are known by their kind alone.
  * Everything is fed to the shared `TailStart` newest first, exactly as a backward scan of the
- * whole log would feed it. Run under the session's lock: the rows below the length stay as they are.
+ * whole log would feed it; each compaction and rewind read is checked as a load checks a line of
+ * the session's `version` (its checksum in version 1). Run under the session's lock: the rows below the length stay as they are.
  */
-export async function findTailStart(db: Db, schema: string, id: string, probes: TailProbes, path: string): Promise<number | undefined> {
+export async function findTailStart(
+  db: Db,
+  schema: string,
+  id: string,
+  probes: TailProbes,
+  path: string,
+  version: FormatVersion,
+): Promise<number | undefined> {
   // Only their type and seq matter to TailStart.
   const stubs: SessionEvent[] = []
   const stub = (seq: number | null, type: string) => {
@@ -76,7 +85,7 @@ export async function findTailStart(db: Db, schema: string, id: string, probes: 
       const space = entry.indexOf(' ')
       seq = Number(entry.slice(0, space))
       feedStubsAbove(seq)
-      finder.feed(parseEventLine(entry.slice(space + 1), seq, path, id))
+      finder.feed(parseEventLine(entry.slice(space + 1), seq, path, id, version))
       if (finder.compactionSeq !== undefined) break
     }
     if (finder.compactionSeq !== undefined || page.length < size) break

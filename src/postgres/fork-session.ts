@@ -93,7 +93,7 @@ export async function readForkPoint(db: Db, schema: string, parentId: string, se
   })
   if (!parent) throw notFound(parentId, path)
   const header = parseStoredHeader(parent.header_line, parentId, path)
-  const last = parent.last === null ? undefined : parseEventLine(parent.last, seedLength - 1, path, parentId)
+  const last = parent.last === null ? undefined : parseEventLine(parent.last, seedLength - 1, path, parentId, header.version)
   if (seedLength > parent.length || (seedLength > 0 && last?.type !== 'turn/end')) {
     throw new SessionPersistenceError(
       'E_BAD_FORK_POINT',

@@ -5,7 +5,10 @@ import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
 import { envelopeProblem } from '../session/envelope.js'
 import { kindOf } from './event-kinds.js'
-import { parseEventLine, parseStoredHeader } from './read-session.js'
+import type { FormatVersion } from '../session/line-codec.js'
+import type { SessionHeader } from '../session/schema.js'
+import { SessionPersistenceCorruptionError } from '../errors.js'
+import { lineText, parseEventLine, parseStoredHeader } from './read-session.js'
 
 /** Lines per INSERT: big logs go in several statements of one transaction. */
 const CHUNK = 5_000
@@ -28,8 +31,11 @@ function assertUnicode(line: string, what: string, id: string, path: string): vo
   }
 }
 
-/** Checks a raw header line as `load` reads it (its id must be `id`); returns the header's createdAt. */
-export function checkRawHeader(id: string, headerLine: unknown, path: string): number {
+/**
+ * Checks a raw header line as `load` reads it (its id must be `id`, a sealed header's checksum
+ * must match); returns the header: its createdAt, and the format version its event lines are in.
+ */
+export function checkRawHeader(id: string, headerLine: unknown, path: string): SessionHeader {
   if (typeof headerLine !== 'string') {
     throw new SessionPersistenceError('E_INVALID_EVENT', 'a raw log needs a header line', { sessionId: id, path })
   }
@@ -37,22 +43,27 @@ export function checkRawHeader(id: string, headerLine: unknown, path: string): n
     throw new SessionPersistenceError('E_CORRUPT', 'the header line holds a newline', { sessionId: id, path })
   }
   assertUnicode(headerLine, 'the header line', id, path)
-  return parseStoredHeader(headerLine, id, path).createdAt
+  return parseStoredHeader(headerLine, id, path)
 }
 
 /**
- * Checks raw event line `i` as `load` reads it (so nothing is stored that could not be loaded
- * back) and returns its kind (event-kinds.ts). A line that breaks the envelope is
- * `E_INVALID_EVENT`, as `append` refuses it; any other defect `E_CORRUPT`, as `load` reports it.
+ * Checks raw event line `i` of a log of `version` as `load` reads it (so nothing is stored that
+ * could not be loaded back; the line is stored as given, its checksum with it) and returns its
+ * kind (event-kinds.ts). A version-1 line whose checksum fails is `E_CORRUPT` (checked first, as
+ * the JSONL backend's import does); a line that breaks the envelope is `E_INVALID_EVENT`, as
+ * `append` refuses it; any other defect `E_CORRUPT`, as `load` reports it.
  */
-export function checkRawLine(line: unknown, i: number, id: string, path: string): number {
+export function checkRawLine(line: unknown, i: number, id: string, path: string, version: FormatVersion): number {
   if (typeof line !== 'string') {
     throw new SessionPersistenceError('E_INVALID_EVENT', `event line ${i} is not a string`, { sessionId: id, path })
   }
   assertUnicode(line, `event line ${i}`, id, path)
+  const decoded = lineText(line, version)
+  if ('reason' in decoded) throw new SessionPersistenceCorruptionError(i + 2, -1, `${decoded.reason} (seq ${i})`, { path, sessionId: id })
+  const { text } = decoded
   let parsed: unknown
   try {
-    parsed = JSON.parse(line)
+    parsed = JSON.parse(text)
   } catch {
     parsed = undefined // reported by parseEventLine below, as load reports it
   }
@@ -60,11 +71,12 @@ export function checkRawLine(line: unknown, i: number, id: string, path: string)
   if (envelope !== undefined) {
     throw new SessionPersistenceError('E_INVALID_EVENT', `event line ${i}: ${envelope}`, { sessionId: id, path })
   }
-  return kindOf(parseEventLine(line, i, path, id).type)
+  return kindOf(parseEventLine(text, i, path, id, 0).type) // its text, checked above
 }
 
 /**
- * Checks a raw log as `load` would read it (header id = `log.id`, valid lines, seqs from 0),
+ * Checks a raw log as `load` would read it (header id = `log.id`, valid lines of the header's
+ * format version, seqs from 0),
  * so nothing is stored that could not be loaded back. Returns the header's createdAt and the
  * kind of each line.
  */
@@ -72,8 +84,8 @@ export function checkRawLog(log: RawSessionLog, path: string): { createdAt: numb
   if (typeof log !== 'object' || log === null || typeof log.headerLine !== 'string' || !Array.isArray(log.eventLines)) {
     throw new SessionPersistenceError('E_INVALID_EVENT', 'importRaw expects { id, headerLine, eventLines }', { path })
   }
-  const createdAt = checkRawHeader(log.id, log.headerLine, path)
-  const kinds = log.eventLines.map((line, i) => checkRawLine(line, i, log.id, path))
+  const { createdAt, version } = checkRawHeader(log.id, log.headerLine, path)
+  const kinds = log.eventLines.map((line, i) => checkRawLine(line, i, log.id, path, version))
   return { createdAt, kinds }
 }
 

@@ -6,6 +6,7 @@ import { describeLocation } from '../session/location.js'
 import { alreadyTracked } from '../jsonl/tracked.js'
 import { defaultLogger } from '../session/logger.js'
 import { headerLine, metaFromHeader, validateMeta } from '../session/meta.js'
+import { redactEvents } from '../session/redact.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { SessionPersistenceError } from '../errors.js'
 import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
@@ -35,7 +36,7 @@ import { importRawStream, openRawStream } from './raw-stream.js'
 import { listSessions } from './list-sessions.js'
 import { LockConnection, lockClientOpener, sessionKey } from './lock-connection.js'
 import { migrate } from './migrate.js'
-import { notFound, readSnapshot, readStoredLog } from './read-session.js'
+import { notFound, parseStoredHeader, readSnapshot, readStoredLog } from './read-session.js'
 import { readRange } from './read-range.js'
 import { findTailStart, type TailProbes, tailProbes } from './find-tail.js'
 import { ChangeFeed } from './change-feed.js'
@@ -118,14 +119,16 @@ class PostgresPersistence implements PostgresSessionPersistence {
     await this.#run(s, async () => {
       await this.#assertAbsent(s)
       s.meta = valid
-      s.headerLine = headerLine(valid).slice(0, -1)
+      s.version = this.#c.formatVersion // a new session is written in the configured version (§16)
+      s.headerLine = headerLine(valid, s.version).slice(0, -1)
     })
   }
 
   async append(id: string, events: readonly SessionEvent[]): Promise<void> {
     const s = this.#sessions.get(id)
     if (!s || s.closing) throw notWritable(id)
-    const batch = serializeBatch(id, events) // captured now: later mutation changes nothing
+    // Redacted as configured, then serialized in the session's version: captured now, later mutation changes nothing.
+    const batch = serializeBatch(id, redactEvents(id, events, this.#c.redact), s.version)
     if (batch.count === 0) return
     await s.ops.run(() => {
       if (this.#sessions.get(id) !== s) throw notWritable(id)
@@ -149,16 +152,18 @@ class PostgresPersistence implements PostgresSessionPersistence {
       const probes = tail ? tailProbes(this.#c.schema) : undefined
       const head = await claimSession<Partial<TailProbes>>(this.#db, this.#c.schema, id, s.epoch!, this.#c.host, probes)
       if (!head) throw notFound(id, s.path)
+      // Its format version says how its lines are checked and how the closers are written (§16).
+      const { version } = parseStoredHeader(head.headerLine, id, s.path)
       // Under the lock: the rows below the length read by the claim stay as they are.
-      const firstSeq = tail ? ((await findTailStart(this.#db, this.#c.schema, id, head as TailProbes, s.path)) ?? 0) : 0
+      const firstSeq = tail ? ((await findTailStart(this.#db, this.#c.schema, id, head as TailProbes, s.path, version)) ?? 0) : 0
       const log = await this.#db.with((client) => readStoredLog(client, this.#c.schema, id, s.path, { head, fromSeq: firstSeq }))
       if (!log) throw notFound(id, s.path)
       const meta = metaFromHeader(log.header)
-      Object.assign(s, { meta, headerLine: head.headerLine, stored: true, nextSeq: head.length })
+      Object.assign(s, { meta, headerLine: head.headerLine, version, stored: true, nextSeq: head.length })
       // The tail holds the open turn's start: its closers are the full log's (seqs continue the tail).
       const closers = closeOpenTurn ? computeClosers(log.events, log.header.createdAt) : []
       if (closers.length > 0) {
-        const { count, text, bytes, kinds } = serializeBatch(id, closers)
+        const { count, text, bytes, kinds } = serializeBatch(id, closers, version)
         await this.#writer.write(s, { sessionId: id, epoch: s.epoch!, firstSeq: head.length, count, text, bytes, kinds })
       }
       const loaded: LoadedSession = { meta: { ...meta }, events: closers.length > 0 ? [...log.events, ...closers] : log.events, firstSeq }
@@ -241,7 +246,8 @@ class PostgresPersistence implements PostgresSessionPersistence {
       const header = await readForkPoint(this.#db, this.#c.schema, parentId, seedLength, this.#path(parentId))
       const meta = childMeta(parentId, header, child)
       await this.#assertAbsent(s)
-      Object.assign(s, { meta, headerLine: headerLine(meta).slice(0, -1), nextSeq: seedLength })
+      // A fork is written in its parent's version (§16).
+      Object.assign(s, { meta, version: header.version, headerLine: headerLine(meta, header.version).slice(0, -1), nextSeq: seedLength })
       if (seedLength === 0) return meta // nothing to write: the lock is taken at the first append
       await this.#writer.ensureHeld(s)
       const f: ForkWrite = { parentId, meta, headerLine: s.headerLine!, seedLength, epoch: s.epoch!, host: this.#c.host }

@@ -22,7 +22,8 @@ const PAGE = (s: string) => `
 /**
  * `openRawStream` (§15.5): the header read and checked now, in one snapshot with the length;
  * the event lines then read page by page by the primary key, each page its own short query
- * (no connection is held between pages), each line checked as `readRaw` checks it. The stream
+ * (no connection is held between pages), each line checked as `readRaw` checks it (in the
+ * header's format version; a version-1 line keeps its checksum: raw lines are the stored ones). The stream
  * ends at the length read when it was opened.
  */
 export async function openRawStream(db: Db, schema: string, id: string, path: string, options: RawPageOptions = {}): Promise<RawSessionStream> {
@@ -30,7 +31,7 @@ export async function openRawStream(db: Db, schema: string, id: string, path: st
   const pageBytes = Math.max(1, options.pageBytes ?? DEFAULT_PAGE_BYTES)
   const head = await readSnapshot(db, (client) => readHead(client, schema, id))
   if (!head) throw notFound(id, path)
-  checkRawHeader(id, head.headerLine, path)
+  const { version } = checkRawHeader(id, head.headerLine, path)
   const { length } = head
   async function* eventPages(): AsyncGenerator<readonly string[]> {
     for (let next = 0; next < length; ) {
@@ -39,7 +40,7 @@ export async function openRawStream(db: Db, schema: string, id: string, path: st
         throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted while it was read`, { sessionId: id, path })
       }
       const page = rows.map((r, i) => {
-        parseEventLine(r.line, next + i, path, id)
+        parseEventLine(r.line, next + i, path, id, version)
         return r.line
       })
       next += page.length
@@ -77,7 +78,7 @@ export async function importRawStream(
   holder: { epoch: string; host: string },
   path: string,
 ): Promise<{ eventLines: number }> {
-  const createdAt = checkRawHeader(log.id, log.headerLine, path)
+  const { createdAt, version } = checkRawHeader(log.id, log.headerLine, path)
   return db.transaction(async (client) => {
     const created = await client.query(INSERT_ROW(schema), [
       log.id,
@@ -98,7 +99,7 @@ export async function importRawStream(
         throw new SessionPersistenceError('E_INVALID_EVENT', 'importRawStream expects pages of lines', { sessionId: log.id, path })
       }
       if (page.length === 0) continue
-      const kinds = page.map((line, i) => checkRawLine(line, count + i, log.id, path))
+      const kinds = page.map((line, i) => checkRawLine(line, count + i, log.id, path, version))
       await client.query(INSERT_PAGE(schema), [log.id, count, page, `{${kinds.join(',')}}`])
       count += page.length
       for (const line of page as string[]) bytes += Buffer.byteLength(line) + 1

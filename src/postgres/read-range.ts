@@ -14,9 +14,10 @@ export async function readRange(db: Db, schema: string, id: string, range: Parse
   return readSnapshot(db, async (client) => {
     const head = await readHead(client, schema, id)
     if (!head) throw notFound(id, path)
-    const meta = metaFromHeader(parseStoredHeader(head.headerLine, id, path))
     const { from, to } = rangeBounds(range, head.length)
-    const { events } = await readEvents(client, schema, id, path, from, to)
+    const header = parseStoredHeader(head.headerLine, id, path)
+    const meta = metaFromHeader(header)
+    const { events } = await readEvents(client, schema, id, path, from, to, header.version)
     return { meta, events, firstSeq: from, length: head.length }
   })
 }

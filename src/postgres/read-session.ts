@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { envelopeProblem } from '../session/envelope.js'
 import { parseHeaderLine } from '../jsonl/scan-log.js'
+import { checksumReason, type FormatVersion, unsealString } from '../session/line-codec.js'
 import type { SessionEvent, SessionHeader } from '../session/schema.js'
 import { SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
 import type { Db } from './db.js'
@@ -23,23 +24,42 @@ export function parseStoredHeader(line: string, id: string | undefined, path: st
   return parseHeaderLine(buf, 0, buf.length, true, { path, sessionId: id })
 }
 
+/** `,"crc":"` + 8 lowercase hex digits + `"}` at the end: the checksum field is there (its value may be wrong). */
+const CRC_FIELD = /,"crc":"[0-9a-f]{8}"\}$/
+
 /**
- * Parses and checks stored event lines as the JSONL reader does. A database has no torn tail
- * (a transaction is all or nothing), so any defect is damage: `E_CORRUPT` naming the line.
+ * The JSON text of a stored line of `version` (§16): a version-1 line checked against its
+ * checksum and without it (events never carry `crc`), a version-0 line as it is; or the reason
+ * it is damage.
  */
-export function parseEventLine(line: string, index: number, path: string, id: string): SessionEvent {
+export function lineText(line: string, version: FormatVersion): { text: string } | { reason: string } {
+  if (version === 0) return { text: line }
+  const text = unsealString(line)
+  return text !== undefined ? { text } : { reason: checksumReason(CRC_FIELD.test(line) ? 'mismatch' : 'missing') }
+}
+
+/**
+ * Parses and checks a stored event line of `version` as the JSONL reader does (its checksum in
+ * version 1, JSON, envelope, seq). A database has no torn tail (a transaction is all or
+ * nothing), so any defect is damage: `E_CORRUPT` naming the line (and the seq it stands at).
+ */
+export function parseEventLine(line: string, index: number, path: string, id: string, version: FormatVersion): SessionEvent {
   let value: unknown
   let reason: string | undefined
   if (line.includes('\n')) reason = 'the line holds a newline'
   else {
-    try {
-      value = JSON.parse(line)
-      reason = envelopeProblem(value)
-      if (reason === undefined && (value as SessionEvent).seq !== index) {
-        reason = `seq ${(value as SessionEvent).seq} where ${index} was expected`
+    const decoded = lineText(line, version)
+    if ('reason' in decoded) reason = `${decoded.reason} (seq ${index})`
+    else {
+      try {
+        value = JSON.parse(decoded.text)
+        reason = envelopeProblem(value)
+        if (reason === undefined && (value as SessionEvent).seq !== index) {
+          reason = `seq ${(value as SessionEvent).seq} where ${index} was expected`
+        }
+      } catch (err) {
+        reason = `not JSON: ${(err as Error).message}`
       }
-    } catch (err) {
-      reason = `not JSON: ${(err as Error).message}`
     }
   }
   if (reason !== undefined) {
@@ -64,7 +84,8 @@ export async function readHead(client: pg.ClientBase, schema: string, id: string
 }
 
 /**
- * Reads a session's header and its events from `fromSeq` (default 0) to its stored length
+ * Reads a session's header and its events from `fromSeq` (default 0) to its stored length,
+ * each line checked in the header's format version
  * (`undefined` when it has no row). Run inside one snapshot (`readSnapshot`) or under the
  * session's lock: the rows below the length read first never change.
  */
@@ -78,13 +99,13 @@ export async function readStoredLog(
   const head = options.head ?? (await readHead(client, schema, id))
   if (!head) return undefined
   const header = parseStoredHeader(head.headerLine, id, path)
-  const { events, lines } = await readEvents(client, schema, id, path, options.fromSeq ?? 0, head.length, options)
+  const { events, lines } = await readEvents(client, schema, id, path, options.fromSeq ?? 0, head.length, header.version, options)
   return { header, headerLine: head.headerLine, events, lines }
 }
 
 /**
  * The events with `from <= seq < to`, through the primary key (an index range scan: nothing
- * before `from` is read), each checked as the JSONL reader checks a line. One query whose rows
+ * before `from` is read), each checked as the JSONL reader checks a line of `version`. One query whose rows
  * are parsed as they arrive and never accumulated: a 100k-event load holds its events, not also
  * every raw row (node-postgres streams rows to a 'row' listener).
  */
@@ -95,6 +116,7 @@ export async function readEvents(
   path: string,
   from: number,
   to: number,
+  version: FormatVersion,
   options: { keepLines?: boolean } = {},
 ): Promise<{ events: SessionEvent[]; lines: string[] | undefined }> {
   const events: SessionEvent[] = []
@@ -107,7 +129,7 @@ export async function readEvents(
       query.on('row', (row) => {
         if (failed !== undefined) return
         try {
-          events.push(parseEventLine(row[0], from + events.length, path, id))
+          events.push(parseEventLine(row[0], from + events.length, path, id, version))
           lines?.push(row[0])
         } catch (err) {
           failed = err

@@ -1,4 +1,5 @@
 import { encodeSessionId } from '../session/id-encoding.js'
+import type { FormatVersion } from '../session/line-codec.js'
 import { serializeEvents } from '../session/prepare-batch.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { SerialOps } from '../session/serial.js'
@@ -13,6 +14,8 @@ export interface Tracked {
   readonly ops: SerialOps
   meta: SessionMeta | undefined
   headerLine: string | undefined
+  /** The format version its lines are written in (§16): configured when created, its header's when loaded, its parent's when forked. */
+  version: FormatVersion
   nextSeq: number
   /** Our writer token once we hold the session (its advisory lock is ours). */
   epoch: string | undefined
@@ -33,6 +36,7 @@ export function newTracked(id: string, path: string): Tracked {
     ops: new SerialOps(),
     meta: undefined,
     headerLine: undefined,
+    version: 0,
     nextSeq: 0,
     epoch: undefined,
     stored: false,
@@ -46,11 +50,12 @@ export function newTracked(id: string, path: string): Tracked {
 export type SerializedBatch = Pick<Batch, 'firstSeq' | 'count' | 'text' | 'bytes' | 'kinds'>
 
 /**
- * Validates and serializes a batch as the JSONL backend does (the same lines, captured now).
- * JSON.stringify escapes every newline inside a value, so `\n` only ends lines.
+ * Validates and serializes a batch as the JSONL backend does (the same lines in `version`,
+ * sealed with their checksums in version 1, captured now). JSON.stringify escapes every newline
+ * inside a value, so `\n` only ends lines.
  */
-export function serializeBatch(id: string, events: readonly SessionEvent[]): SerializedBatch {
-  const { firstSeq, count, text } = serializeEvents(id, events)
+export function serializeBatch(id: string, events: readonly SessionEvent[], version: FormatVersion): SerializedBatch {
+  const { firstSeq, count, text } = serializeEvents(id, events, version)
   if (count === 0) return { firstSeq, count, text: '', bytes: 0, kinds: [] }
   // Checked by serializeEvents just now: every event has a string type.
   const kinds = events.map((e) => kindOf(e.type))

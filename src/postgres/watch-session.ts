@@ -2,12 +2,14 @@ import type { SessionEvent } from '../session/schema.js'
 import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
 import type { ChangeFeed } from './change-feed.js'
 import type { Db } from './db.js'
-import { parseEventLine } from './read-session.js'
+import { parseEventLine, parseStoredHeader } from './read-session.js'
 
 // The session's length and its next lines, in one statement (one snapshot): no row means no
-// session. The lines come from the primary key, from `next` on, at most a page at a time.
+// session. The lines come from the primary key, from `next` on, at most a page at a time. The
+// header line comes with the first row only (its format version says how to check the lines).
 const POLL = (s: string) => `
-  SELECT s.length::float8 AS length, e.seq::float8 AS seq, e.line
+  SELECT s.length::float8 AS length, e.seq::float8 AS seq, e.line,
+         CASE WHEN e.seq IS NOT DISTINCT FROM min(e.seq) OVER () THEN s.header_line END AS header_line
     FROM "${s}".sessions s
     LEFT JOIN LATERAL (
       SELECT seq, line FROM "${s}".events
@@ -48,12 +50,19 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
     async poll(next: number): Promise<WatchPoll> {
       await deps.ready()
       const { rows } = await deps.limit(() =>
-        deps.db.query<{ length: number; seq: number | null; line: string | null }>(POLL(deps.schema), [id, next, PAGE]),
+        deps.db.query<{ length: number; seq: number | null; line: string | null; header_line: string | null }>(POLL(deps.schema), [
+          id,
+          next,
+          PAGE,
+        ]),
       )
       if (rows.length === 0) return { kind: 'missing' }
       const events: SessionEvent[] = []
+      if (rows[0]!.seq === null) return { kind: 'events', events }
+      // Checked at every poll that reads lines (§16): its version says how to check them.
+      const { version } = parseStoredHeader(rows[0]!.header_line!, id, deps.path)
       for (const row of rows) {
-        if (row.seq !== null && row.line !== null) events.push(parseEventLine(row.line, row.seq, deps.path, id))
+        if (row.seq !== null && row.line !== null) events.push(parseEventLine(row.line, row.seq, deps.path, id, version))
       }
       return { kind: 'events', events }
     },

@@ -31,12 +31,16 @@ export function planRepair(
   scan: LogScan,
   context: { path: string; sessionId?: string; closeOpenTurn: boolean },
 ): RepairPlan {
-  const { defect } = scan
+  const { defect, damage } = scan
   if (defect && !defect.hasNul && scan.commitLine !== undefined && defect.line <= scan.commitLine) {
     throw new SessionPersistenceCorruptionError(defect.line, defect.byteOffset, defect.reason, {
       path: context.path,
       sessionId: context.sessionId,
     })
+  }
+  // Version 1: a line after the first defect that fails its checksum refuses the log (§16).
+  if (damage) {
+    throw new SessionPersistenceCorruptionError(damage.line, damage.byteOffset, damage.reason, { path: context.path, sessionId: context.sessionId })
   }
   const closers = context.closeOpenTurn ? computeClosers(scan.events, scan.header.createdAt) : []
   if (!defect && closers.length === 0) {

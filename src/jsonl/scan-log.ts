@@ -44,6 +44,12 @@ export interface LogScan {
   droppedLines: number
   /** Complete, parseable `turn/end` lines from the first defect on. */
   droppedTurnEnds: number
+  /**
+   * Version 1: the first complete line after the first defect that fails its checksum and holds
+   * no NUL byte (§16: damage wherever it lies). The log is refused: at the first defect when that
+   * one refuses it by itself (§6: the first defect decides), else here.
+   */
+  damage: Defect | undefined
 }
 
 function lineDefectReason(buf: Buffer, start: number, end: number, complete: boolean): string | undefined {
@@ -89,6 +95,9 @@ export function parseHeaderLine(
   const text = buf.toString('utf8', start, end)
   const parsed = parseJson(sealed ? unsealText(text) : text)
   if (!parsed.ok) throw corrupt(`the header is not JSON: ${parsed.message}`)
+  // A header that carries a crc field other than a valid seal is damaged (§16: checked whatever
+  // its version says): a misspelt checksum, or one inside it.
+  if ((parsed.value as { crc?: unknown } | null)?.crc !== undefined) throw corrupt(`${checksumReason('mismatch')} in the header`)
   const version = (parsed.value as { version?: unknown } | null)?.version
   if (typeof version === 'number' && version !== 0 && version !== 1) {
     throw new SessionFormatUnsupportedError(
@@ -156,6 +165,7 @@ export async function scanLog(
   let commitLine: number | undefined
   let droppedLines = 0
   let droppedTurnEnds = 0
+  let damage: Defect | undefined
 
   const size = await forEachLine(
     handle,
@@ -196,7 +206,11 @@ export async function scanLog(
         const check = checkLine(buf, start, end)
         if (check !== 'ok') {
           if (!hasNulByte(buf, start, end)) {
-            throw new SessionPersistenceCorruptionError(lineNo, offset, checksumReason(check), { path, sessionId: context.sessionId })
+            const reason = checksumReason(check)
+            // The first defect: refused here. After one, the first defect may refuse the log
+            // itself, at its own line: that is decided once the commit boundary is known.
+            if (defect === undefined) throw new SessionPersistenceCorruptionError(lineNo, offset, reason, { path, sessionId: context.sessionId })
+            damage ??= { line: lineNo, byteOffset: offset, reason, hasNul: false }
           }
         } else checked = true
       }
@@ -204,7 +218,7 @@ export async function scanLog(
         droppedLines++
         // Only JSON text (valid UTF-8) can be a commit boundary: decoding invalid bytes with
         // replacement characters would make a damaged turn/end look committed.
-        if (complete && start !== end && (!sealed || checked) && (decoded !== undefined || isUtf8(buf.subarray(start, end)))) {
+        if (complete && start !== end && (decoded !== undefined || isUtf8(buf.subarray(start, end)))) {
           const parsed = parseJson(decoded ?? buf.toString('utf8', start, end))
           if (parsed.ok && isTurnEnd(parsed.value)) {
             commitLine = lineNo
@@ -226,7 +240,8 @@ export async function scanLog(
             reason = `not JSON: ${parsed.message}`
           } else {
             value = parsed.value
-            reason = envelopeProblem(value)
+            // A sealed line carrying a `crc` of its own was not written by a writer (§16: reserved).
+            reason = sealed && (value as { crc?: unknown } | null)?.crc !== undefined ? 'a reserved crc field inside the line' : envelopeProblem(value)
             if (reason === undefined) {
               const expected = firstSeq + count
               const seq = (value as SessionEvent).seq
@@ -294,5 +309,6 @@ export async function scanLog(
     commitLine,
     droppedLines,
     droppedTurnEnds,
+    damage,
   }
 }

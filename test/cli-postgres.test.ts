@@ -111,6 +111,56 @@ describe.skipIf(!url)('session-jsonl over a postgres:// root', () => {
     }
   })
 
+  test('format versions 0 and 1 side by side (and a fork of each): copy JSONL → PostgreSQL → JSONL byte-identical, verify ok on PostgreSQL, a damaged row named', async () => {
+    const schema = freshSchema('cliv')
+    schemas.push(schema)
+    const pgRoot = `${url}?schema=${schema}`
+    const source = await tmpRoot()
+    const v0 = createJsonlPersistence({ root: source, formatVersion: 0 })
+    const v1 = createJsonlPersistence({ root: source })
+    await v0.create(meta('v0', { createdAt: 1_000 }))
+    await v0.append('v0', [...turn(0, 1), ...turn(4, 2)])
+    await v1.create(meta('v1', { createdAt: 2_000, note: 'ünï\u2028' }))
+    await v1.append('v1', [...turn(0, 1), { ...ev(4, 'vendor/x', { s: '"\\\u2029' }), extra: [1] }, ...turn(5, 2)])
+    await v0.closeAll()
+    await v1.fork('v0', { id: 'f0', seedLength: 4 })
+    await v1.append('f0', turn(4, 3))
+    await v0.fork('v1', { id: 'f1', seedLength: 4 })
+    await v0.append('f1', turn(4, 3))
+    await v0.closeAll()
+    await v1.closeAll()
+    const before = await files(source)
+    const texts = Object.values(before).map((b) => Buffer.from(b, 'base64').toString('utf8'))
+    expect(texts.filter((t) => t.includes('"crc"'))).toHaveLength(2) // v1 and f1 (its parent's version)
+
+    expect((await runCli(['--root', source, 'copy', '--all', '--to', pgRoot])).code).toBe(0)
+    // PostgreSQL holds the exact lines, each log in its own version.
+    const pg = createPostgresPersistence({ connectionString: url!, schema })
+    try {
+      for (const id of ['v0', 'v1', 'f0', 'f1']) {
+        const raw = await pg.readRaw(id)
+        const file = texts.find((t) => t.startsWith(raw.headerLine))!
+        expect([raw.headerLine, ...raw.eventLines].map((l) => `${l}\n`).join('')).toBe(file)
+      }
+    } finally {
+      await pg.end()
+    }
+    const verify = await runCli(['--root', pgRoot, 'verify', '--json'])
+    expect(verify.code).toBe(0)
+    expect(JSON.parse(verify.stdout).summary).toMatchObject({ logs: 4, ok: 4, corrupt: 0 })
+
+    const back = await tmpRoot()
+    expect((await runCli(['--root', pgRoot, 'copy', '--all', '--to', back])).code).toBe(0)
+    expect(await files(back)).toEqual(before)
+
+    // A row changed by hand: verify names it; version 0 has no way to tell.
+    await sql(url!, `UPDATE "${schema}".events SET line = replace(line, 'question 2', 'question 9') WHERE session_id IN ('v1', 'v0') AND seq = 6`)
+    const damaged = await runCli(['--root', pgRoot, 'verify', '--json'])
+    expect(damaged.code).not.toBe(0)
+    expect(JSON.parse(damaged.stdout).summary).toMatchObject({ logs: 4, ok: 3, corrupt: 1 })
+    expect(damaged.stdout).toContain('checksum mismatch')
+  })
+
   test('a bad schema name in the URL fails with one clear line', async () => {
     const r = await runCli(['--root', `${url}?schema=Not-Valid`, 'ls'])
     expect(r.code).not.toBe(0)

@@ -24,12 +24,30 @@ const CHUNK_BYTES = 1 << 20
 /** What an oversized line's visitor is shown of it. */
 const OVERSIZED_PREFIX = 64 * 1024
 
+// Chunks of finished reads, reused: a load of a small log would otherwise allocate (and the GC
+// reclaim) a whole chunk per call. Visitors never keep the bytes past their call.
+const spareChunks: Buffer[] = []
+
 /**
  * Reads `[from, to)` of a file as a stream of lines, never holding the file as one string or
- * one buffer (docs/contract.md §6, rule 5): memory is one chunk plus the longest line. Resolves with the offset
- * reading stopped at.
+ * one buffer (docs/contract.md §6, rule 5): memory is one chunk plus the longest line. Resolves
+ * with the offset reading stopped at. The chunk is a spare one when there is one.
  */
 export async function forEachLine(
+  handle: FileHandle,
+  visit: LineVisitor,
+  options: Parameters<typeof readLines>[2] = {},
+): Promise<number> {
+  const size = options.chunkBytes ?? CHUNK_BYTES
+  const chunk = (size === CHUNK_BYTES ? spareChunks.pop() : undefined) ?? Buffer.allocUnsafe(size)
+  try {
+    return await readLines(handle, visit, options, chunk)
+  } finally {
+    if (chunk.length === CHUNK_BYTES && spareChunks.length < 4) spareChunks.push(chunk)
+  }
+}
+
+async function readLines(
   handle: FileHandle,
   visit: LineVisitor,
   options: {
@@ -39,10 +57,10 @@ export async function forEachLine(
     decode?: boolean
     /** Awaited after the lines of each chunk were visited (a caller that writes what it saw, §16 migrate). */
     afterChunk?: () => Promise<void>
-  } = {},
+  },
+  chunk: Buffer,
 ): Promise<number> {
   const to = options.to ?? Number.POSITIVE_INFINITY
-  const chunk = Buffer.allocUnsafe(options.chunkBytes ?? CHUNK_BYTES)
   let pos = options.from ?? 0
   let lineOffset = pos
   let carry: Buffer[] = [] // pieces of a line that spans chunks

@@ -227,3 +227,33 @@ describe('repair --truncate-at-damage', () => {
     await holder.close('h')
   })
 })
+
+describe('the in-memory backend', () => {
+  test('takes redact too: what it stores is redacted; a redactor that is not a function is E_CONFIG', async () => {
+    const { createMemoryPersistence } = await import('../src/testing/index.js')
+    const p = createMemoryPersistence({ redact: (e) => JSON.parse(JSON.stringify(e).replaceAll('question', 'q')) as SessionEvent })
+    await p.create(meta('m'))
+    await p.append('m', turn(0, 1))
+    await p.close('m')
+    expect((await p.readRaw('m')).eventLines.join('\n')).not.toContain('question')
+    expect(() => createMemoryPersistence({ redact: 'x' as never })).toThrow(expect.objectContaining({ code: 'E_CONFIG' }))
+  })
+})
+
+test('repair --truncate-at-damage of a session whose id is as long as ids may be: the kept copy gets a name that fits', async () => {
+  const root = await tmpRoot()
+  const id = 'x'.repeat(238)
+  const p = createJsonlPersistence({ root })
+  await p.create(meta(id))
+  await p.append(id, [...turn(0, 1), ...turn(4, 2)])
+  await p.close(id)
+  const path = p.locate(meta(id)).path
+  const lines = (await readFile(path, 'utf8')).split('\n')
+  lines[2] = lines[2]!.replace('question 1', 'question 9')
+  await writeFile(path, lines.join('\n'))
+  const report = await p.truncateAtDamage(id)
+  expect(report.cut?.line).toBe(3)
+  expect(Buffer.byteLength(report.keptAt!)).toBeLessThanOrEqual(255)
+  expect(await readFile(join(dirname(path), report.keptAt!), 'utf8')).toBe(lines.join('\n'))
+  expect((await p.inspect(id)).events.at(-1)!.type).toBe('log/truncated')
+})

@@ -427,7 +427,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
       const matched = await this.#reading(id, path, (h, header, headerBytes, size) => countRedactions(h, header, headerBytes, size, pattern))
       if (matched.matches === 0) return { id, path, matches: 0, seqs: [], rewritten: false }
       const now = Date.now()
-      await this.#rewriteFrom(path, (h, header, headerBytes, size) => redactedBody(h, header, headerBytes, size, { pattern, replacement, count, now }))
+      await this.#rewriteFrom(id, path, (h, header, headerBytes, size) => redactedBody(h, header, headerBytes, size, { pattern, replacement, count, now }))
       const report: RedactReport = { id, path, matches: count.matches, seqs: count.seqs, rewritten: true }
       if (count.record) report.record = count.record
       return report
@@ -488,11 +488,13 @@ class JsonlPersistence implements JsonlSessionPersistence {
   }
 
   /** Replaces the log at `path` by the body built from its current lines (the caller holds the lock). */
-  async #rewriteFrom(path: string, build: (h: FileHandle, header: SessionHeader, headerBytes: number, size: number) => BodyWriter): Promise<void> {
+  async #rewriteFrom(id: string, path: string, build: (h: FileHandle, header: SessionHeader, headerBytes: number, size: number) => BodyWriter): Promise<void> {
     const handle = await this.#ctx.fs.open(path, 'r')
+    const lock = this.#sessions.get(id)!.lock!
     try {
       const { header, headerBytes } = await readHeaderLine(handle, path, undefined)
-      await rewriteLog(this.#ctx, path, build(handle, header, headerBytes, (await handle.stat()).size))
+      // A lock lost while the new log was written must replace nothing.
+      await rewriteLog(this.#ctx, path, build(handle, header, headerBytes, (await handle.stat()).size), async () => await lock.assertHeld())
     } finally {
       await handle.close()
     }

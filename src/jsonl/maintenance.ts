@@ -8,7 +8,8 @@ import { isEnvelopeKey } from '../session/envelope.js'
 import type { FileHandle } from './fs/file-system.js'
 import type { BodyWriter } from './materialize.js'
 import type { RepairReport } from '../persistence.js'
-import { uniqueToken } from './paths.js'
+import { LOG_SUFFIX, uniqueToken } from './paths.js'
+import { createHash } from 'node:crypto'
 import { forEachBlockForward } from './read-forward.js'
 import { planRepair } from './repair-plan.js'
 import { scanLog } from './scan-log.js'
@@ -196,9 +197,16 @@ export async function findDamage(handle: FileHandle, path: string, id: string): 
   }
 }
 
-/** The name the whole damaged log is kept under, beside it: a dot name, never listed nor loaded. */
+/**
+ * The name the whole damaged log is kept under, beside it: a dot name, never listed nor loaded.
+ * It holds the log's own name while that fits in a file name (255 bytes), else a hash of it, so
+ * no valid id can make it fail (§3.2); `log/truncated` records it either way.
+ */
 export function keptAsideName(path: string): string {
-  return `.damaged-${uniqueToken()}-${basename(path)}`
+  const name = basename(path)
+  const plain = `.damaged-${uniqueToken()}-${name}`
+  if (Buffer.byteLength(plain) <= 255) return plain
+  return `.damaged-${uniqueToken()}-${createHash('sha256').update(name).digest('hex').slice(0, 32)}${LOG_SUFFIX}`
 }
 
 /** Copies `[0, size)` of a file as a body (the damaged log kept aside whole). */

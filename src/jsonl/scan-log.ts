@@ -74,8 +74,9 @@ function isTurnEnd(value: unknown): boolean {
 }
 
 /**
- * Parses line 1 (docs/contract.md §6.1): a numeric `version` other than 0 is `E_FORMAT_UNSUPPORTED`, any
- * other invalid header `E_CORRUPT` at line 1, byte 0.
+ * Parses line 1 (docs/contract.md §6.1, §16): a checksum field is checked whatever the version
+ * says; a numeric `version` other than 0 or 1 is `E_FORMAT_UNSUPPORTED`; any other invalid
+ * header (a version-1 one without its checksum included) `E_CORRUPT` at line 1, byte 0.
  */
 export function parseHeaderLine(
   buf: Buffer,

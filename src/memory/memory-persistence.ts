@@ -10,6 +10,7 @@ import { bucketName, logFileName } from '../jsonl/paths.js'
 import { prepareBatch } from '../session/prepare-batch.js'
 import { DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, type FormatVersion, sealLine, unsealText } from '../session/line-codec.js'
 import { rawLogToBytes } from '../jsonl/raw-log.js'
+import { redactEvents } from '../session/redact.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { SessionFormatUnsupportedError, SessionPersistenceError } from '../errors.js'
 import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
@@ -62,6 +63,8 @@ export interface MemoryPersistenceOptions {
   name?: string
   /** The format version of new sessions (§16; default 1), as the JSONL backend's `formatVersion`. */
   formatVersion?: FormatVersion
+  /** Applied to each event before it is stored (§16), as the JSONL backend's `redact`. */
+  redact?: (event: SessionEvent) => SessionEvent
 }
 
 /**
@@ -79,7 +82,8 @@ export function createMemoryPersistence(options: MemoryPersistenceOptions = {}):
   }
   const formatVersion = options.formatVersion ?? DEFAULT_FORMAT_VERSION
   if (!FORMAT_VERSIONS.includes(formatVersion)) throw new SessionPersistenceError('E_CONFIG', `formatVersion must be 0 or 1, not ${JSON.stringify(formatVersion)}`)
-  return new MemoryPersistence(store ?? new MemoryStore(), options.name ?? 'memory', formatVersion)
+  if (options.redact !== undefined && typeof options.redact !== 'function') throw new SessionPersistenceError('E_CONFIG', 'redact must be a function')
+  return new MemoryPersistence(store ?? new MemoryStore(), options.name ?? 'memory', formatVersion, options.redact)
 }
 
 interface Open {
@@ -105,8 +109,10 @@ class MemoryPersistence implements SessionStore {
   readonly #open = new Map<string, Open>()
   readonly #token = {}
   readonly #formatVersion: FormatVersion
+  readonly #redact: ((event: SessionEvent) => SessionEvent) | undefined
 
-  constructor(store: MemoryStore, name: string, formatVersion: FormatVersion) {
+  constructor(store: MemoryStore, name: string, formatVersion: FormatVersion, redact: ((event: SessionEvent) => SessionEvent) | undefined) {
+    this.#redact = redact
     this.#store = store
     this.#name = name
     this.#formatVersion = formatVersion
@@ -134,7 +140,7 @@ class MemoryPersistence implements SessionStore {
     if (!s || s.closing) {
       throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' is not open for appends`, { sessionId: id })
     }
-    const batch = prepareBatch(id, events, s.version)
+    const batch = prepareBatch(id, redactEvents(id, events, this.#redact), s.version)
     if (batch.count === 0) return
     const lines = batch.bytes.toString('utf8').split('\n').slice(0, -1)
     await s.queue.add(async () => {

@@ -101,7 +101,8 @@ export const JsonlConfigSchema = JsonlJsonConfigSchema.extend({
   logger: LoggerSchema.optional(),
   /**
    * Applied to each event before it is serialized (§16), so a secret never reaches the disk:
-   * returns the event to store (same seq and type). Not applied to closers a repair writes.
+   * returns the event to store (same seq; a different one refuses the batch). Not applied to
+   * the closers a repair writes.
    */
   redact: z.custom<(event: SessionEvent) => SessionEvent>((v) => typeof v === 'function', 'redact must be a function').optional(),
   /** The file-system seam; tests inject the fault-injecting one. Default: Node's fs. */

@@ -1,4 +1,4 @@
-// `npm run bench:postgres [-- --quick]`: the PostgreSQL backend against its floors, on one
+// `npm run bench:postgres [-- --quick] [-- --append-only]`: the PostgreSQL backend against its floors, on one
 // throwaway PostgreSQL 15 (fsync on) started here, in one run. Every figure is a median over
 // >= 5 runs with contenders interleaved (the order rotates each run); min–max shown. The
 // concurrent sections run each contender once, untimed, before the runs they report. The server
@@ -17,6 +17,8 @@ if (process.argv[2] === '--load-child') {
 }
 
 const quick = process.argv.includes('--quick')
+// Only the batch-10 append section (the package in format versions 1 and 0 against its floors).
+const appendOnly = process.argv.includes('--append-only')
 const RUNS = quick ? 5 : 7
 const fmt = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(3))
 const results = []
@@ -33,6 +35,7 @@ const server = await startThrowawayPostgres()
 const url = server.url
 const dirs = []
 try {
+  body: {
   await serveWarm(url)
   const lines = (from, n) => events(from, n).map((e) => JSON.stringify(e))
 
@@ -43,6 +46,8 @@ try {
     await raw.connect()
     await raw.query(`CREATE TABLE raw_events (session_id text, seq bigint, line text, PRIMARY KEY (session_id, seq))`)
     const store = createPostgresPersistence({ connectionString: url, schema: 'bench_append', poolSize: 2 })
+    // The same append in format version 0 (§16): what version 1's checksum costs on this path.
+    const store0 = createPostgresPersistence({ connectionString: url, schema: 'bench_append0', poolSize: 2, formatVersion: 0 })
     const root = scratch('pg-jsonl')
     dirs.push(root)
     const jsonl = createJsonlPersistence({ root })
@@ -50,18 +55,21 @@ try {
     let session = 0
     // Interleaved per batch (the order rotating), so the disk's slow and fast moments fall on
     // every contender alike: one run is N batches of each, timed one by one.
-    const got = { package: [], raw: [], jsonl: [] }
+    const got = { package: [], package0: [], raw: [], jsonl: [] }
     for (let r = 0; r < RUNS; r++) {
-      const ids = { package: `a${session}`, raw: `r${session}`, jsonl: `j${session}` }
+      const ids = { package: `a${session}`, package0: `z${session}`, raw: `r${session}`, jsonl: `j${session}` }
       session++
       await store.create({ id: ids.package, createdAt: 1, delegationDepth: 0 })
       await store.append(ids.package, events(0, 10))
+      await store0.create({ id: ids.package0, createdAt: 1, delegationDepth: 0 })
+      await store0.append(ids.package0, events(0, 10))
       await jsonl.create({ id: ids.jsonl, createdAt: 1, delegationDepth: 0 })
       await jsonl.append(ids.jsonl, events(0, 10))
       const batches = Array.from({ length: N + 1 }, (_, i) => lines(i * 10, 10))
-      const spent = { package: 0, raw: 0, jsonl: 0 }
+      const spent = { package: 0, package0: 0, raw: 0, jsonl: 0 }
       const one = {
         package: (i) => store.append(ids.package, events(i * 10, 10)),
+        package0: (i) => store0.append(ids.package0, events(i * 10, 10)),
         raw: (i) =>
           raw.query(
             'INSERT INTO raw_events (session_id, seq, line) SELECT $1, $2::bigint + u.ord - 1, u.line FROM unnest($3::text[]) WITH ORDINALITY AS u(line, ord)',
@@ -78,16 +86,21 @@ try {
       }
       for (const k of Object.keys(spent)) got[k].push(spent[k] / N)
       await store.close(ids.package)
+      await store0.close(ids.package0)
       await jsonl.close(ids.jsonl)
     }
-    report('append batch 10: package', got.package, 'ms')
+    report('append batch 10: package (format version 1)', got.package, 'ms')
+    report('append batch 10: package, formatVersion 0', got.package0, 'ms')
+    report('append batch 10: package version 1 / version 0', got.package.map((p, i) => p / got.package0[i]), 'x', ['<=', 1.03])
     report('append batch 10: raw pg multi-row INSERT (floor)', got.raw, 'ms')
     report('append batch 10: JSONL backend', got.jsonl, 'ms')
     report('append batch 10: package / raw INSERT', got.package.map((p, i) => p / got.raw[i]), 'x', ['<=', 1.3])
     report('append batch 10: package / JSONL', got.package.map((p, i) => p / got.jsonl[i]), 'x')
     await store.end()
+    await store0.end()
     await raw.end()
   }
+  if (appendOnly) break body
 
   // --- concurrent sessions: events/s
   for (const sessions of [16, 64]) {
@@ -328,6 +341,7 @@ try {
     report(`list by last write, limit 50, of ${quick ? 2 : 10}k sessions`, got.limited, 'ms')
     report('list by last write limit 50 / full list', got.limited.map((x, i) => x / got.full[i]), 'x', ['<=', 0.25])
     await store.end()
+  }
   }
 } catch (err) {
   console.error(err)

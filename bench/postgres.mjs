@@ -1,4 +1,4 @@
-// `npm run bench:postgres [-- --quick] [-- --append-only]`: the PostgreSQL backend against its floors, on one
+// `npm run bench:postgres [-- --quick] [-- --append-only] [-- --runs=N]`: the PostgreSQL backend against its floors, on one
 // throwaway PostgreSQL 15 (fsync on) started here, in one run. Every figure is a median over
 // >= 5 runs with contenders interleaved (the order rotates each run); min–max shown. The
 // concurrent sections run each contender once, untimed, before the runs they report. The server
@@ -19,7 +19,8 @@ if (process.argv[2] === '--load-child') {
 const quick = process.argv.includes('--quick')
 // Only the batch-10 append section (the package in format versions 1 and 0 against its floors).
 const appendOnly = process.argv.includes('--append-only')
-const RUNS = quick ? 5 : 7
+// `--runs=N`: more runs for a small difference (the A/B of format versions) to stand out of the noise.
+const RUNS = Number(process.argv.find((a) => a.startsWith('--runs='))?.slice(7)) || (quick ? 5 : 7)
 const fmt = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(3))
 const results = []
 function report(name, values, unit, target) {
@@ -47,7 +48,14 @@ try {
     await raw.query(`CREATE TABLE raw_events (session_id text, seq bigint, line text, PRIMARY KEY (session_id, seq))`)
     const store = createPostgresPersistence({ connectionString: url, schema: 'bench_append', poolSize: 2 })
     // The same append in format version 0 (§16): what version 1's checksum costs on this path.
-    const store0 = createPostgresPersistence({ connectionString: url, schema: 'bench_append0', poolSize: 2, formatVersion: 0 })
+    // The two versions swap schemas (tables) from run to run: the schema a contender writes to
+    // weighs a few % on its own (measured: both stores in version 0, 1.02–1.05x apart).
+    const store1b = createPostgresPersistence({ connectionString: url, schema: 'bench_append0', poolSize: 2 })
+    const v1Stores = [store, store1b]
+    const v0Stores = [
+      createPostgresPersistence({ connectionString: url, schema: 'bench_append0', poolSize: 2, formatVersion: 0 }),
+      createPostgresPersistence({ connectionString: url, schema: 'bench_append', poolSize: 2, formatVersion: 0 }),
+    ]
     const root = scratch('pg-jsonl')
     dirs.push(root)
     const jsonl = createJsonlPersistence({ root })
@@ -59,8 +67,10 @@ try {
     for (let r = 0; r < RUNS; r++) {
       const ids = { package: `a${session}`, package0: `z${session}`, raw: `r${session}`, jsonl: `j${session}` }
       session++
-      await store.create({ id: ids.package, createdAt: 1, delegationDepth: 0 })
-      await store.append(ids.package, events(0, 10))
+      const s1 = v1Stores[r % 2]
+      const store0 = v0Stores[r % 2]
+      await s1.create({ id: ids.package, createdAt: 1, delegationDepth: 0 })
+      await s1.append(ids.package, events(0, 10))
       await store0.create({ id: ids.package0, createdAt: 1, delegationDepth: 0 })
       await store0.append(ids.package0, events(0, 10))
       await jsonl.create({ id: ids.jsonl, createdAt: 1, delegationDepth: 0 })
@@ -68,7 +78,7 @@ try {
       const batches = Array.from({ length: N + 1 }, (_, i) => lines(i * 10, 10))
       const spent = { package: 0, package0: 0, raw: 0, jsonl: 0 }
       const one = {
-        package: (i) => store.append(ids.package, events(i * 10, 10)),
+        package: (i) => s1.append(ids.package, events(i * 10, 10)),
         package0: (i) => store0.append(ids.package0, events(i * 10, 10)),
         raw: (i) =>
           raw.query(
@@ -85,7 +95,7 @@ try {
         }
       }
       for (const k of Object.keys(spent)) got[k].push(spent[k] / N)
-      await store.close(ids.package)
+      await s1.close(ids.package)
       await store0.close(ids.package0)
       await jsonl.close(ids.jsonl)
     }
@@ -96,8 +106,7 @@ try {
     report('append batch 10: JSONL backend', got.jsonl, 'ms')
     report('append batch 10: package / raw INSERT', got.package.map((p, i) => p / got.raw[i]), 'x', ['<=', 1.3])
     report('append batch 10: package / JSONL', got.package.map((p, i) => p / got.jsonl[i]), 'x')
-    await store.end()
-    await store0.end()
+    for (const st of [...v1Stores, ...v0Stores]) await st.end()
     await raw.end()
   }
   if (appendOnly) break body

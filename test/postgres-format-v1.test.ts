@@ -146,7 +146,7 @@ describe.skipIf(!url)('format version 1 on PostgreSQL', () => {
     expect((await rejection(r.read('hurt', { fromSeq: 5 }))).message).toContain('checksum mismatch')
     expect((await r.read('hurt', { fromSeq: 0, toSeq: 6 })).events).toEqual(log.slice(0, 6)) // the damage lies outside the range
     expect(await rejection(r.readRaw('hurt'))).toMatchObject({ code: 'E_CORRUPT', line: 8 })
-    const stream = await r.openRawStream('hurt', { pageLines: 2 })
+    const stream = await r.openRawStream!('hurt', { pageLines: 2 })
     const pages = (async () => {
       for await (const _ of stream.eventPages) void _
     })()
@@ -179,7 +179,7 @@ describe.skipIf(!url)('format version 1 on PostgreSQL', () => {
     expect(listed.map((l) => l.meta.id)).not.toContain('bad-head')
     expect(problems.filter((p) => p.path.endsWith('/bad-head')).map((p) => p.code)).toEqual(['E_CORRUPT'])
     expect(await codeOf(r.read('bad-head'))).toBe('E_CORRUPT')
-    expect(await codeOf(r.openRawStream('bad-head'))).toBe('E_CORRUPT')
+    expect(await codeOf(r.openRawStream!('bad-head'))).toBe('E_CORRUPT')
     // A version-1 line whose checksum field is gone.
     await w.create(meta('no-crc'))
     await w.append('no-crc', turn(0, 1))
@@ -222,7 +222,7 @@ describe.skipIf(!url)('format version 1 on PostgreSQL', () => {
     const unsealed = { ...bad, eventLines: raw0.eventLines } // version-0 lines under a version-1 header
     expect(await codeOf(w1.importRaw(unsealed))).toBe('E_CORRUPT')
     const streamed = await rejection(
-      w1.importRawStream({ id: 'raw-bad', headerLine: bad.headerLine, eventPages: (async function* () { yield flipped })() }),
+      w1.importRawStream!({ id: 'raw-bad', headerLine: bad.headerLine, eventPages: (async function* () { yield flipped })() }),
     )
     expect(streamed.code).toBe('E_CORRUPT')
     expect(await sql(url!, `SELECT 1 FROM "${schema}".sessions WHERE session_id = 'raw-bad'`)).toEqual([])

@@ -1,7 +1,7 @@
 import { SessionPersistenceError } from '../errors.js'
 import { envelopeProblem, isEnvelopeKey } from './envelope.js'
 import { isPlainJson, pathKey, plainJsonProblem } from './json-check.js'
-import { type FormatVersion, sealLine } from './line-codec.js'
+import { CRC_FIELD_BYTES, type FormatVersion, sealBatch, sealLine } from './line-codec.js'
 import type { SessionEvent } from './schema.js'
 
 /** The longest line an event may serialize to, without its `\n` (§15.5). */
@@ -20,12 +20,27 @@ export interface PreparedBatch {
  * (`E_SEQ_NOT_CONTIGUOUS`). Whether the first seq continues the log is checked at write time.
  */
 export function prepareBatch(sessionId: string, events: readonly SessionEvent[], version: FormatVersion = 0): PreparedBatch {
-  const { firstSeq, count, text } = serializeEvents(sessionId, events, version)
-  return { firstSeq, count, bytes: Buffer.from(text, 'utf8') }
+  // Version 1 seals the batch's bytes in one pass (a checksum over each line's bytes, no string a line).
+  const { firstSeq, count, text } = serializeLines(sessionId, events, version === 1 ? CRC_FIELD_BYTES : 0, (json) => json)
+  const plain = Buffer.from(text, 'utf8')
+  return { firstSeq, count, bytes: version === 1 ? sealBatch(plain, count) : plain }
 }
 
 /** What `prepareBatch` checks and writes, as text: each event's line followed by `\n`. */
 export function serializeEvents(sessionId: string, events: readonly SessionEvent[], version: FormatVersion = 0): { firstSeq: number; count: number; text: string } {
+  return serializeLines(sessionId, events, 0, (json) => sealLine(json, version))
+}
+
+/**
+ * Checks a batch and joins its lines, each `line(JSON.stringify(event))` and `\n`; the size
+ * limit counts `extra` bytes more a line (a checksum added afterwards).
+ */
+function serializeLines(
+  sessionId: string,
+  events: readonly SessionEvent[],
+  extra: number,
+  line: (json: string) => string,
+): { firstSeq: number; count: number; text: string } {
   if (!Array.isArray(events)) {
     throw new SessionPersistenceError('E_INVALID_EVENT', 'append expects an array of events', { sessionId })
   }
@@ -61,16 +76,16 @@ export function serializeEvents(sessionId: string, events: readonly SessionEvent
         { sessionId },
       )
     }
-    const line = sealLine(JSON.stringify(e), version)
+    const text1 = line(JSON.stringify(e))
     // A UTF-8 byte takes at most 3 bytes per UTF-16 unit: short lines skip the exact count.
-    if (line.length * 3 > MAX_LINE_BYTES && Buffer.byteLength(line) > MAX_LINE_BYTES) {
+    if ((text1.length + extra) * 3 > MAX_LINE_BYTES && Buffer.byteLength(text1) + extra > MAX_LINE_BYTES) {
       throw new SessionPersistenceError(
         'E_INVALID_EVENT',
-        `event '${e.type}' (seq ${e.seq}) serializes to ${Buffer.byteLength(line)} bytes; a line holds at most ${MAX_LINE_BYTES} (64 MiB)`,
+        `event '${e.type}' (seq ${e.seq}) serializes to ${Buffer.byteLength(text1) + extra} bytes; a line holds at most ${MAX_LINE_BYTES} (64 MiB)`,
         { sessionId },
       )
     }
-    text += `${line}\n`
+    text += `${text1}\n`
   }
   return { firstSeq, count: events.length, text }
 }

@@ -7,9 +7,13 @@ import { forEachLine } from './read-lines.js'
 import { parseEventLine, readHeaderLine } from './read-session.js'
 import { bisectSeq, type SeqPoint } from './seq-search.js'
 import type { StoreContext } from './store-context.js'
+import type { FileHandle } from './fs/file-system.js'
+import type { FormatVersion } from '../session/line-codec.js'
 
 /** How often a watcher looks even without a notification (a missed inotify event, a network file system). */
 export const SAFETY_POLL_MS = 1000
+/** A watcher reads what was appended since its last look: small reads (a longer line still comes whole). */
+const WATCH_CHUNK = 64 * 1024
 /** At most this many events a poll: a watcher from seq 0 of a huge log never holds all of it. */
 const POLL_EVENTS = 1000
 
@@ -21,7 +25,13 @@ const POLL_EVENTS = 1000
  */
 export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   let path: string | undefined
-  let ino: number | undefined
+  // The log as this watcher has it open: kept across wakes while its inode stays the log's.
+  let open: { handle: FileHandle; ino: number; version: FormatVersion; headerBytes: number } | undefined
+  const release = async () => {
+    const h = open?.handle
+    open = undefined
+    await h?.close().catch(() => {})
+  }
   let point: SeqPoint | undefined // where the next unread line starts, and its seq
   const watchers = new Map<string, { close(): void }>()
   let dirty = false
@@ -71,43 +81,58 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         unwatchAllBut(dirname(path))
         watchDir(dirname(path))
       }
-      let handle
+      // One stat a wake: the log's name (deleted, or another file under it) and its size. The
+      // descriptor and the header's length are kept while the file stays the same.
+      let st
       try {
-        const before = await ctx.fs.stat(path)
-        if (seen && before.ino === seen.ino && before.size === seen.size && before.mtimeMs === seen.mtimeMs && point?.seq === next) return { kind: 'events', events: [] }
-        handle = await ctx.fs.open(path, 'r')
+        st = await ctx.fs.stat(path)
       } catch (err) {
-        if ((err as { code?: unknown }).code === 'ENOENT') return { kind: 'missing' }
-        throw err
+        if ((err as { code?: unknown }).code !== 'ENOENT') throw err
+        await release()
+        return { kind: 'missing' }
       }
-      try {
-        const st = await handle.stat()
-        if (ino !== st.ino) point = undefined // another file under that name: start over by seq
-        ino = st.ino
-        const { header, headerBytes } = await readHeaderLine(handle, path, id)
-        if (point === undefined || point.seq !== next || point.offset > st.size) {
-          point = next === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, st.size, next)
+      if (seen && st.ino === seen.ino && st.size === seen.size && st.mtimeMs === seen.mtimeMs && point?.seq === next) return { kind: 'events', events: [] }
+      if (open && open.ino !== st.ino) await release()
+      if (!open) {
+        let handle
+        try {
+          handle = await ctx.fs.open(path, 'r')
+        } catch (err) {
+          if ((err as { code?: unknown }).code === 'ENOENT') return { kind: 'missing' }
+          throw err
         }
-        const events: SessionEvent[] = []
-        let at = point
-        await forEachLine(
-          handle,
-          (buf, start, end, offset, complete) => {
-            if (!complete) return false
-            const event = parseEventLine(buf.subarray(start, end), header.version)
-            if (!event || event.seq !== at.seq) return false
-            at = { offset: offset + end - start + 1, seq: event.seq + 1 }
-            if (event.seq >= next) events.push(event)
-            return events.length < POLL_EVENTS
-          },
-          { from: point.offset, to: st.size },
-        )
-        point = at
-        seen = events.length < POLL_EVENTS ? { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } : undefined
-        return { kind: 'events', events }
-      } finally {
-        await handle.close()
+        try {
+          const { header, headerBytes } = await readHeaderLine(handle, path, id)
+          // Opened after the stat: the inode the handle holds is the one to follow.
+          open = { handle, ino: (await handle.stat()).ino, version: header.version, headerBytes }
+          point = undefined // another file under that name (or the first look): start over by seq
+        } catch (err) {
+          await handle.close()
+          throw err
+        }
       }
+      const { handle, version, headerBytes } = open
+      const size = open.ino === st.ino ? st.size : (await handle.stat()).size
+      if (point === undefined || point.seq !== next || point.offset > size) {
+        point = next === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, size, next)
+      }
+      const events: SessionEvent[] = []
+      let at = point
+      await forEachLine(
+        handle,
+        (buf, start, end, offset, complete) => {
+          if (!complete) return false
+          const event = parseEventLine(buf.subarray(start, end), version)
+          if (!event || event.seq !== at.seq) return false
+          at = { offset: offset + end - start + 1, seq: event.seq + 1 }
+          if (event.seq >= next) events.push(event)
+          return events.length < POLL_EVENTS
+        },
+        { from: point.offset, to: size, chunkBytes: WATCH_CHUNK },
+      )
+      point = at
+      seen = events.length < POLL_EVENTS && open.ino === st.ino ? { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } : undefined
+      return { kind: 'events', events }
     },
     changed(signal: AbortSignal): Promise<void> {
       return new Promise<void>((resolve) => {
@@ -127,9 +152,10 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         signal.addEventListener('abort', done, { once: true })
       })
     },
-    close() {
+    async close() {
       for (const w of watchers.values()) w.close()
       watchers.clear()
+      await release()
     },
   }
 }

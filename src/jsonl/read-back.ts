@@ -16,13 +16,17 @@ export async function forEachBlockBackward(
   to: number,
   visit: (block: Buffer, offset: number) => boolean | void | Promise<boolean | void>,
   chunkBytes = BACK_CHUNK,
+  /** The first read's size, doubled at each read up to `chunkBytes`: what is near the end costs little. */
+  firstChunkBytes = chunkBytes,
 ): Promise<void> {
   let pos = to
+  let size = Math.min(firstChunkBytes, chunkBytes)
   let carry: Buffer[] = [] // later pieces of a line that begins before `pos`, in file order
   let carried = 0
   let torn = true // until the first `\n` from the end: bytes after it are a torn tail
   while (pos > from) {
-    const n = Math.min(chunkBytes, pos - from)
+    const n = Math.min(size, pos - from)
+    size = Math.min(size * 2, chunkBytes)
     const chunk = Buffer.allocUnsafe(n)
     let got = 0
     while (got < n) {

@@ -83,7 +83,7 @@ export async function readSessionRange(handle: FileHandle, id: string, path: str
   let length = last ? last.seq + 1 : 0
   const { from, to } = rangeBounds(range, length)
   if (from >= to) return { meta, events: [], firstSeq: from, length }
-  const start = from === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, last!.end, from)
+  const start = from === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, last!.end, from, last!.seq + 1)
   // A range that runs to the end reads to the end: what follows the last valid line is judged as
   // a load judges it (a torn tail left out, damage refused).
   const untilSeq = to < length ? { untilSeq: to } : {}

@@ -76,22 +76,37 @@ async function lineAfter(handle: FileHandle, pos: number, limit: number, lineSta
  * Bisects `[lo.offset, end)` on seq for `target` (§15.2): lines are in seq order, so about
  * log₂((end - lo) / PROBE_BYTES) small reads find a line start at most about WINDOW_BYTES before
  * the line holding `target` (or that line itself), never reading what lies before it. `lo` must be
- * a line whose seq is at most `target`. A damaged probe (no event line where one was expected)
- * only narrows the window from above, so the answer stays at or before the target.
+ * a line whose seq is at most `target`. When the seq at `end` is known (`endSeq`: the seq a line
+ * starting there has, or would have), the first probes are placed by interpolation — lines of
+ * one log are of similar sizes — a little before where the target should be, so a few reads
+ * usually do. A damaged probe (no event line where one was expected) only narrows the window
+ * from above, so the answer stays at or before the target.
  */
-export async function bisectSeq(handle: FileHandle, lo: SeqPoint, end: number, target: number): Promise<SeqPoint> {
+export async function bisectSeq(handle: FileHandle, lo: SeqPoint, end: number, target: number, endSeq?: number): Promise<SeqPoint> {
   let low = lo
   let high = end // a line start (or end of file) whose seq, if any, is above target
-  while (high - low.offset > WINDOW_BYTES) {
-    const mid = low.offset + Math.floor((high - low.offset) / 2)
+  let highSeq = endSeq
+  for (let step = 0; high - low.offset > WINDOW_BYTES; step++) {
+    let mid = low.offset + Math.floor((high - low.offset) / 2)
+    if (highSeq !== undefined && highSeq > low.seq && step < INTERPOLATED_PROBES) {
+      const at = low.offset + Math.floor(((target - low.seq) / (highSeq - low.seq)) * (high - low.offset)) - WINDOW_BYTES / 2
+      mid = Math.min(Math.max(at, low.offset + 1), high - 1)
+    }
     const found = await lineAfter(handle, mid, high, false)
     if (found === undefined || found.offset >= high) {
       high = mid
+      highSeq = undefined // what holds `mid` is not known: halve from here
       continue
     }
     if (found.seq === target) return { offset: found.offset, seq: found.seq }
     if (found.seq < target) low = { offset: found.offset, seq: found.seq }
-    else high = found.offset
+    else {
+      high = found.offset
+      highSeq = found.seq
+    }
   }
   return low
 }
+
+/** Probes placed by interpolation before falling back to halving. */
+const INTERPOLATED_PROBES = 4

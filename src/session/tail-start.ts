@@ -69,6 +69,11 @@ export class TailStart {
     }
   }
 
+  /** True once only the state of the last turn is unknown (older compactions and headers change nothing). */
+  get needsOnlyTurns(): boolean {
+    return this.#keep !== undefined && this.#header !== undefined
+  }
+
   /** True once nothing older can move `firstSeq`: the compaction, the header and the turn are all known. */
   get done(): boolean {
     return this.#keep !== undefined && this.#header !== undefined && this.#turnKnown

@@ -9,7 +9,7 @@ import { forEachBlockBackward } from './read-back.js'
 import { forEachLine } from './read-lines.js'
 import { planRepair } from './repair-plan.js'
 import { parseHeaderLine, scanLog } from './scan-log.js'
-import { bisectSeq } from './seq-search.js'
+import { bisectSeq, WINDOW_BYTES } from './seq-search.js'
 import { checkLine, type FormatVersion, unsealText } from '../session/line-codec.js'
 
 /** A header line longer than this is refused (a real header is a few hundred bytes). */
@@ -87,7 +87,10 @@ export async function readSessionRange(handle: FileHandle, id: string, path: str
   // A range that runs to the end reads to the end: what follows the last valid line is judged as
   // a load judges it (a torn tail left out, damage refused).
   const untilSeq = to < length ? { untilSeq: to } : {}
-  const scan = await scanLog(handle, { path, sessionId: id, to: size, start: { ...start, header, headerBytes }, ...untilSeq })
+  // Reads of about what the range holds (from the log's mean line), not a whole 1 MiB chunk.
+  const mean = last ? (last.end - headerBytes) / length : 0
+  const chunkBytes = Math.min(1 << 20, Math.max(64 * 1024, 2 ** Math.ceil(Math.log2(mean * (to - start.seq) + WINDOW_BYTES + 1))))
+  const scan = await scanLog(handle, { path, sessionId: id, to: size, start: { ...start, header, headerBytes }, ...untilSeq, chunkBytes })
   planRepair(scan, { path, sessionId: id, closeOpenTurn: false }) // committed damage in the range: E_CORRUPT
   // A defect the backward look did not see (zeroed blocks before valid lines) ends the log there.
   if (scan.defect) length = Math.min(length, start.seq + scan.events.length)

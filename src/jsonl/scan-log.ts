@@ -143,6 +143,8 @@ export async function scanLog(
     onEventLine?: (buf: Buffer, start: number, end: number) => void
     /** Awaited after each chunk's lines (see forEachLine). */
     afterChunk?: () => Promise<void>
+    /** Bytes a read (default 1 MiB): a range read asks for about what its range holds. */
+    chunkBytes?: number
   },
 ): Promise<LogScan> {
   const { path, start, untilSeq } = context
@@ -288,6 +290,7 @@ export async function scanLog(
       ...(context.to === undefined ? {} : { to: context.to }),
       ...(start ? { from: start.offset } : {}),
       ...(context.afterChunk ? { afterChunk: context.afterChunk } : {}),
+      ...(context.chunkBytes ? { chunkBytes: context.chunkBytes } : {}),
     },
   )
   if (headerError) throw headerError

@@ -39,8 +39,9 @@ describe.skipIf(!url)('read over PostgreSQL', () => {
     await fc.assert(
       fc.asyncProperty(range, async (r) => {
         const got = await a.read('pages', r)
-        const from = 'last' in r ? Math.max(0, 300 - r.last) : Math.min(r.fromSeq ?? 0, Math.min(r.toSeq ?? 300, 300))
-        const to = 'last' in r ? 300 : Math.min(r.toSeq ?? 300, 300)
+        const seqs = r as { fromSeq?: number; toSeq?: number }
+        const from = 'last' in r ? Math.max(0, 300 - r.last) : Math.min(seqs.fromSeq ?? 0, Math.min(seqs.toSeq ?? 300, 300))
+        const to = 'last' in r ? 300 : Math.min(seqs.toSeq ?? 300, 300)
         expect(got.length).toBe(300)
         expect(got.firstSeq).toBe(from)
         expect(got.events).toEqual(full.events.slice(from, to))

@@ -154,7 +154,7 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     const repairer = open()
     const reader = open()
     await writer.create(meta('crashed'))
-    const open1 = [
+    const open1: SessionEvent[] = [
       { seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } },
       { seq: 1, type: 'assistant/message', time: 2, data: { turn: 1, step: 0, content: [{ type: 'tool-call', callId: 'c1', name: 'sh', arguments: {} }] } },
     ]

@@ -146,6 +146,8 @@ describe('claimTakeover', () => {
     dsyncWrites: false,
     logger: { warn() {} },
     knownDirs: new Set(),
+    formatVersion: 1,
+    redact: undefined,
   })
   const record = (token: string, who: Who = elsewhere) => ({ ...who, since: Date.now(), staleLockMs: STALE, token })
   const stale = { owner: record('stalelock'), ino: 7, mtimeMs: 0 }
@@ -176,7 +178,7 @@ describe('claimTakeover', () => {
 
 test('a stalled claim, released late, leaves alone a marker another instance has claimed under the same name since', async () => {
   const disk = createCrashFileSystem()
-  const c: StoreContext = { fs: disk, root: '/r', sync: 'data', dsyncWrites: false, logger: { warn() {} }, knownDirs: new Set() }
+  const c: StoreContext = { fs: disk, root: '/r', sync: 'data', dsyncWrites: false, logger: { warn() {} }, knownDirs: new Set(), formatVersion: 1, redact: undefined }
   const rec = (token: string) => ({ ...elsewhere, since: Date.now(), staleLockMs: STALE, token })
   const stale = { owner: rec('stalelock'), ino: 7, mtimeMs: 0 }
   const slow = await claimTakeover(c, { dir: '/r/.locks', stale, maker: rec('slow'), isStale: async () => false })

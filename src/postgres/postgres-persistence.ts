@@ -25,6 +25,7 @@ import type {
   ReadRange,
   SessionRange,
   WatchOptions,
+  RawLogStreaming,
 } from '../persistence.js'
 import { parseListOrder, parseLoadFrom, parseReadRange, parseWatchOptions } from '../session/read-options.js'
 import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
@@ -47,7 +48,7 @@ import { claimSession, lockedBy, readSessionRow } from './session-row.js'
 import { SessionWriter } from './session-writer.js'
 
 /** The PostgreSQL backend: the seam plus fork, closeAll, raw transfer, and `end()`. */
-export interface PostgresSessionPersistence extends SessionStore {
+export interface PostgresSessionPersistence extends Omit<SessionStore, keyof RawLogStreaming>, RawLogStreaming {
   readonly schema: string
   locate(meta: SessionMeta): PostgresLocation
   /** Closes every session, then what the backend opened (its pool, its lock connection). Idempotent. */

@@ -10,6 +10,7 @@ import pg from 'pg'
 import { startThrowawayPostgres } from './postgres-server.js'
 import { seededRandom } from './random.js'
 import { workerEvents } from './postgres-worker.js'
+import { sealLine } from '../session/line-codec.js'
 
 export interface PostgresKillReport {
   kills: number
@@ -147,7 +148,7 @@ export async function runPostgresKillTorture(options: {
       )
       const want = acked.get(id)!
       if (rows.length < want) failures.push(`${id}: ${want} events acknowledged, ${rows.length} stored`)
-      const expected = workerEvents(0, rows.length, 'torture').map((e) => JSON.stringify(e))
+      const expected = workerEvents(0, rows.length, 'torture').map((e) => sealLine(JSON.stringify(e), 1)) // the workers write version 1, the default
       rows.forEach((r, i) => {
         if (Number(r.seq) !== i) failures.push(`${id}: seq ${r.seq} at position ${i}`)
         else if (r.line !== expected[i]) failures.push(`${id}: line ${i} differs from what was appended`)

@@ -137,7 +137,7 @@ class Store implements ClaudeSessionStore {
     const out: Array<{ sessionId: string; mtime: number }> = []
     for (const listing of await this.#o.persistence.list()) {
       const k = storedKeyOf(listing.meta)
-      if (k?.projectKey === project && k.subpath === undefined) out.push({ sessionId: k.sessionId, mtime: Math.floor(listing.mtimeMs) })
+      if (k?.projectKey === project && k.subpath === undefined) out.push({ sessionId: k.sessionId, mtime: Math.round(listing.mtimeMs) })
     }
     return out
   }

@@ -9,10 +9,12 @@ import { tmpRoot } from './helpers/tmp-root.js'
 const FIXTURE = new URL('./fixtures/appender.mjs', import.meta.url).pathname
 const eventAt = (n: number): SessionEvent => ({ seq: n, type: 'x/tick', time: 1000 + n, data: { n, pad: 'p'.repeat(n % 97) } })
 
-function appender(root: string, id: string, args: string[]): { child: ChildProcess; stage: () => Promise<Record<string, unknown>> } {
+function appender(root: string, id: string, args: string[]): { child: ChildProcess; stage: () => Promise<Record<string, unknown>>; exited: Promise<unknown> } {
   const child = spawn(process.execPath, [FIXTURE, root, id, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+  // Listened for from the start: a child that has already exited emits nothing later.
+  const exited = new Promise((resolve) => child.once('exit', resolve))
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]()
-  return { child, stage: async () => JSON.parse((await lines.next()).value as string) as Record<string, unknown> }
+  return { child, stage: async () => JSON.parse((await lines.next()).value as string) as Record<string, unknown>, exited }
 }
 
 /** Collects a watch into an array as it goes; `ended` settles when the iteration ends. */
@@ -42,7 +44,7 @@ test('two watchers, one from 0 and one from the middle, each see every event of 
   // started before the session exists: the first watcher gets all of it
   const fromStart = follow(watcher.watch('w', { signal: stop.signal }))
   const fromMiddle = follow(watcher.watch('w', { fromSeq: 500, signal: stop.signal }))
-  const { child, stage } = appender(root, 'w', ['100', '10', '3'])
+  const { stage, exited } = appender(root, 'w', ['100', '10', '3'])
   expect(await stage()).toEqual({ stage: 'first-batch' })
   expect(await stage()).toEqual({ stage: 'done', length: 1000 })
   await until(() => fromStart.seen.length >= 1000 && fromMiddle.seen.length >= 500, 'both watchers')
@@ -51,12 +53,12 @@ test('two watchers, one from 0 and one from the middle, each see every event of 
   stop.abort()
   expect(await within(fromStart.ended)).toBe('ended')
   expect(await within(fromMiddle.ended)).toBe('ended')
-  await new Promise((r) => child.once('exit', r))
+  await exited
 }, 60_000)
 
 test('a writer killed mid-turn, a torn line, then a repair: watchers skip the torn line and go on with the closers; delete ends them', async () => {
   const root = await tmpRoot()
-  const { child, stage } = appender(root, 'k', ['5', '10', '0', 'open-turn'])
+  const { child, stage, exited } = appender(root, 'k', ['5', '10', '0', 'open-turn'])
   expect(await stage()).toEqual({ stage: 'first-batch' })
   expect(await stage()).toEqual({ stage: 'open', next: 52 })
   const watcher = createJsonlPersistence({ root })
@@ -64,7 +66,7 @@ test('a writer killed mid-turn, a torn line, then a repair: watchers skip the to
   const b = follow(watcher.watch('k', { fromSeq: 49 }))
   await until(() => a.seen.length >= 52 && b.seen.length >= 3, 'the open turn')
   child.kill('SIGKILL')
-  await new Promise((r) => child.once('exit', r))
+  await exited
   // what a kill in the middle of a write leaves: a line without its newline
   const path = watcher.locate({ id: 'k', createdAt: 1000, delegationDepth: 0 }).path
   await appendFile(path, '{"seq":52,"type":"assistant/chunk","time":1,"data":{"chunk":"par')

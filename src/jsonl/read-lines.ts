@@ -57,6 +57,8 @@ async function readLines(
     decode?: boolean
     /** Awaited after the lines of each chunk were visited (a caller that writes what it saw, §16 migrate). */
     afterChunk?: () => Promise<void>
+    /** Stop after a read that returned less than asked (the end of a regular file): no read of 0 bytes to learn it. */
+    stopAtShortRead?: boolean
   },
   chunk: Buffer,
 ): Promise<number> {
@@ -145,6 +147,7 @@ async function readLines(
     }
     if (options.afterChunk) await options.afterChunk()
     pos += n
+    if (options.stopAtShortRead && n < want) break
   }
   if (oversized) {
     visit(oversized.prefix, 0, oversized.prefix.length, lineOffset, false, undefined, oversized.length)

@@ -40,8 +40,10 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   // Every change in the watched directories wakes the watcher: inotify names a write by the name
   // the writer opened the file as, which for a log published by link() is its temporary name.
   // A wake that changed nothing costs one stat (below).
+  let notified = false // a notification came since the last poll (not only the safety timer)
   const notify = () => {
     dirty = true
+    notified = true
     wake?.()
   }
   const watchDir = (dir: string) => {
@@ -70,6 +72,26 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
     }
   }
 
+  /** The complete valid lines from `from` (up to `to`, or to where a read comes back short), advancing `point`. */
+  async function readFrom(handle: FileHandle, version: FormatVersion, from: SeqPoint, next: number, to: number): Promise<SessionEvent[]> {
+    const events: SessionEvent[] = []
+    let at = from
+    await forEachLine(
+      handle,
+      (buf, start, end, offset, complete) => {
+        if (!complete) return false
+        const event = parseEventLine(buf.subarray(start, end), version)
+        if (!event || event.seq !== at.seq) return false
+        at = { offset: offset + end - start + 1, seq: event.seq + 1 }
+        if (event.seq >= next) events.push(event)
+        return events.length < POLL_EVENTS
+      },
+      { from: from.offset, to, chunkBytes: WATCH_CHUNK, stopAtShortRead: true },
+    )
+    point = at
+    return events
+  }
+
   return {
     async poll(next: number): Promise<WatchPoll> {
       if (path === undefined) {
@@ -80,6 +102,16 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         if (path === undefined) return { kind: 'missing' }
         unwatchAllBut(dirname(path))
         watchDir(dirname(path))
+      }
+      const byNotification = notified
+      notified = false
+      // A notification with the log open where it was left: one read from there, nothing else.
+      // Whether the name still holds that file (deleted, or replaced by a rewrite) is looked at
+      // by the safety poll's stat, at most SAFETY_POLL_MS later.
+      if (byNotification && open && point?.seq === next) {
+        const events = await readFrom(open.handle, open.version, point, next, Number.POSITIVE_INFINITY)
+        if (events.length > 0) seen = undefined
+        return { kind: 'events', events }
       }
       // One stat a wake: the log's name (deleted, or another file under it) and its size. The
       // descriptor and the header's length are kept while the file stays the same.
@@ -116,21 +148,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
       if (point === undefined || point.seq !== next || point.offset > size) {
         point = next === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, size, next)
       }
-      const events: SessionEvent[] = []
-      let at = point
-      await forEachLine(
-        handle,
-        (buf, start, end, offset, complete) => {
-          if (!complete) return false
-          const event = parseEventLine(buf.subarray(start, end), version)
-          if (!event || event.seq !== at.seq) return false
-          at = { offset: offset + end - start + 1, seq: event.seq + 1 }
-          if (event.seq >= next) events.push(event)
-          return events.length < POLL_EVENTS
-        },
-        { from: point.offset, to: size, chunkBytes: WATCH_CHUNK },
-      )
-      point = at
+      const events = await readFrom(handle, version, point, next, size)
       seen = events.length < POLL_EVENTS && open.ino === st.ino ? { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } : undefined
       return { kind: 'events', events }
     },

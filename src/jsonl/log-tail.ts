@@ -6,8 +6,9 @@ import { bisectSeq, type SeqPoint } from './seq-search.js'
 import type { FormatVersion } from '../session/line-codec.js'
 
 // The marker types as they stand in a line (a JSON string value), found by what they begin
-// with: three searches of a block instead of five, and only the first once the compaction and
-// the request header are known (then only an open turn's start can still move firstSeq).
+// with: three searches of a block instead of five; the turn markers (the most frequent) only
+// until the last turn's state is known, the others only until the compaction and the request
+// header are (then nothing older of their kind can move firstSeq).
 const TURN_MARKERS = Buffer.from('"turn/')
 const OTHER_MARKERS = [Buffer.from('"history/'), Buffer.from('"request/header"')]
 /** The first backward read: the markers of a resume are usually near the end of the log. */
@@ -38,7 +39,7 @@ export async function findLogTail(handle: FileHandle, headerBytes: number, size:
   let compactionLine = -1
   await forEachBlockBackward(handle, headerBytes, size, (block, offset) => {
     const starts = new Set<number>()
-    for (const marker of finder.needsOnlyTurns ? [TURN_MARKERS] : [TURN_MARKERS, ...OTHER_MARKERS]) {
+    for (const marker of [...(finder.turnKnown ? [] : [TURN_MARKERS]), ...(finder.needsOnlyTurns ? [] : OTHER_MARKERS)]) {
       for (let at = block.indexOf(marker); at !== -1; at = block.indexOf(marker, at + marker.length)) {
         starts.add(at > 0 ? block.lastIndexOf(10, at - 1) + 1 : 0)
       }

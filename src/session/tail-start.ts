@@ -69,6 +69,11 @@ export class TailStart {
     }
   }
 
+  /** True once the state of the last turn is known (older turn markers change nothing). */
+  get turnKnown(): boolean {
+    return this.#turnKnown
+  }
+
   /** True once only the state of the last turn is unknown (older compactions and headers change nothing). */
   get needsOnlyTurns(): boolean {
     return this.#keep !== undefined && this.#header !== undefined

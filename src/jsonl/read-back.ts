@@ -2,6 +2,8 @@ import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
 import type { FileHandle } from './fs/file-system.js'
 
 const BACK_CHUNK = 1 << 20
+// Reading buffers of finished scans, reused (a resume reads about 1 MiB backwards each time).
+const spare: Buffer[] = []
 
 /**
  * Reads `[from, to)` of a file backwards, one block of whole lines at a time, newest first: each
@@ -24,38 +26,43 @@ export async function forEachBlockBackward(
   let carry: Buffer[] = [] // later pieces of a line that begins before `pos`, in file order
   let carried = 0
   let torn = true // until the first `\n` from the end: bytes after it are a torn tail
-  while (pos > from) {
-    const n = Math.min(size, pos - from)
-    size = Math.min(size * 2, chunkBytes)
-    const chunk = Buffer.allocUnsafe(n)
-    let got = 0
-    while (got < n) {
-      const r = await handle.read(chunk, got, n - got, pos - n + got)
-      if (r === 0) return // the file shrank under us: nothing more to read reliably
-      got += r
-    }
-    pos -= n
-    let end = n
-    if (torn) {
-      end = chunk.lastIndexOf(10) + 1
-      if (end === 0) continue
-      torn = false
-    }
-    // Whole lines start after the first `\n` of the chunk, or at `from`.
-    const cut = pos > from ? chunk.indexOf(10) + 1 : 0
-    if (cut === 0 && pos > from) {
-      carry.unshift(chunk.subarray(0, end)) // one line longer than a chunk: keep reading back
-      carried += end
-      if (carried > MAX_LINE_BYTES) {
-        carry = [] // too long to be a line: skipped, as a torn one is
-        carried = 0
-        torn = true
+  const buffer = (chunkBytes === BACK_CHUNK ? spare.pop() : undefined) ?? Buffer.allocUnsafe(chunkBytes)
+  try {
+    while (pos > from) {
+      const n = Math.min(size, pos - from)
+      size = Math.min(size * 2, chunkBytes)
+      const chunk = buffer.subarray(0, n) // reused: what is kept past this read (carry) is copied
+      let got = 0
+      while (got < n) {
+        const r = await handle.read(chunk, got, n - got, pos - n + got)
+        if (r === 0) return // the file shrank under us: nothing more to read reliably
+        got += r
       }
-      continue
+      pos -= n
+      let end = n
+      if (torn) {
+        end = chunk.lastIndexOf(10) + 1
+        if (end === 0) continue
+        torn = false
+      }
+      // Whole lines start after the first `\n` of the chunk, or at `from`.
+      const cut = pos > from ? chunk.indexOf(10) + 1 : 0
+      if (cut === 0 && pos > from) {
+        carry.unshift(Buffer.from(chunk.subarray(0, end))) // one line longer than a chunk: keep reading back
+        carried += end
+        if (carried > MAX_LINE_BYTES) {
+          carry = [] // too long to be a line: skipped, as a torn one is
+          carried = 0
+          torn = true
+        }
+        continue
+      }
+      const block = carry.length > 0 ? Buffer.concat([chunk.subarray(cut, end), ...carry]) : chunk.subarray(cut, end)
+      carry = cut > 0 ? [Buffer.from(chunk.subarray(0, cut))] : []
+      carried = cut
+      if (block.length > 0 && (await visit(block, pos + cut)) === false) return
     }
-    const block = carry.length > 0 ? Buffer.concat([chunk.subarray(cut, end), ...carry]) : chunk.subarray(cut, end)
-    carry = cut > 0 ? [chunk.subarray(0, cut)] : []
-    carried = cut
-    if (block.length > 0 && (await visit(block, pos + cut)) === false) return
+  } finally {
+    if (buffer.length === BACK_CHUNK && spare.length < 4) spare.push(buffer)
   }
 }

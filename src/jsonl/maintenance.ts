@@ -165,10 +165,11 @@ export function redactedBody(
 export async function countRedactions(handle: FileHandle, header: SessionHeader, headerBytes: number, size: number, pattern: RegExp): Promise<RedactionCount> {
   const count: RedactionCount = { matches: 0, seqs: [] }
   for await (const line of forEachBlockForward(handle, headerBytes, size)) {
-    const { matches } = redactEvent(JSON.parse(jsonOf(line, header.version)) as SessionEvent, pattern, '')
+    const event = JSON.parse(jsonOf(line, header.version)) as SessionEvent
+    const { matches } = redactEvent(event, pattern, '')
     if (matches > 0) {
       count.matches += matches
-      count.seqs.push((JSON.parse(jsonOf(line, header.version)) as SessionEvent).seq)
+      count.seqs.push(event.seq)
     }
   }
   return count

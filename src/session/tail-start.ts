@@ -40,7 +40,7 @@ export class TailStart {
   feed(event: SessionEvent): void {
     switch (event.type) {
       case 'turn/end':
-        this.#turnKnown ||= true
+        this.#turnKnown = true
         break
       case 'turn/start':
         if (!this.#turnKnown) {

@@ -6,7 +6,10 @@ import { headerLine } from '../src/session/meta.js'
 import { meta } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
-/** A seam that counts the files opened (each header read opens its log once). */
+/**
+ * A seam that counts the files opened (each header read opens its log once) and stat'ed, one by
+ * one or through `peekFiles` (a stat of each path when it reads no bytes, an open when it does).
+ */
 function countingFs(): { fs: FileSystem; opened: string[]; stats: number } {
   const base = createNodeFileSystem()
   const counts = { fs: undefined as unknown as FileSystem, opened: [] as string[], stats: 0 }
@@ -20,6 +23,11 @@ function countingFs(): { fs: FileSystem; opened: string[]; stats: number } {
     stat: (path) => {
       counts.stats++
       return base.stat(path)
+    },
+    peekFiles: (paths, headBytes) => {
+      if (headBytes === 0) counts.stats += paths.length
+      else counts.opened.push(...paths)
+      return base.peekFiles!(paths, headBytes)
     },
   }
   return counts

@@ -1,6 +1,6 @@
 /**
  * The narrow file-system seam of the storage core. Every file-system call of the
- * package goes through it; only node-file-system.ts imports `node:fs`. Errors are Node-style
+ * package goes through it; only node-file-system.ts (and the worker of peek-files.ts it starts) use `node:fs`. Errors are Node-style
  * system errors with a string `code` (`ENOENT`, `EEXIST`, `ENOSPC`…).
  */
 export interface FileSystem {
@@ -33,6 +33,32 @@ export interface FileSystem {
    * watcher to its slow safety poll. Never keeps the process alive.
    */
   watchDir?(dir: string, onChange: (name: string | undefined) => void): { close(): void }
+  /**
+   * A look at many files at once, for a listing (§4.6, §15.4): in order, batch by batch, each
+   * file's size and mtime (as `stat` gives them, symbolic links followed) and, when `headBytes`
+   * is above 0, its first line as far as it lies within `headBytes` (open, read at 0, `fstat`,
+   * close). A file that fails carries the error those calls would have rejected with. A seam
+   * without it is used file by file through the calls above; the Node seam runs it on a worker
+   * thread. The yielded buffers are valid until the next batch is asked for.
+   */
+  peekFiles?(paths: readonly string[], headBytes: number): AsyncIterable<PeekedBatch>
+}
+
+/** What `peekFiles` yields: the files `paths[start …]`, in order. */
+export interface PeekedBatch {
+  start: number
+  files: PeekedFile[]
+}
+
+export interface PeekedFile {
+  size: number
+  mtimeMs: number
+  /** The file's first bytes up to its first `\n` (excluded), at most `headBytes` of them. */
+  head?: Buffer
+  /** `'line'`: `head` is a whole first line; `'eof'`: the file ended with no `\n`; `'more'`: no `\n` within `headBytes`. */
+  headEnd?: 'line' | 'eof' | 'more'
+  /** Set when the file could not be looked at (the other fields then mean nothing). */
+  error?: NodeJS.ErrnoException
 }
 
 /**

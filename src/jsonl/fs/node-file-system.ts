@@ -18,6 +18,7 @@ import {
 } from 'node:fs'
 import { errno } from '../errno.js'
 import type { DirEntry, FileHandle, FileStat, FileSystem, OpenFlags } from './file-system.js'
+import { peekFilesInWorker } from './peek-files.js'
 
 function toStat(s: import('node:fs').Stats): FileStat {
   return { size: s.size, ino: s.ino, mtimeMs: s.mtimeMs, isDirectory: s.isDirectory(), isFile: s.isFile(), mode: s.mode }
@@ -151,6 +152,8 @@ const NODE_FS: FileSystem = {
   rename: (oldPath, newPath) => fsp.rename(oldPath, newPath),
   utimes: (path, atime, mtime) => fsp.utimes(path, atime, mtime),
   readlink: (path) => fsp.readlink(path),
+  // A listing of many logs: a worker thread with synchronous calls (peek-files.ts).
+  peekFiles: peekFilesInWorker,
   watchDir(dir, onChange) {
     const watcher = watch(dir, { persistent: false }, (_event, name) => onChange(typeof name === 'string' ? name : undefined))
     // A directory removed while watched ends its watch with an error: the safety poll takes over.

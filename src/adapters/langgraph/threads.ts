@@ -5,6 +5,9 @@ import { closeTurn, type Draft, openTurn } from './events.js'
 import { THREAD_META_FIELD, threadSessionId } from './thread-id.js'
 import { ThreadIndex } from './thread-index.js'
 
+/** Resolves after the current macrotask, once the microtasks queued so far (and the ones they queue) have run. */
+const linger = () => new Promise<void>((resolve) => setImmediate(resolve))
+
 /** One thread this saver has seen: its session, and its index while the saver holds it. */
 export interface Thread {
   readonly threadId: string
@@ -160,8 +163,12 @@ export class Threads {
   }
 
   async #flush(t: Thread): Promise<void> {
+    if (t.queue.length === 0) return
+    // Linger one macrotask before taking the queue: with \`durability: 'sync'\` LangGraph calls a
+    // super-step's \`put\` in the same macrotask as its task's \`putWrites\` (a few promise hops
+    // later), so both go in one append, one sync, instead of two in a row.
+    await linger()
     const queued = t.queue.splice(0)
-    if (queued.length === 0) return
     const ready: QueuedCall[] = []
     const builds: Build[] = []
     for (const call of queued) {

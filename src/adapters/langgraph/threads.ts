@@ -148,8 +148,10 @@ export class Threads {
    * Makes a call's events durable: resolves when they are appended. `prepared` is the call's
    * serialization (started when it was called); `build` makes its events from the index as it
    * stands after every earlier call (nothing, for a call that would change nothing). Calls that
-   * queue while an append is in flight go together in the next one (group commit: with
-   * LangGraph's `durability: 'async'` several are in flight at once), in call order.
+   * queue while an append is in flight, or in the macrotask a flush lingers for before it takes
+   * the queue, go together in the next append (group commit: with LangGraph's `durability:
+   * 'async'` several are in flight at once; with 'sync', a step's `putWrites` and `put`), in call
+   * order; each resolves when that append has, and all of them fail if it fails.
    */
   submit<T>(threadId: string, prepared: Promise<T>, build: (index: ThreadIndex, prepared: T) => Draft[] | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -164,8 +166,8 @@ export class Threads {
 
   async #flush(t: Thread): Promise<void> {
     if (t.queue.length === 0) return
-    // Linger one macrotask before taking the queue: with \`durability: 'sync'\` LangGraph calls a
-    // super-step's \`put\` in the same macrotask as its task's \`putWrites\` (a few promise hops
+    // Linger one macrotask before taking the queue: with `durability: 'sync'` LangGraph calls a
+    // super-step's `put` in the same macrotask as its task's `putWrites` (a few promise hops
     // later), so both go in one append, one sync, instead of two in a row.
     await linger()
     const queued = t.queue.splice(0)

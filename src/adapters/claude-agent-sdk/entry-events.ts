@@ -70,7 +70,10 @@ export function viewOf(entry: Obj): EntryView {
       if (only && typeof only.tool_use_id === 'string') {
         return {
           type: 'tool/result',
-          data: { turn: 0, step: 0, callId: only.tool_use_id, content: resultContent(only.content) as JsonValue, ...(only.is_error === true ? { isError: true } : {}) },
+          data:
+            only.is_error === true
+              ? { turn: 0, step: 0, callId: only.tool_use_id, content: resultContent(only.content) as JsonValue, isError: true }
+              : { turn: 0, step: 0, callId: only.tool_use_id, content: resultContent(only.content) as JsonValue },
         }
       }
     }
@@ -88,9 +91,11 @@ export function viewOf(entry: Obj): EntryView {
  */
 export function entryEvent(entry: Obj, seq: number, time: number): SessionEvent {
   const view = viewOf(entry)
-  const event: Record<string, unknown> = { seq, type: view.type, time, [ENTRY_FIELD]: entry, data: view.data }
-  if (view.ignorable) event.ignorable = true
-  return event as SessionEvent
+  // Literal keys (`ENTRY_FIELD` spelled out), one shape each: no computed key, no added field.
+  const event = view.ignorable
+    ? { seq, type: view.type, time, claudeEntry: entry, data: view.data, ignorable: true }
+    : { seq, type: view.type, time, claudeEntry: entry, data: view.data }
+  return event as unknown as SessionEvent
 }
 
 /** The entry an event stores, or undefined for events a store did not write (closers, markers). */

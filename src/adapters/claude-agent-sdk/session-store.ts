@@ -1,4 +1,5 @@
 import { isAbsolute } from 'node:path'
+import { performance } from 'node:perf_hooks'
 import { isSessionPersistenceError, SessionPersistenceError, type SessionEvent, type SessionMeta } from '../../index.js'
 import { assertEntry, entryEvent, entryOf } from './entry-events.js'
 import {
@@ -33,7 +34,10 @@ interface Tracked {
   /** Operations on this key run one at a time, in call order. */
   tail: Promise<void>
   busy: number
+  /** The idle-close timer: armed once, and moved on when it fires early (not rearmed per append). */
   timer: NodeJS.Timeout | undefined
+  /** When the key's last operation ended (`performance.now()`): the idle time runs from here. */
+  lastUse: number
 }
 
 // Refusals of the batch itself: nothing was written and the session is as it was.
@@ -83,26 +87,23 @@ class Store implements ClaudeSessionStore {
    * `append(key, [])` writes nothing. Rejects with the backend's error, never dropping silently:
    * `E_LOCKED` when another instance or host writes the session.
    */
-  async append(key: SessionKey, entries: SessionStoreEntry[]): Promise<void> {
-    const k = parseKey(key)
-    const id = this.#idOf(k)
-    if (!Array.isArray(entries)) {
-      throw new SessionPersistenceError('E_INVALID_EVENT', 'append: entries must be an array of entry objects', { sessionId: id })
+  append(key: SessionKey, entries: SessionStoreEntry[]): Promise<void> {
+    let t: Tracked
+    try {
+      const k = parseKey(key)
+      const id = this.#idOf(k)
+      if (!Array.isArray(entries)) {
+        throw new SessionPersistenceError('E_INVALID_EVENT', 'append: entries must be an array of entry objects', { sessionId: id })
+      }
+      for (let i = 0; i < entries.length; i++) assertEntry(entries[i], i, id)
+      if (entries.length === 0) return Promise.resolve()
+      t = this.#track(id, k)
+    } catch (err) {
+      return Promise.reject(err)
     }
-    entries.forEach((entry, i) => assertEntry(entry, i, id))
-    if (entries.length === 0) return
-    const t = this.#track(id, k)
     // With the session open and nothing queued, the batch reaches the backend on this call's
     // stack, so the backend captures it before the caller can change it.
-    return this.#run(t, async () => {
-      try {
-        await this.#append(t, entries as Record<string, unknown>[])
-      } catch (err) {
-        const clear = withCode(err, t.key)
-        this.#report(clear, t.key)
-        throw clear
-      }
-    })
+    return this.#run(t, () => this.#append(t, entries as Record<string, unknown>[]))
   }
 
   /** The entries appended under `key`, deep-equal and in order; `null` for a key never written. */
@@ -209,34 +210,54 @@ class Store implements ClaudeSessionStore {
   #track(id: string, key: StoredKey): Tracked {
     let t = this.#tracked.get(id)
     if (!t) {
-      t = { id, key, open: false, nextSeq: 0, seen: new Set(), tail: Promise.resolve(), busy: 0, timer: undefined }
+      t = { id, key, open: false, nextSeq: 0, seen: new Set(), tail: Promise.resolve(), busy: 0, timer: undefined, lastUse: 0 }
       this.#tracked.set(id, t)
     }
     return t
   }
 
-  /** Runs `job` after the key's earlier operations; at once (same stack) when none is pending. */
+  /**
+   * Runs `job` after the key's earlier operations; at once (same stack) when none is pending.
+   * When the last one ends, the key's idle time starts (or, closed, the key is forgotten): that
+   * bookkeeping runs before the caller's continuation (its reaction is registered first).
+   */
   #run<T>(t: Tracked, job: () => Promise<T>): Promise<T> {
     t.busy++
-    if (t.timer) {
-      clearTimeout(t.timer)
-      t.timer = undefined
+    let p: Promise<T>
+    try {
+      p = t.busy === 1 ? job() : t.tail.then(job)
+    } catch (err) {
+      p = Promise.reject(err)
     }
-    const p = t.busy === 1 ? job() : t.tail.then(job)
-    t.tail = p.then(noop, noop)
-    return p.finally(() => {
-      t.busy--
-      if (t.busy > 0) return
-      if (t.open) this.#armIdleClose(t)
-      else this.#tracked.delete(t.id)
-    })
+    const ended = () => {
+      if (--t.busy > 0) return
+      if (!t.open) {
+        this.#tracked.delete(t.id)
+        return
+      }
+      t.lastUse = performance.now()
+      if (t.timer === undefined) this.#armIdleClose(t, this.#o.idleCloseMs)
+    }
+    t.tail = p.then(ended, ended)
+    return p
   }
 
-  #armIdleClose(t: Tracked): void {
+  /**
+   * Closes the key when it has been idle for `idleCloseMs`. One timer per open key, armed when
+   * it falls idle; an append meanwhile does not touch it: the timer, firing, waits the rest of
+   * the idle time counted from the last operation's end.
+   */
+  #armIdleClose(t: Tracked, ms: number): void {
     t.timer = setTimeout(() => {
       t.timer = undefined
+      if (t.busy > 0 || !t.open) return // the operation's end arms it again
+      const left = t.lastUse + this.#o.idleCloseMs - performance.now()
+      if (left > 1) {
+        this.#armIdleClose(t, Math.ceil(left))
+        return
+      }
       this.#run(t, () => this.#drop(t)).catch((err) => this.#report(err, t.key))
-    }, this.#o.idleCloseMs)
+    }, ms)
     t.timer.unref?.()
   }
 
@@ -249,31 +270,72 @@ class Store implements ClaudeSessionStore {
     }
   }
 
-  async #append(t: Tracked, entries: readonly Record<string, unknown>[]): Promise<void> {
-    if (!t.open) await this.#open(t, entries)
-    const fresh: Record<string, unknown>[] = []
-    const inBatch = new Set<string>()
-    for (const entry of entries) {
-      const uuid = entry.uuid
-      if (typeof uuid === 'string') {
-        if (t.seen.has(uuid) || inBatch.has(uuid)) continue
-        inBatch.add(uuid)
-      }
-      fresh.push(entry)
+  /** Stores the batch's new entries; a rejection carries the code and key in its message. */
+  #append(t: Tracked, entries: readonly Record<string, unknown>[]): Promise<void> {
+    if (t.open) return this.#write(t, entries)
+    return this.#open(t, entries).then(
+      () => this.#write(t, entries),
+      (err: unknown) => {
+        throw this.#rejected(err, t)
+      },
+    )
+  }
+
+  /** The error a rejected append carries (code and key in its message), reported to `onError`. */
+  #rejected(err: unknown, t: Tracked): unknown {
+    const clear = withCode(err, t.key)
+    this.#report(clear, t.key)
+    return clear
+  }
+
+  /**
+   * One pass over the batch: the entries whose uuid is new (to the session and to the batch)
+   * become events, and their uuids are remembered at once, so nothing is left to do once the
+   * backend has written (what runs after the write's wait runs on cold caches). A failure
+   * undoes that: a refused batch forgets its uuids, anything else closes the session.
+   */
+  #write(t: Tracked, entries: readonly Record<string, unknown>[]): Promise<void> {
+    const seen = t.seen
+    const firstSeq = t.nextSeq
+    let added: string[] | undefined
+    // Nothing was written and the session is as it was: forget what this batch remembered.
+    const undo = () => {
+      t.nextSeq = firstSeq
+      if (added) for (const uuid of added) seen.delete(uuid)
     }
-    if (fresh.length === 0) return
-    const time = this.#o.now()
-    const events = fresh.map((entry, i) => entryEvent(entry, t.nextSeq + i, time))
+    const events: SessionEvent[] = []
     try {
-      await this.#o.persistence.append(t.id, events)
+      const time = this.#o.now()
+      for (let i = 0; i < entries.length; i++) {
+        const entry = entries[i]!
+        const uuid = entry.uuid
+        if (typeof uuid === 'string') {
+          // One lookup, not two (`has`, then `add`): the size tells whether it was new.
+          const size = seen.size
+          if (seen.add(uuid).size === size) continue
+          ;(added ??= []).push(uuid)
+        }
+        events.push(entryEvent(entry, firstSeq + events.length, time))
+      }
     } catch (err) {
-      // Anything but a refusal of the batch: close, so the next append (the SDK's retry) reads
-      // the log again, learning what is stored (the uuids), and takes the lock again.
-      if (!(isSessionPersistenceError(err) && BATCH_REFUSALS.has(err.code))) await this.#drop(t).catch(noop)
-      throw err
+      undo()
+      return Promise.reject(this.#rejected(err, t))
     }
-    t.nextSeq += events.length
-    for (const uuid of inBatch) t.seen.add(uuid)
+    if (events.length === 0) return Promise.resolve()
+    t.nextSeq = firstSeq + events.length
+    let written: Promise<void>
+    try {
+      written = this.#o.persistence.append(t.id, events)
+    } catch (err) {
+      written = Promise.reject(err)
+    }
+    return written.catch(async (err: unknown) => {
+      if (isSessionPersistenceError(err) && BATCH_REFUSALS.has(err.code)) undo()
+      // Anything else: close, so the next append (the SDK's retry) reads the log again,
+      // learning what is stored (the uuids), and takes the lock again.
+      else await this.#drop(t).catch(noop)
+      throw this.#rejected(err, t)
+    })
   }
 
   /** Opens the key's session for appends: loads it (the lock, the uuids it holds) or creates it. */
@@ -329,6 +391,10 @@ class Store implements ClaudeSessionStore {
   async #drop(t: Tracked): Promise<void> {
     if (!t.open) return
     t.open = false
+    if (t.timer !== undefined) {
+      clearTimeout(t.timer)
+      t.timer = undefined
+    }
     t.seen = new Set()
     await this.#o.persistence.close(t.id)
   }

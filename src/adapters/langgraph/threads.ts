@@ -41,6 +41,12 @@ export class Threads {
   readonly #idleMs: number
   readonly #now: () => number
   readonly #threads = new Map<string, Thread>()
+  /**
+   * Threads whose last read found no log (LangGraph's `invoke` reads a thread, then writes it):
+   * their first write tries `create` before `load`, saving a lookup. A hint only: `create`
+   * refuses (`E_EXISTS`) a log that appeared since, which is then loaded.
+   */
+  readonly #absent = new Set<string>()
 
   constructor(persistence: SessionPersistence, idleMs: number, now: () => number) {
     this.#persistence = persistence
@@ -96,18 +102,21 @@ export class Threads {
   /** The thread's index, opening it for writing: loaded (locked), or created when it has no log yet. */
   async writable(t: Thread): Promise<ThreadIndex> {
     if (t.index) return t.index
+    const absent = this.#absent.delete(t.threadId)
     for (let attempt = 0; ; attempt++) {
-      try {
-        return this.#hold(t, await this.#persistence.load(t.sessionId))
-      } catch (err) {
-        if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
+      if (attempt > 0 || !absent) {
+        try {
+          return this.#hold(t, await this.#persistence.load(t.sessionId))
+        } catch (err) {
+          if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
+        }
       }
       try {
         await this.#persistence.create(this.#meta(t))
         t.index = new ThreadIndex()
         return t.index
       } catch (err) {
-        // Another process materialized it between our load and our create: load it.
+        // Another process materialized it between our load (or read) and our create: load it.
         if (!isSessionPersistenceError(err, 'E_EXISTS') || attempt > 0) throw err
       }
     }
@@ -123,7 +132,12 @@ export class Threads {
     try {
       return this.#hold(t, await this.#persistence.load(t.sessionId))
     } catch (err) {
-      if (isSessionPersistenceError(err, 'E_NOT_FOUND')) return undefined
+      if (isSessionPersistenceError(err, 'E_NOT_FOUND')) {
+        // Bounded: a hint per thread read and not written since (many reads of absent threads forget them all).
+        if (this.#absent.size >= 10_000) this.#absent.clear()
+        this.#absent.add(t.threadId)
+        return undefined
+      }
       if (!isSessionPersistenceError(err, 'E_LOCKED') && !isSessionPersistenceError(err, 'E_SESSION_LIVE')) throw err
     }
     return this.snapshot(t)

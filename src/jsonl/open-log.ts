@@ -8,6 +8,7 @@ import { planRepair } from './repair-plan.js'
 import { type LogScan, scanLog } from './scan-log.js'
 import type { FileHandle } from './fs/file-system.js'
 import { findLogTail } from './log-tail.js'
+import { decidedTailStart } from '../session/tail-start.js'
 import { readHeaderLine } from './read-session.js'
 import type { StoreContext } from './store-context.js'
 
@@ -54,7 +55,8 @@ export async function openLog(
 /**
  * The scan a load repairs from: the whole log, or for `'last-compaction'` only its tail (§15.1).
  * A tail whose scan meets a defect at or before a marker line it relied on is not trusted (that
- * line may be cut), and the whole log is scanned instead; so is a log with no compaction in force.
+ * line may be cut), nor one whose events decide another start; the whole log is scanned instead,
+ * as is a log with no compaction in force.
  */
 async function scanForLoad(handle: FileHandle, id: string, path: string, from: 'start' | 'last-compaction'): Promise<{ scan: LogScan; firstSeq: number }> {
   if (from === 'last-compaction') {
@@ -63,7 +65,12 @@ async function scanForLoad(handle: FileHandle, id: string, path: string, from: '
     const tail = await findLogTail(handle, headerBytes, size, header.version)
     if (tail && tail.firstSeq > 0) {
       const scan = await scanLog(handle, { path, sessionId: id, start: { ...tail.start, header, headerBytes } })
-      if (!scan.defect || scan.defect.byteOffset > tail.newestMarker) return { scan, firstSeq: tail.firstSeq }
+      // Trusted when no defect can have cut a marker line it used, and, when the search ended at
+      // a decision, when the events read decide the same start (a marker line the search did not
+      // recognize, spelled another way, would change it).
+      const trusted =
+        (!scan.defect || scan.defect.byteOffset > tail.newestMarker) && (!tail.decided || decidedTailStart(scan.events) === tail.firstSeq)
+      if (trusted) return { scan, firstSeq: tail.firstSeq }
     }
   }
   return { scan: await scanLog(handle, { path, sessionId: id }), firstSeq: 0 }

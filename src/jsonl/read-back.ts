@@ -26,7 +26,8 @@ export async function forEachBlockBackward(
   let carry: Buffer[] = [] // later pieces of a line that begins before `pos`, in file order
   let carried = 0
   let torn = true // until the first `\n` from the end: bytes after it are a torn tail
-  const buffer = (chunkBytes === BACK_CHUNK ? spare.pop() : undefined) ?? Buffer.allocUnsafe(chunkBytes)
+  // A spare buffer serves any smaller chunk size too (only its first chunkBytes are used).
+  const buffer = (chunkBytes <= BACK_CHUNK ? spare.pop() : undefined) ?? Buffer.allocUnsafe(Math.max(chunkBytes, BACK_CHUNK))
   try {
     while (pos > from) {
       const n = Math.min(size, pos - from)

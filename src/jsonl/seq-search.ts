@@ -89,8 +89,12 @@ export async function bisectSeq(handle: FileHandle, lo: SeqPoint, end: number, t
   for (let step = 0; high - low.offset > WINDOW_BYTES; step++) {
     let mid = low.offset + Math.floor((high - low.offset) / 2)
     if (highSeq !== undefined && highSeq > low.seq && step < INTERPOLATED_PROBES) {
-      const at = low.offset + Math.floor(((target - low.seq) / (highSeq - low.seq)) * (high - low.offset)) - WINDOW_BYTES / 2
-      mid = Math.min(Math.max(at, low.offset + 1), high - 1)
+      const ahead = Math.floor(((target - low.seq) / (highSeq - low.seq)) * (high - low.offset))
+      // A probe that landed a little before the target (as they are placed) ends the search:
+      // the forward read from it skips about `ahead` bytes, less than a window. (Probing again
+      // would only advance line by line, and halving the rest of the range would follow.)
+      if (step > 0 && ahead <= WINDOW_BYTES) return low
+      mid = Math.min(Math.max(low.offset + ahead - WINDOW_BYTES / 2, low.offset + 1), high - 1)
     }
     const found = await lineAfter(handle, mid, high, false)
     if (found === undefined || found.offset >= high) {

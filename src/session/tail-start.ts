@@ -74,9 +74,14 @@ export class TailStart {
     return this.#turnKnown
   }
 
-  /** True once only the state of the last turn is unknown (older compactions and headers change nothing). */
-  get needsOnlyTurns(): boolean {
-    return this.#keep !== undefined && this.#header !== undefined
+  /** True once the last request header is known (older ones change nothing). */
+  get headerKnown(): boolean {
+    return this.#header !== undefined
+  }
+
+  /** True once the compaction in force is known (older compactions and rewinds change nothing). */
+  get compactionKnown(): boolean {
+    return this.#keep !== undefined
   }
 
   /** True once nothing older can move `firstSeq`: the compaction, the header and the turn are all known. */
@@ -96,4 +101,16 @@ export function tailStartOf(events: readonly SessionEvent[]): number {
   const finder = new TailStart()
   for (let i = events.length - 1; i >= 0 && !finder.done; i--) finder.feed(events[i]!)
   return finder.firstSeq ?? (events[0]?.seq ?? 0)
+}
+
+/**
+ * `firstSeq` as the events of a tail decide it, newest first, once they decide it (the
+ * compaction, the header and the last turn all among them); undefined when they do not. What a
+ * load from a tail checks the backward search's decision against (that search reads only the
+ * marker lines it recognizes).
+ */
+export function decidedTailStart(events: readonly SessionEvent[]): number | undefined {
+  const finder = new TailStart()
+  for (let i = events.length - 1; i >= 0 && !finder.done; i--) finder.feed(events[i]!)
+  return finder.done ? finder.firstSeq : undefined
 }

@@ -88,6 +88,44 @@ function suite(name: string, factory: BackendFactory): void {
       expect(uuids(await second.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3'])
     })
 
+    it('an entry that is not a plain object, in a batch to an open session: E_INVALID_EVENT, nothing of the batch written or remembered, not reported', async () => {
+      const b = await backend()
+      const reported: unknown[] = []
+      const store = storeOn(b.persistence, { onError: (e) => reported.push(e) })
+      await store.append(key, [entry(1)])
+      for (const bad of [null, 7, [entry(9)], new Map()]) {
+        const err = await rejection(store.append(key, [entry(2), entry(2), bad as never, entry(3)]))
+        expect(err.code).toBe('E_INVALID_EVENT')
+        expect(err.message).toContain('entry 2 of the batch')
+      }
+      expect(reported).toEqual([])
+      // The refused batch's uuids were not kept: the same entries, valid, are stored.
+      await store.append(key, [entry(2), entry(3)])
+      expect(uuids(await store.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3'])
+    })
+
+    it('appends to several keys in turn, each to its own session (other keys, subpaths, an equal key object each time)', async () => {
+      const store = storeOn((await backend()).persistence)
+      const other = { ...key, sessionId: 'another' }
+      const sub = { ...key, subpath: 'subagents/agent-1' }
+      for (let n = 1; n <= 3; n++) {
+        await store.append({ ...key }, [entry(n)])
+        await store.append(other, [entry(10 + n)])
+        await store.append(sub, [entry(20 + n)])
+      }
+      // A key changed in place after an append is another key.
+      const moving: { projectKey: string; sessionId: string; subpath?: string } = { ...key }
+      await store.append(moving, [entry(4)])
+      moving.subpath = 'subagents/agent-2'
+      await store.append(moving, [entry(30)])
+      expect(uuids(await store.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3', 'uuid-4'])
+      expect(uuids(await store.load(other))).toEqual(['uuid-11', 'uuid-12', 'uuid-13'])
+      expect(uuids(await store.load(sub))).toEqual(['uuid-21', 'uuid-22', 'uuid-23'])
+      expect(uuids(await store.load({ ...key, subpath: 'subagents/agent-2' }))).toEqual(['uuid-30'])
+      // A key whose part is no longer valid is refused, whatever came before.
+      expect(await codeOf(store.append({ ...key, subpath: '' }, [entry(5)]))).toBe('E_INVALID_ID')
+    })
+
     it('append([]) writes nothing: no session appears and the key loads null', async () => {
       const b = await backend()
       const store = storeOn(b.persistence)

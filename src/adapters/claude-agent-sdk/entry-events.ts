@@ -105,7 +105,18 @@ export function entryOf(event: SessionEvent): Obj | undefined {
 
 /** Refuses an entry that is not a JSON object (`E_INVALID_EVENT`), naming its index in the batch. */
 export function assertEntry(entry: unknown, index: number, sessionId: string): asserts entry is Obj {
-  if (asObj(entry) && (Object.getPrototypeOf(entry) === Object.prototype || Object.getPrototypeOf(entry) === null)) return
+  if (!isPlainObject(entry)) throw entryError(entry, index, sessionId)
+}
+
+/** Whether `value` is a plain object (of `Object.prototype` or none): what an entry must be. */
+export function isPlainObject(value: unknown): value is Obj {
+  if (typeof value !== 'object' || value === null) return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+/** The refusal of an entry that is not a plain object (`E_INVALID_EVENT`). */
+export function entryError(entry: unknown, index: number, sessionId: string): SessionPersistenceError {
   const what = entry === null ? 'null' : Array.isArray(entry) ? 'an array' : typeof entry === 'object' ? `a ${(entry as object).constructor?.name ?? 'non-plain'} object` : `a ${typeof entry}`
-  throw new SessionPersistenceError('E_INVALID_EVENT', `append: entry ${index} of the batch must be a plain JSON object, got ${what}; nothing was written`, { sessionId })
+  return new SessionPersistenceError('E_INVALID_EVENT', `append: entry ${index} of the batch must be a plain JSON object, got ${what}; nothing was written`, { sessionId })
 }

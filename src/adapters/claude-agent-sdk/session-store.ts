@@ -1,7 +1,7 @@
 import { isAbsolute } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { isSessionPersistenceError, SessionPersistenceError, type SessionEvent, type SessionMeta } from '../../index.js'
-import { assertEntry, entryEvent, entryOf } from './entry-events.js'
+import { assertEntry, entryError, entryEvent, entryOf, isPlainObject } from './entry-events.js'
 import {
   assertKey,
   describeKey,
@@ -45,6 +45,13 @@ const BATCH_REFUSALS = new Set(['E_NOT_JSON', 'E_INVALID_EVENT'])
 const noop = () => {}
 const MAX_REMEMBERED_IDS = 4096
 
+/** Whether `key` (not yet checked) is an object with exactly the parts of `k`. */
+function hasParts(key: unknown, k: StoredKey): boolean {
+  if (typeof key !== 'object' || key === null || Array.isArray(key)) return false
+  const o = key as Record<string, unknown>
+  return o.projectKey === k.projectKey && o.sessionId === k.sessionId && o.subpath === k.subpath
+}
+
 /**
  * The SDK shows only an error's message (in its `mirror_error`): a package error is rethrown
  * with its code and the key in front of the message, keeping code, holder and the original as
@@ -75,6 +82,8 @@ class Store implements ClaudeSessionStore {
   readonly #o: ResolvedOptions
   readonly #tracked = new Map<string, Tracked>()
   readonly #ids = new Map<string, string>()
+  /** The key of the last append, while it is tracked. */
+  #last: Tracked | undefined
 
   constructor(options: ResolvedOptions) {
     this.#o = options
@@ -90,19 +99,25 @@ class Store implements ClaudeSessionStore {
   append(key: SessionKey, entries: SessionStoreEntry[]): Promise<void> {
     let t: Tracked
     try {
-      const k = parseKey(key)
-      const id = this.#idOf(k)
+      // The SDK appends to one key after another: the last key's parts, checked then, are
+      // compared, not checked and hashed again.
+      const last = this.#last
+      const k = last !== undefined && hasParts(key, last.key) ? undefined : parseKey(key)
+      const id = k === undefined ? last!.id : this.#idOf(k)
       if (!Array.isArray(entries)) {
         throw new SessionPersistenceError('E_INVALID_EVENT', 'append: entries must be an array of entry objects', { sessionId: id })
       }
-      for (let i = 0; i < entries.length; i++) assertEntry(entries[i], i, id)
       if (entries.length === 0) return Promise.resolve()
-      t = this.#track(id, k)
+      t = k === undefined ? last! : this.#track(id, k)
+      this.#last = t
+      // With the session open and nothing queued, the batch reaches the backend on this call's
+      // stack, so the backend captures it before the caller can change it; the entries are
+      // checked in the same pass that maps them (an invalid one undoes the pass).
+      if (t.open && t.busy === 0) return this.#run(t, () => this.#write(t, entries as Record<string, unknown>[], true))
+      for (let i = 0; i < entries.length; i++) assertEntry(entries[i], i, id)
     } catch (err) {
       return Promise.reject(err)
     }
-    // With the session open and nothing queued, the batch reaches the backend on this call's
-    // stack, so the backend captures it before the caller can change it.
     return this.#run(t, () => this.#append(t, entries as Record<string, unknown>[]))
   }
 
@@ -233,6 +248,7 @@ class Store implements ClaudeSessionStore {
       if (--t.busy > 0) return
       if (!t.open) {
         this.#tracked.delete(t.id)
+        if (this.#last === t) this.#last = undefined
         return
       }
       t.lastUse = performance.now()
@@ -294,7 +310,7 @@ class Store implements ClaudeSessionStore {
    * backend has written (what runs after the write's wait runs on cold caches). A failure
    * undoes that: a refused batch forgets its uuids, anything else closes the session.
    */
-  #write(t: Tracked, entries: readonly Record<string, unknown>[]): Promise<void> {
+  #write(t: Tracked, entries: readonly Record<string, unknown>[], check = false): Promise<void> {
     const seen = t.seen
     const firstSeq = t.nextSeq
     let added: string[] | undefined
@@ -308,6 +324,11 @@ class Store implements ClaudeSessionStore {
       const time = this.#o.now()
       for (let i = 0; i < entries.length; i++) {
         const entry = entries[i]!
+        if (check && !isPlainObject(entry)) {
+          undo()
+          // A refusal of the call, as when it is checked before the queue: not reported.
+          return Promise.reject(entryError(entry, i, t.id))
+        }
         const uuid = entry.uuid
         if (typeof uuid === 'string') {
           // One lookup, not two (`has`, then `add`): the size tells whether it was new.

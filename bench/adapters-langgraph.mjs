@@ -2,10 +2,14 @@
 // 1. time per super-step of a 20-super-step StateGraph run with durability 'sync', for
 //    SessionCheckpointSaver over JSONL, MemorySaver and LangGraph's SqliteSaver (installed by
 //    the bench into bench/.work/, never by `npm install`): medians of interleaved rounds;
+//    Raw controls in the same rounds: a write + fdatasync per super-step of the bytes one of the
+//    saver's super-steps appends, through the thread pool (as the JSONL backend does) and as
+//    synchronous calls on the main thread (as better-sqlite3 does), each timed alone.
 // 2. getTuple of the latest checkpoint of a 10,000-checkpoint thread after a restart (a fresh
 //    process each round): its time, and the heap the thread's index holds afterwards.
 // Usage: npm run build && node --expose-gc bench/adapters-langgraph.mjs [--rounds N] [--checkpoints N]
 import { execFileSync } from 'node:child_process'
+import { closeSync, fdatasync, fdatasyncSync, openSync, readdirSync, statSync, write, writeSync } from 'node:fs'
 import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -54,6 +58,34 @@ async function perStep(graph, durability) {
   return ms / STEPS
 }
 
+/** Bytes in the logs under `dir` (recursively). */
+function logBytes(dir) {
+  let n = 0
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile() && e.name.endsWith('.jsonl')) n += statSync(join(e.parentPath ?? e.path, e.name)).size
+  return n
+}
+
+/** A raw control: STEPS writes of `bytes`, each followed by fdatasync; ms per step. */
+async function rawSteps(path, bytes, blocking) {
+  const buf = Buffer.alloc(bytes, 'x')
+  const fd = openSync(path, 'a')
+  try {
+    const t0 = performance.now()
+    for (let i = 0; i < STEPS; i++) {
+      if (blocking) {
+        writeSync(fd, buf)
+        fdatasyncSync(fd)
+      } else {
+        await new Promise((res, rej) => write(fd, buf, (e) => (e ? rej(e) : res())))
+        await new Promise((res, rej) => fdatasync(fd, (e) => (e ? rej(e) : res())))
+      }
+    }
+    return (performance.now() - t0) / STEPS
+  } finally {
+    closeSync(fd)
+  }
+}
+
 // ---- 2, the probe: run in a fresh process by the parent ----------------------------------------
 if (process.argv[2] === '--probe') {
   const root = process.argv[3]
@@ -88,6 +120,7 @@ try {
   const SqliteSaver = await loadSqliteSaver()
   const contenders = [
     ['SessionCheckpointSaver, JSONL (sync data)', () => new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: join(root, 'jsonl') }) })],
+    ['SessionCheckpointSaver, JSONL (sync data, dsyncWrites)', () => new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: join(root, 'jsonl-dsync'), dsyncWrites: true }) })],
     ['SessionCheckpointSaver, JSONL (sync none)', () => new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: join(root, 'jsonl-none'), sync: 'none' }) })],
     ['MemorySaver', () => new MemorySaver()],
   ]
@@ -109,24 +142,41 @@ try {
     sqliteSync = `SqliteSaver's defaults here: journal_mode=${probe.db.pragma('journal_mode', { simple: true })}, synchronous=${probe.db.pragma('synchronous', { simple: true })} (0 off, 1 normal: no fsync per commit in WAL, 2 full)`
   }
   const graphs = contenders.map(([name, make]) => ({ name, graph: loopGraph(make()) }))
+  // What one super-step of the saver appends: its log after one run, over the run's appends
+  // (the input's, the first checkpoint's, then one a super-step).
+  await perStep(graphs[0].graph, 'sync')
+  const stepBytes = Math.round(logBytes(join(root, 'jsonl')) / (STEPS + 2))
+  const raws = [
+    { name: `raw write + fdatasync, ${stepBytes} B (thread pool)`, run: () => rawSteps(join(root, 'raw-async'), stepBytes, false) },
+    { name: `raw writeSync + fdatasyncSync, ${stepBytes} B (main thread)`, run: () => rawSteps(join(root, 'raw-sync'), stepBytes, true) },
+  ]
   for (const [n, durability] of [['1', 'sync'], ['1b', 'async']]) {
-    const times = graphs.map(() => [])
-    for (const g of graphs) await perStep(g.graph, durability) // warm-up round, untimed
+    const all = durability === 'sync' ? [...graphs.map((g) => ({ name: g.name, run: () => perStep(g.graph, durability) })), ...raws] : graphs.map((g) => ({ name: g.name, run: () => perStep(g.graph, durability) }))
+    const times = all.map(() => [])
+    for (const c of all) await c.run() // warm-up round, untimed
     for (let r = 0; r < ROUNDS; r++) {
       // Rotate the order each round: the machine is shared and noisy.
-      for (let i = 0; i < graphs.length; i++) {
-        const k = (i + r) % graphs.length
-        times[k].push(await perStep(graphs[k].graph, durability))
+      for (let i = 0; i < all.length; i++) {
+        const k = (i + r) % all.length
+        times[k].push(await all[k].run())
       }
     }
     console.log(`${n}. ${STEPS}-super-step StateGraph, durability '${durability}', time per super-step (median of ${ROUNDS} rounds, min–max)`)
     const sqlite = graphs.findIndex((g) => g.name.startsWith('SqliteSaver (its'))
     const sqliteFull = graphs.findIndex((g) => g.name.startsWith('SqliteSaver (WAL, synchronous=FULL'))
-    graphs.forEach((g, k) => {
+    all.forEach((g, k) => {
       const m = median(times[k])
       const vs = [sqlite, sqliteFull].filter((i) => i >= 0).map((i) => `${(m / median(times[i])).toFixed(2)}× ${i === sqlite ? 'SQLite default' : 'SQLite FULL'}`)
-      console.log(`   ${g.name.padEnd(42)} ${fmt(m).padStart(10)}  (${fmt(Math.min(...times[k]))}–${fmt(Math.max(...times[k]))})  ${vs.join(', ')}`)
+      console.log(`   ${g.name.padEnd(55)} ${fmt(m).padStart(10)}  (${fmt(Math.min(...times[k]))}–${fmt(Math.max(...times[k]))})  ${vs.join(', ')}`)
     })
+    const memory = all.findIndex((g) => g.name === 'MemorySaver')
+    const raw = all.findIndex((g) => g.name.startsWith('raw write + fdatasync'))
+    if (raw >= 0 && memory >= 0 && sqlite >= 0) {
+      // The floor of a saver that makes one synced write a super-step through the thread pool:
+      // LangGraph's own cost (MemorySaver) plus that write, each round's pair summed.
+      const floor = times[memory].map((t, r) => t + times[raw][r])
+      console.log(`   floor: MemorySaver + raw write + fdatasync, per round${' '.repeat(5)} ${fmt(median(floor)).padStart(10)}  ${(median(floor) / median(times[sqlite])).toFixed(2)}× SQLite default, ${(median(floor) / median(times[sqliteFull])).toFixed(2)}× SQLite FULL`)
+    }
   }
   if (sqliteSync) console.log(`   ${sqliteSync}`)
 

@@ -39,11 +39,12 @@ export async function forEachLine(
   options: Parameters<typeof readLines>[2] = {},
 ): Promise<number> {
   const size = options.chunkBytes ?? CHUNK_BYTES
-  const chunk = (size === CHUNK_BYTES ? spareChunks.pop() : undefined) ?? Buffer.allocUnsafe(size)
+  // A spare chunk serves a smaller chunk size too (a watcher's wake reads 64 KiB at most).
+  const whole = (size <= CHUNK_BYTES ? spareChunks.pop() : undefined) ?? Buffer.allocUnsafe(size)
   try {
-    return await readLines(handle, visit, options, chunk)
+    return await readLines(handle, visit, options, whole.length === size ? whole : whole.subarray(0, size))
   } finally {
-    if (chunk.length === CHUNK_BYTES && spareChunks.length < 4) spareChunks.push(chunk)
+    if (whole.length === CHUNK_BYTES && spareChunks.length < 4) spareChunks.push(whole)
   }
 }
 

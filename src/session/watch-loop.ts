@@ -11,7 +11,8 @@ export interface WatchSource {
   poll(next: number): Promise<WatchPoll>
   /**
    * Resolves at the next sign that the session may have changed (a notification, or the safety
-   * poll's timer), or when `signal` aborts. Armed before each `poll`, so no change is missed.
+   * poll's timer), or when `signal` aborts. Armed before a `poll` (and kept across the polls
+   * that follow one that found events), so no change is missed.
    */
   changed(signal: AbortSignal): Promise<void>
   /** Releases what the source holds (watchers, listeners, timers). */
@@ -29,18 +30,19 @@ export async function* watchLoop(source: WatchSource, fromSeq: number, signal: A
   signal?.addEventListener('abort', onAbort, { once: true })
   let next = fromSeq
   let seen = false
+  // Armed before a poll and kept until awaited: after a poll that found events the loop polls
+  // again at once, and the wait armed earlier still covers every change since (one promise, one
+  // safety timer, per wait rather than per poll: a wake costs less on the way to the event).
+  let change: Promise<void> | undefined
   try {
     while (!stop.signal.aborted && !signal?.aborted) {
-      const waiting = new AbortController()
-      const change = source.changed(AbortSignal.any([stop.signal, waiting.signal]))
+      change ??= source.changed(stop.signal)
       const found = await source.poll(next)
       if (found.kind === 'missing') {
         if (seen) return
       } else {
         seen = true
         if (found.events.length > 0) {
-          waiting.abort() // read again at once after yielding: more may be there already
-          await change.catch(() => {})
           for (const event of found.events) {
             if (event.seq !== next) continue // never twice, never out of order
             next++
@@ -51,6 +53,7 @@ export async function* watchLoop(source: WatchSource, fromSeq: number, signal: A
         }
       }
       await change
+      change = undefined
     }
   } finally {
     signal?.removeEventListener('abort', onAbort)

@@ -108,13 +108,18 @@ class Store implements ClaudeSessionStore {
         throw new SessionPersistenceError('E_INVALID_EVENT', 'append: entries must be an array of entry objects', { sessionId: id })
       }
       if (entries.length === 0) return Promise.resolve()
-      t = k === undefined ? last! : this.#track(id, k)
-      this.#last = t
       // With the session open and nothing queued, the batch reaches the backend on this call's
       // stack, so the backend captures it before the caller can change it; the entries are
       // checked in the same pass that maps them (an invalid one undoes the pass).
-      if (t.open && t.busy === 0) return this.#run(t, () => this.#write(t, entries as Record<string, unknown>[], true))
+      const open = k === undefined ? last : this.#tracked.get(id)
+      if (open?.open && open.busy === 0) {
+        this.#last = open
+        return this.#run(open, () => this.#write(open, entries as Record<string, unknown>[], true))
+      }
+      // Otherwise they are checked before the key is tracked or anything is queued.
       for (let i = 0; i < entries.length; i++) assertEntry(entries[i], i, id)
+      t = k === undefined ? last! : this.#track(id, k)
+      this.#last = t
     } catch (err) {
       return Promise.reject(err)
     }

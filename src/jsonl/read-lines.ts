@@ -60,6 +60,13 @@ async function readLines(
     afterChunk?: () => Promise<void>
     /** Stop after a read that returned less than asked (the end of a regular file): no read of 0 bytes to learn it. */
     stopAtShortRead?: boolean
+    /**
+     * Called with the whole lines `buf[start, end)` of a chunk (`end` just after a `\n`) before
+     * they are visited (with `decode`, before they are decoded at once). The caller may change
+     * bytes inside those lines in place, never a `\n`, and visits see them changed (§16: a
+     * checked checksum field becomes whitespace, so the line parses without a copy).
+     */
+    beforeLines?: (buf: Buffer, start: number, end: number) => void
   },
   chunk: Buffer,
 ): Promise<number> {
@@ -106,8 +113,9 @@ async function readLines(
     }
     // Fast path: validate and decode all complete lines of the chunk at once, then walk byte
     // and character offsets in step (in valid UTF-8, the k-th 0x0A byte is the k-th '\n').
-    const lastNl = options.decode && carry.length === 0 ? view.lastIndexOf(10) : -1
-    if (lastNl >= i && isUtf8(view.subarray(i, lastNl))) {
+    const lastNl = (options.decode || options.beforeLines) && carry.length === 0 ? view.lastIndexOf(10) : -1
+    if (options.beforeLines && lastNl >= i) options.beforeLines(view, i, lastNl + 1)
+    if (options.decode && lastNl >= i && isUtf8(view.subarray(i, lastNl))) {
       const text = view.toString('utf8', i, lastNl + 1)
       let c = 0
       while (i <= lastNl) {

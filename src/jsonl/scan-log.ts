@@ -4,7 +4,7 @@ import type { FileHandle } from './fs/file-system.js'
 import { envelopeProblem } from '../session/envelope.js'
 import { forEachLine } from './read-lines.js'
 import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
-import { checkLine, checksumReason, hasCrcSuffix, unsealText } from '../session/line-codec.js'
+import { checkLine, checksumReason, hasCrcSuffix, unsealLineInPlace, unsealText } from '../session/line-codec.js'
 import { describeZodError, type SessionEvent, SessionHeaderSchema, type SessionHeader } from '../session/schema.js'
 
 /** Where a scan that does not start at the header starts. */
@@ -170,10 +170,34 @@ export async function scanLog(
   let droppedTurnEnds = 0
   let damage: Defect | undefined
 
+  // Version 1: the lines of the chunk being visited whose checksum was checked before they were
+  // decoded, their checksum field then turned into `}` and spaces in place, so that JSON.parse
+  // reads the line's text as it is (no copy without the field: a tenth of a load's time).
+  let unsealedIn: Buffer | undefined
+  const unsealed: number[] = []
+  let nextUnsealed = 0
+  const beforeLines = (buf: Buffer, from: number, to: number) => {
+    unsealedIn = buf
+    unsealed.length = 0
+    nextUnsealed = 0
+    if (!sealed || onEventLine) return // line 1 not read yet, or a caller that wants the bytes as they are
+    for (let s = from; s < to; ) {
+      const nl = buf.indexOf(10, s)
+      if (checkLine(buf, s, nl) === 'ok') {
+        unsealLineInPlace(buf, nl)
+        unsealed.push(s)
+      }
+      s = nl + 1
+    }
+  }
+
   const size = await forEachLine(
     handle,
     (buf, start, end, offset, complete, decoded, oversized) => {
       lineNo++
+      // Checked (and unsealed in place) before the chunk was decoded: parsed as it is.
+      const preChecked = buf === unsealedIn && unsealed[nextUnsealed] === start
+      if (preChecked) nextUnsealed++
       if (oversized !== undefined) {
         // No append writes such a line (§15.5) and no crash makes one without zeros: it is
         // damage wherever it lies, reported without holding it in memory.
@@ -204,8 +228,8 @@ export async function scanLog(
       }
       // Version 1 (§16): a complete line that fails its checksum and holds no NUL byte is damage
       // wherever it lies, past the commit boundary too: no crash leaves such a line.
-      let checked = false
-      if (sealed && complete) {
+      let checked = preChecked
+      if (sealed && complete && !preChecked) {
         const check = checkLine(buf, start, end)
         if (check !== 'ok') {
           if (!hasNulByte(buf, start, end)) {
@@ -238,7 +262,7 @@ export async function scanLog(
           reason = 'invalid UTF-8'
         } else {
           const text = decoded ?? buf.toString('utf8', start, end)
-          const parsed = parseJson(sealed ? unsealText(text) : text)
+          const parsed = parseJson(sealed && !preChecked ? unsealText(text) : text)
           if (!parsed.ok) {
             reason = `not JSON: ${parsed.message}`
           } else {
@@ -287,6 +311,7 @@ export async function scanLog(
     },
     {
       decode: true,
+      beforeLines,
       ...(context.to === undefined ? {} : { to: context.to }),
       ...(start ? { from: start.offset } : {}),
       ...(context.afterChunk ? { afterChunk: context.afterChunk } : {}),

@@ -89,6 +89,16 @@ export function checkLine(buf: Buffer, start: number, end: number): 'ok' | 'miss
   return crc32(buf.subarray(start, at)) === hexAt(buf, at + 8) ? 'ok' : 'mismatch'
 }
 
+/**
+ * Turns the checksum field of a checked version-1 line ending at `end` (its `\n`) into `}` and
+ * spaces, in place: `P + '}'` followed by whitespace, the same JSON value without the field.
+ */
+export function unsealLineInPlace(buf: Buffer, end: number): void {
+  const at = end - CRC_SUFFIX_BYTES
+  buf[at] = 0x7d
+  buf.fill(0x20, at + 1, end)
+}
+
 /** The JSON text of a checked version-1 line without its checksum field (`P + '}'`). */
 export function unsealText(text: string): string {
   return `${text.slice(0, text.length - CRC_SUFFIX_BYTES)}}`

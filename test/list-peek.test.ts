@@ -12,7 +12,7 @@ import {
   type SessionListing,
 } from '../src/index.js'
 import { PEEK_MIN_FILES } from '../src/jsonl/list-sessions.js'
-import { peekFilesInWorker } from '../src/jsonl/fs/peek-files.js'
+import { peekFilesInWorker, peekWorkersAlive, WORKER_SOURCE } from '../src/jsonl/fs/peek-files.js'
 import { headerLine } from '../src/session/meta.js'
 import { meta } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
@@ -84,7 +84,7 @@ test('peekFiles of the Node seam: each first line, its end, size and mtime as st
   expect(stats!.files[6]!.error?.code).toBe('ENOENT')
 })
 
-test('peekFiles hands over the files in order, in batches, and stops its worker when the iteration ends early', async () => {
+test('peekFiles hands over the files in order, in batches', async () => {
   const dir = await tmpRoot()
   const paths: string[] = []
   for (let i = 0; i < 1300; i++) {
@@ -98,14 +98,45 @@ test('peekFiles hands over the files in order, in batches, and stops its worker 
     [1024, 276],
   ])
   expect(batches.flatMap((b) => b.files.map((f) => f.head!.toString()))).toEqual(paths.map((_, i) => `line ${i}`))
-  // Ending early: the generator's cleanup terminates the worker and the loop ends.
+  expect(await collect(peekFilesInWorker([], 64))).toEqual([])
+})
+
+test('a peekFiles iteration ended early terminates its worker, even one waiting for the consumer', async () => {
+  const dir = await tmpRoot()
+  // 8 batches: the worker gets at most 5 ahead, then waits (Atomics.wait) for the consumer.
+  const paths = Array.from({ length: 4096 }, (_, i) => join(dir, `missing-${i}`))
+  expect(peekWorkersAlive()).toBe(0)
   let seen = 0
   for await (const b of peekFilesInWorker(paths, 64)) {
     seen += b.files.length
+    expect(b.files.every((f) => f.error?.code === 'ENOENT')).toBe(true)
+    expect(peekWorkersAlive()).toBe(1)
+    await new Promise((r) => setTimeout(r, 50)) // the worker runs ahead and blocks meanwhile
     break
   }
   expect(seen).toBe(512)
-  expect(await collect(peekFilesInWorker([], 64))).toEqual([])
+  expect(peekWorkersAlive()).toBe(0)
+  // Read to the end, it exits by itself.
+  expect((await collect(peekFilesInWorker(paths, 0))).length).toBe(8)
+  for (let i = 0; i < 100 && peekWorkersAlive() > 0; i++) await new Promise((r) => setTimeout(r, 5))
+  expect(peekWorkersAlive()).toBe(0)
+})
+
+test('a seam made by spreading the Node seam lists through its own open, not the worker', async () => {
+  const root = await fixture(PEEK_MIN_FILES + 10)
+  const opened: string[] = []
+  const node = createNodeFileSystem()
+  const spread: FileSystem = {
+    ...node,
+    open: (path, flags, mode) => {
+      opened.push(path)
+      return node.open(path, flags, mode)
+    },
+  }
+  expect(spread.peekFiles).toBeUndefined()
+  const { listed } = await listing(root, spread)
+  expect(listed).toHaveLength(PEEK_MIN_FILES + 11)
+  expect(opened.filter((p) => p.endsWith('.jsonl'))).toHaveLength(PEEK_MIN_FILES + 10 + 7) // every log, the bad ones and the directory
 })
 
 /** A root of `n` good logs in three buckets, and every kind of bad file a listing reports or skips. */
@@ -201,3 +232,27 @@ test('below PEEK_MIN_FILES logs a listing goes log by log; a peekFiles that fail
   const brokenPicker = await listing(root, failing, { orderBy: 'lastWrite', limit: 5 })
   expect(brokenPicker.listed).toEqual((await listing(root, withoutPeek(), { orderBy: 'lastWrite', limit: 5 })).listed)
 }, 60_000)
+
+test("the worker's program: a file whose close fails is an error, and the files after it keep their own heads", () => {
+  const files: Record<string, string> = { a: 'AAAA\nrest', b: 'BBBB\n', c: 'CCCC\n' }
+  const open = new Map<number, string>()
+  const fakeFs = {
+    openSync: (p: string) => (open.set(open.size + 3, p), open.size + 2),
+    readSync: (fd: number, buf: Buffer, off: number, len: number) => Buffer.from(files[open.get(fd)!]!).copy(buf, off, 0, len),
+    fstatSync: (fd: number) => ({ size: files[open.get(fd)!]!.length, mtimeMs: 7 }),
+    closeSync: (fd: number) => {
+      if (open.get(fd) === 'a') throw Object.assign(new Error('EIO: i/o error, close'), { code: 'EIO', syscall: 'close' })
+    },
+  }
+  const posted: { lens: Int32Array; heads: Uint8Array; errors: unknown[][] }[] = []
+  const consumed = new Int32Array(new SharedArrayBuffer(4))
+  const fakeRequire = (m: string) =>
+    m === 'node:fs'
+      ? fakeFs
+      : { parentPort: { postMessage: (msg: (typeof posted)[number]) => posted.push(msg) }, workerData: { paths: ['a', 'b', 'c'], headBytes: 64, batchFiles: 512, window: 4, consumed } }
+  new Function('require', WORKER_SOURCE)(fakeRequire)
+  const [m] = posted
+  expect(m!.errors.map((e) => [e[0], e[1], e[2]])).toEqual([[0, 'EIO', 'EIO: i/o error, close']])
+  expect([...m!.lens]).toEqual([-1, 4, 4])
+  expect(Buffer.from(m!.heads).toString()).toBe('BBBBCCCC')
+})

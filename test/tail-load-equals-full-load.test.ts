@@ -5,6 +5,7 @@ import { expect, test } from 'vitest'
 import { createJsonlPersistence, toModelHistory } from '../src/index.js'
 import { buildLog, logEndArb, logStepArb, tornBytes } from './helpers/random-log.js'
 import { meta } from './helpers/events.js'
+import { tailStartOf } from '../src/session/tail-start.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 // §15.1: for every log whose lines before firstSeq are undamaged, a load from the last
@@ -33,6 +34,8 @@ test('a load from the last compaction equals a full load: history view, repair, 
       if (tail.firstSeq > 0) tails++
 
       expect(tail.events).toEqual(full.events.slice(tail.firstSeq))
+      // …and starts where the contract says (§15.1), not earlier, when the log needed no repair.
+      if (full.repair === undefined) expect(tail.firstSeq).toBe(tailStartOf(full.events))
       expect(toModelHistory(tail.events)).toEqual(toModelHistory(full.events))
       expect(tail.repair).toEqual(full.repair)
       expect(await readFile(tailPath)).toEqual(await readFile(path))

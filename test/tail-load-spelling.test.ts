@@ -15,6 +15,7 @@ const OPEN_TURN_START = {
   standard: '{"seq":3,"type":"turn/start","time":4,"data":{"turn":2}}',
   'keys in another order': '{"type":"turn/start","time":4,"seq":3,"data":{"turn":2}}',
   'spaces after the colons (json.dumps)': '{"seq": 3, "type": "turn/start", "time": 4, "data": {"turn": 2}}',
+  'an escaped slash (PHP json_encode)': '{"seq":3,"type":"turn\\/start","time":4,"data":{"turn":2}}',
 }
 
 for (const version of [0, 1] as const) {
@@ -47,8 +48,31 @@ for (const version of [0, 1] as const) {
       // Never past the open turn's start: its user message is part of the history to resume.
       expect(tail.firstSeq).toBeLessThanOrEqual(3)
       expect(tail.events).toEqual(full.events.slice(tail.firstSeq))
-      // The spellings the search reads start exactly there; another one is loaded whole.
-      expect(tail.firstSeq).toBe(spelling.startsWith('spaces') ? 0 : 3)
+      // The spellings the search reads start exactly there; one it misses is seen by the load's
+      // check (the scan begins right after the turn/end that closed turn 1), and loaded whole.
+      expect(tail.firstSeq).toBe(spelling.startsWith('an escaped') ? 0 : 3)
     })
   }
 }
+
+test('a compaction between turns that keeps from itself: the tail starts at it, nothing before it is read', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, sync: 'none' })
+  await p.create(meta('s'))
+  const events: { seq: number; type: string; time: number; data: unknown }[] = []
+  for (let turn = 1; turn <= 50; turn++) {
+    const seq = events.length
+    events.push({ seq, type: 'turn/start', time: seq, data: { turn } })
+    events.push({ seq: seq + 1, type: 'user/message', time: seq, data: { content: 'q'.repeat(200) } })
+    events.push({ seq: seq + 2, type: 'turn/end', time: seq, data: { turn, reason: { kind: 'completed' } } })
+  }
+  const c = events.length
+  events.push({ seq: c, type: 'history/compact', time: c, data: { summary: 'so far', firstKeptSeq: c } })
+  events.push({ seq: c + 1, type: 'request/header', time: c, data: { header: { model: 'm' } } })
+  await p.append('s', events as never)
+  await p.close('s')
+  const tail = await createJsonlPersistence({ root, sync: 'none' }).load('s', { from: 'last-compaction' })
+  expect(tail.firstSeq).toBe(c)
+  expect(tail.events.map((e) => e.type)).toEqual(['history/compact', 'request/header'])
+  expect(tail.repair).toBeUndefined()
+})

@@ -5,15 +5,15 @@ import { parseEventLine } from './read-session.js'
 import { bisectSeq, type SeqPoint } from './seq-search.js'
 import type { FormatVersion } from '../session/line-codec.js'
 
-// The marker types as they stand in a line written by JSON.stringify (a `"type"` key and its
-// string value), found by native searches of each block: three needles, each only until what it
-// finds is known (the last turn's state, the compaction in force, the last request header). Long needles skip more per comparison than the bare type names did (0.47 vs 0.70 ms a
-// MiB for the two that search the most). A line of another spelling (`"type": "turn/start"`)
-// is not found here: the load checks the decision against the events it then reads and loads
-// the whole log when they disagree (open-log.ts), so this search only has to be fast.
-const TURN_MARKER = Buffer.from('"type":"turn/')
-const HISTORY_MARKER = Buffer.from('"type":"history/')
-const HEADER_MARKER = Buffer.from('"type":"request/header"')
+// The marker types as they stand in a line (a JSON string value), found by native searches of
+// each block: three needles, each only until what it finds is known (the last turn's state, the
+// compaction in force, the last request header). The value alone, not `"type":"…`: a line
+// written by another tool (`"type": "turn/start"`, keys in another order) is found too. A type
+// spelled with escapes (`"turn\/start"`) is not; the load checks the decision against the events
+// it then scans and loads the whole log when they disagree (open-log.ts).
+const TURN_MARKER = Buffer.from('"turn/')
+const HISTORY_MARKER = Buffer.from('"history/')
+const HEADER_MARKER = Buffer.from('"request/header"')
 /**
  * The largest backward read: the search stops in the block that holds the decision, so a
  * smaller block wastes less past it (the compaction of a resume is often within 1 MiB).
@@ -32,11 +32,6 @@ export interface LogTail {
    * before it cannot trust the decision (the line may be cut), and loads from the start instead.
    */
   newestMarker: number
-  /**
-   * Whether the search ended at a decision (the compaction, a request header and the last
-   * turn's state all found) rather than at the log's start, which the load can then check.
-   */
-  decided: boolean
 }
 
 /**
@@ -50,6 +45,7 @@ export async function findLogTail(handle: FileHandle, headerBytes: number, size:
   const offsets = new Map<number, number>() // seq → line start, for the marker lines seen
   let newestMarker = -1
   let compactionLine = -1
+  let afterTurnEnd: SeqPoint | undefined // the line after the turn/end that closed the last turn
   await forEachBlockBackward(handle, headerBytes, size, (block, offset) => {
     const starts = new Set<number>()
     // Each kind is searched only until it is known: older lines of that kind change nothing.
@@ -64,19 +60,27 @@ export async function findLogTail(handle: FileHandle, headerBytes: number, size:
       }
     }
     for (const start of [...starts].sort((a, b) => b - a)) {
-      const event = parseEventLine(block.subarray(start, block.indexOf(10, start)), version)
+      const end = block.indexOf(10, start)
+      const event = parseEventLine(block.subarray(start, end), version)
       if (!event || !(TAIL_MARKER_TYPES as readonly string[]).includes(event.type)) continue
       newestMarker = Math.max(newestMarker, offset + start)
       offsets.set(event.seq, offset + start)
       const before = finder.compactionSeq
+      const turnWasKnown = finder.turnKnown
       finder.feed(event)
       if (before === undefined && finder.compactionSeq !== undefined) compactionLine = offset + start
+      if (!turnWasKnown && finder.turnKnown && event.type === 'turn/end') afterTurnEnd = { offset: offset + end + 1, seq: event.seq + 1 }
       if (finder.done) return false
     }
   }, MAX_BLOCK, FIRST_BLOCK)
   const firstSeq = finder.firstSeq
   if (firstSeq === undefined) return undefined
+  // The scan begins right after the turn/end that closed the last turn when that lies before
+  // firstSeq: the events it then reads hold every line that could reopen the turn (one the
+  // search did not recognize), so the load's check sees it (open-log.ts). Usually the last turn
+  // ends after firstSeq, or just before it (a compaction between turns keeps from itself).
+  if (afterTurnEnd && afterTurnEnd.seq < firstSeq) return { firstSeq, start: afterTurnEnd, newestMarker }
   const exact = offsets.get(firstSeq)
   const start = exact !== undefined ? { offset: exact, seq: firstSeq } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, compactionLine, firstSeq, finder.compactionSeq)
-  return { firstSeq, start, newestMarker, decided: finder.done }
+  return { firstSeq, start, newestMarker }
 }

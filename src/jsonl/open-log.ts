@@ -8,7 +8,7 @@ import { planRepair } from './repair-plan.js'
 import { type LogScan, scanLog } from './scan-log.js'
 import type { FileHandle } from './fs/file-system.js'
 import { findLogTail } from './log-tail.js'
-import { decidedTailStart } from '../session/tail-start.js'
+import { tailStartWithin } from '../session/tail-start.js'
 import { readHeaderLine } from './read-session.js'
 import type { StoreContext } from './store-context.js'
 
@@ -65,11 +65,9 @@ async function scanForLoad(handle: FileHandle, id: string, path: string, from: '
     const tail = await findLogTail(handle, headerBytes, size, header.version)
     if (tail && tail.firstSeq > 0) {
       const scan = await scanLog(handle, { path, sessionId: id, start: { ...tail.start, header, headerBytes } })
-      // Trusted when no defect can have cut a marker line it used, and, when the search ended at
-      // a decision, when the events read decide the same start (a marker line the search did not
-      // recognize, spelled another way, would change it).
-      const trusted =
-        (!scan.defect || scan.defect.byteOffset > tail.newestMarker) && (!tail.decided || decidedTailStart(scan.events) === tail.firstSeq)
+      // Trusted when no defect can have cut a marker line it used, and when the events read
+      // decide the same start (a marker line the search did not recognize would change it).
+      const trusted = (!scan.defect || scan.defect.byteOffset > tail.newestMarker) && tailStartWithin(scan.events) === tail.firstSeq
       if (trusted) return { scan, firstSeq: tail.firstSeq }
     }
   }

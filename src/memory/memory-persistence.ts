@@ -283,8 +283,15 @@ class MemoryPersistence implements SessionStore {
         changed: (stop) =>
           new Promise<void>((resolve) => {
             if (stop.aborted) return resolve()
-            wake = resolve
-            stop.addEventListener('abort', () => resolve(), { once: true })
+            // One abort listener per wait, removed when the wait ends: the loop passes the same
+            // signal to every wait of a watcher.
+            const done = () => {
+              stop.removeEventListener('abort', done)
+              if (wake === done) wake = undefined
+              resolve()
+            }
+            wake = done
+            stop.addEventListener('abort', done, { once: true })
           }),
         close: () => void changes.off('change', listener),
       },

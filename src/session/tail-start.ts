@@ -104,13 +104,14 @@ export function tailStartOf(events: readonly SessionEvent[]): number {
 }
 
 /**
- * `firstSeq` as the events of a tail decide it, newest first, once they decide it (the
- * compaction, the header and the last turn all among them); undefined when they do not. What a
- * load from a tail checks the backward search's decision against (that search reads only the
- * marker lines it recognizes).
+ * `firstSeq` as the events of a tail decide it, fed newest first until they decide it; where
+ * they do not (no turn marker among them, no request header), what is unknown counts as absent,
+ * as it does for a search that reached the log's start. Undefined with no compaction in force
+ * among them. What a load from a tail checks the backward search's decision against: the
+ * compaction and the header it used lie in the tail, and an open turn's start would too.
  */
-export function decidedTailStart(events: readonly SessionEvent[]): number | undefined {
+export function tailStartWithin(events: readonly SessionEvent[]): number | undefined {
   const finder = new TailStart()
   for (let i = events.length - 1; i >= 0 && !finder.done; i--) finder.feed(events[i]!)
-  return finder.done ? finder.firstSeq : undefined
+  return finder.firstSeq
 }

@@ -39,7 +39,9 @@ export interface FileSystem {
    * is above 0, its first line as far as it lies within `headBytes` (open, read at 0, `fstat`,
    * close). A file that fails carries the error those calls would have rejected with. A seam
    * without it is used file by file through the calls above; the Node seam runs it on a worker
-   * thread. The yielded buffers are valid until the next batch is asked for.
+   * thread. The yielded buffers are valid until the next batch is asked for. A seam that wraps
+   * another and changes how files are opened or stat'ed must not pass this member on (the Node
+   * seam's is not enumerable, so spreading it leaves it out): a listing would bypass the wrapper.
    */
   peekFiles?(paths: readonly string[], headBytes: number): AsyncIterable<PeekedBatch>
 }

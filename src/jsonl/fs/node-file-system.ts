@@ -117,7 +117,11 @@ function nodeFlags(flags: OpenFlags): string | number {
   return flags
 }
 
-/** The default seam: Node's asynchronous `fs` (callbacks and promises), never a `*Sync` call. Stateless, so shared. */
+/**
+ * The default seam: Node's asynchronous `fs` (callbacks and promises), never a `*Sync` call on
+ * the caller's thread (`peekFiles` makes its synchronous calls on a worker thread of its own).
+ * Stateless, so shared.
+ */
 export function createNodeFileSystem(): FileSystem {
   return NODE_FS
 }
@@ -152,8 +156,6 @@ const NODE_FS: FileSystem = {
   rename: (oldPath, newPath) => fsp.rename(oldPath, newPath),
   utimes: (path, atime, mtime) => fsp.utimes(path, atime, mtime),
   readlink: (path) => fsp.readlink(path),
-  // A listing of many logs: a worker thread with synchronous calls (peek-files.ts).
-  peekFiles: peekFilesInWorker,
   watchDir(dir, onChange) {
     const watcher = watch(dir, { persistent: false }, (_event, name) => onChange(typeof name === 'string' ? name : undefined))
     // A directory removed while watched ends its watch with an error: the safety poll takes over.
@@ -174,3 +176,9 @@ const NODE_FS: FileSystem = {
     }
   },
 }
+
+// A listing of many logs: a worker thread with synchronous calls (peek-files.ts). Not
+// enumerable, so a seam made by spreading this one (`{ ...createNodeFileSystem(), open }`) does
+// not carry it: such a seam's own `open` and `stat` serve its listings, one log at a time. A seam
+// that wants the worker names it (`peekFiles: base.peekFiles`).
+Object.defineProperty(NODE_FS, 'peekFiles', { value: peekFilesInWorker, enumerable: false })

@@ -3,7 +3,10 @@ import type { PeekedFile, PeekedBatch } from './file-system.js'
 
 /** Files a worker looks at before it hands them over (one message each batch). */
 const BATCH_FILES = 512
-/** Batches the worker may be ahead of the consumer: what is queued stays a few hundred KiB. */
+/**
+ * Batches the worker may be ahead of the consumer: what is queued is a few hundred KiB of first
+ * lines (at most WINDOW + 1 batches of BATCH_FILES × headBytes: 10 MiB for 4 KiB heads).
+ */
 const WINDOW = 4
 
 /** What the worker posts for one batch: numbers in typed arrays, the kept bytes in one buffer. */
@@ -58,20 +61,24 @@ function peekWorker(): void {
           continue
         }
         const fd = fs.openSync(path, 'r')
+        let got: number
+        let st: import('node:fs').Stats
         try {
-          const got = fs.readSync(fd, scratch, 0, headBytes, 0)
-          const st = fs.fstatSync(fd)
-          sizes[i] = st.size
-          mtimes[i] = st.mtimeMs
-          const nl = scratch.subarray(0, got).indexOf(10)
-          const keep = nl >= 0 ? nl : got
-          scratch.copy(kept, used, 0, keep)
-          used += keep
-          lens[i] = keep
-          ends[i] = nl >= 0 ? 1 : got < headBytes ? 0 : 2
+          got = fs.readSync(fd, scratch, 0, headBytes, 0)
+          st = fs.fstatSync(fd)
         } finally {
           fs.closeSync(fd)
         }
+        // Kept only once the file is closed: a close that fails makes the file an error, and
+        // the heads of the files after it stay where they belong.
+        sizes[i] = st.size
+        mtimes[i] = st.mtimeMs
+        const nl = scratch.subarray(0, got).indexOf(10)
+        const keep = nl >= 0 ? nl : got
+        scratch.copy(kept, used, 0, keep)
+        used += keep
+        lens[i] = keep
+        ends[i] = nl >= 0 ? 1 : got < headBytes ? 0 : 2
       } catch (err) {
         const e = err as NodeJS.ErrnoException
         lens[i] = -1
@@ -90,8 +97,14 @@ function peekWorker(): void {
   }
 }
 
-/** The worker's source: `peekWorker` called on its own. */
-const WORKER_SOURCE = `(${peekWorker.toString()})()`
+let alive = 0
+/** Workers of `peekFilesInWorker` that have not exited yet (none once every iteration has ended). */
+export function peekWorkersAlive(): number {
+  return alive
+}
+
+/** The worker's source: `peekWorker` called on its own (exported for a test that runs it with a stub `require`). */
+export const WORKER_SOURCE = `(${peekWorker.toString()})()`
 
 /** The error the asynchronous API would have rejected with, from what the worker could send. */
 function toError([, code, message, syscall, errno]: BatchMessage['errors'][number]): NodeJS.ErrnoException {
@@ -114,6 +127,7 @@ export async function* peekFilesInWorker(paths: readonly string[], headBytes: nu
     stdout: false,
     stderr: false,
   })
+  alive++
   const queue: BatchMessage[] = []
   let failure: Error | undefined
   let exited = false
@@ -131,6 +145,7 @@ export async function* peekFilesInWorker(paths: readonly string[], headBytes: nu
     notify()
   })
   worker.on('exit', (code) => {
+    alive--
     exited = true
     if (code !== 0) failure ??= new Error(`the file-peeking worker exited with code ${code}`)
     notify()

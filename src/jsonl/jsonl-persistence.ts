@@ -28,8 +28,7 @@ import { readSessionRange } from './read-session.js'
 import { openJsonlRawStream, writeRawStream } from './raw-stream.js'
 import { checkRawHeaderLine } from './raw-log.js'
 import { jsonlWatchSource } from './watch-log.js'
-import { type BodyWriter } from './materialize.js'
-import { copyBody, countRedactions, findDamage, keptAsideName, migratedBody, type RedactionCount, redactedBody, truncatedBody } from './maintenance.js'
+import { copyBody, findDamage, keptAsideName, migratedBody, planRedaction, redactedBody, truncatedBody } from './maintenance.js'
 import { rewriteLog, writeBeside } from './rewrite-log.js'
 import { readHeaderLine } from './read-session.js'
 import type { FileHandle } from './fs/file-system.js'
@@ -417,21 +416,36 @@ class JsonlPersistence implements JsonlSessionPersistence {
 
   async redact(id: string, options: { pattern: RegExp | string; replacement?: string; dryRun?: boolean }): Promise<RedactReport> {
     const { pattern, replacement, dryRun } = parseRedactOptions(options)
-    if (dryRun) {
-      const { path } = await this.#headerOf(id)
-      const count = await this.#reading(id, path, (h, header, headerBytes, size) => countRedactions(h, header, headerBytes, size, pattern))
-      return { id, path, matches: count.matches, seqs: count.seqs, rewritten: false }
+    // One pass that checks the log as a load does (E_CORRUPT untouched), plans the repair of its
+    // tail and counts the matches, keeping no event; only when something matched, a second pass
+    // writes the redacted log beside it (its tail repaired there), renamed over it. The old log
+    // is never written to, so a crash leaves it whole or the new one whole; memory is bounded
+    // whatever the log's size. A dry run, or no match, writes nothing.
+    const redactAt = async (path: string): Promise<RedactReport> => {
+      const handle = await this.#ctx.fs.open(path, 'r')
+      try {
+        const plan = await planRedaction(handle, path, id, pattern)
+        const report: RedactReport = { id, path, matches: plan.matches, seqs: plan.seqs, rewritten: false }
+        if (dryRun || plan.matches === 0) return report
+        const lock = this.#sessions.get(id)!.lock!
+        await lock.assertHeld()
+        const body = redactedBody(handle, plan, { pattern, replacement, now: Date.now(), done: (record) => (report.record = record) })
+        // A lock lost while the new log was written must replace nothing.
+        await rewriteLog(this.#ctx, path, body, async () => await lock.assertHeld())
+        report.rewritten = true
+        return report
+      } catch (err) {
+        throw this.#wrap(err, `redact session '${id}'`)
+      } finally {
+        await handle.close()
+      }
     }
-    return this.#rewriting(id, 'redact', async ({ path }) => {
-      const count: RedactionCount = { matches: 0, seqs: [] }
-      const matched = await this.#reading(id, path, (h, header, headerBytes, size) => countRedactions(h, header, headerBytes, size, pattern))
-      if (matched.matches === 0) return { id, path, matches: 0, seqs: [], rewritten: false }
-      const now = Date.now()
-      await this.#rewriteFrom(id, path, (h, header, headerBytes, size) => redactedBody(h, header, headerBytes, size, { pattern, replacement, count, now }))
-      const report: RedactReport = { id, path, matches: count.matches, seqs: count.seqs, rewritten: true }
-      if (count.record) report.record = count.record
-      return report
-    })
+    if (dryRun) {
+      // Read without the lock, as the redaction would read it.
+      encodeSessionId(id)
+      return redactAt(await findOneLog(this.#ctx, id))
+    }
+    return this.#underLock(id, redactAt)
   }
 
   async truncateAtDamage(id: string, options?: { dryRun?: boolean }): Promise<TruncateReport> {
@@ -464,37 +478,12 @@ class JsonlPersistence implements JsonlSessionPersistence {
     return this.#underLock(id, cutAt)
   }
 
-  /** The path and format version of a stored log, read without a lock. */
-  async #headerOf(id: string): Promise<{ path: string; version: 0 | 1 }> {
-    encodeSessionId(id)
-    const path = await findOneLog(this.#ctx, id)
-    const handle = await this.#ctx.fs.open(path, 'r')
-    try {
-      return { path, version: (await readHeaderLine(handle, path, id)).header.version }
-    } finally {
-      await handle.close()
-    }
-  }
-
   /** Runs `job` over a log's header and event lines (a read-only pass). */
   async #reading<T>(id: string, path: string, job: (h: FileHandle, header: SessionHeader, headerBytes: number, size: number) => Promise<T>): Promise<T> {
     const handle = await this.#ctx.fs.open(path, 'r')
     try {
       const { header, headerBytes } = await readHeaderLine(handle, path, id)
       return await job(handle, header, headerBytes, (await handle.stat()).size)
-    } finally {
-      await handle.close()
-    }
-  }
-
-  /** Replaces the log at `path` by the body built from its current lines (the caller holds the lock). */
-  async #rewriteFrom(id: string, path: string, build: (h: FileHandle, header: SessionHeader, headerBytes: number, size: number) => BodyWriter): Promise<void> {
-    const handle = await this.#ctx.fs.open(path, 'r')
-    const lock = this.#sessions.get(id)!.lock!
-    try {
-      const { header, headerBytes } = await readHeaderLine(handle, path, undefined)
-      // A lock lost while the new log was written must replace nothing.
-      await rewriteLog(this.#ctx, path, build(handle, header, headerBytes, (await handle.stat()).size), async () => await lock.assertHeld())
     } finally {
       await handle.close()
     }
@@ -513,25 +502,6 @@ class JsonlPersistence implements JsonlSessionPersistence {
     } finally {
       await this.close(id)
     }
-  }
-
-  /**
-   * A rewrite of a closed session (redact): taken as `load` takes it (E_SESSION_LIVE,
-   * E_LOCKED, E_CORRUPT untouched), its tail repaired first, then `job` under the lock; the
-   * session is closed again (its lock released) whatever happens.
-   */
-  async #rewriting<T>(id: string, what: string, job: (opened: { path: string; loaded: LoadedSession; version: 0 | 1 }) => Promise<T>): Promise<T> {
-    return this.#underLock(id, async (path) => {
-      const lock = this.#sessions.get(id)!.lock!
-      const { writer, loaded, version } = await openLog(this.#ctx, id, path, { closeOpenTurn: true, beforeWrite: () => lock.assertHeld() })
-      await writer.close()
-      await lock.assertHeld()
-      try {
-        return await job({ path, loaded, version })
-      } catch (err) {
-        throw this.#wrap(err, `${what} session '${id}'`)
-      }
-    })
   }
 
   async closeAll(): Promise<void> {

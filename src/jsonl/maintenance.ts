@@ -10,8 +10,9 @@ import type { BodyWriter } from './materialize.js'
 import type { RepairReport } from '../persistence.js'
 import { LOG_SUFFIX, uniqueToken } from './paths.js'
 import { createHash } from 'node:crypto'
-import { forEachBlockForward } from './read-forward.js'
+import { forEachLine } from './read-lines.js'
 import { planRepair } from './repair-plan.js'
+import { readHeaderLine } from './read-session.js'
 import { scanLog } from './scan-log.js'
 import type { StoreContext } from './store-context.js'
 
@@ -21,26 +22,6 @@ import type { StoreContext } from './store-context.js'
 
 /** Pieces of about this size go to the file at once. */
 const WRITE_BYTES = 1 << 20
-
-/** Collects text into pieces of about WRITE_BYTES and hands them to `write`. */
-function batcher(write: (piece: Buffer) => Promise<void>) {
-  let parts: string[] = []
-  let size = 0
-  return {
-    async add(text: string) {
-      parts.push(text)
-      size += text.length
-      if (size >= WRITE_BYTES) await this.flush()
-    },
-    async flush() {
-      if (parts.length === 0) return
-      const piece = Buffer.from(parts.join(''), 'utf8')
-      parts = []
-      size = 0
-      await write(piece)
-    },
-  }
-}
 
 /** The JSON text of a stored line of a log of `version` (its checksum removed). */
 function jsonOf(line: string, version: FormatVersion): string {
@@ -80,13 +61,6 @@ export function migratedBody(
   }
 }
 
-export interface RedactionCount {
-  matches: number
-  seqs: number[]
-  /** The `log/redacted` event, once written. */
-  record?: SessionEvent
-}
-
 /** Replaces every match of `pattern` in the string values of `value` (never keys); counts them. */
 function redactValue(value: JsonValue, pattern: RegExp, replacement: string, count: { n: number }): JsonValue {
   if (typeof value === 'string') {
@@ -115,64 +89,211 @@ export function redactEvent(event: SessionEvent, pattern: RegExp, replacement: s
   return { event: out as SessionEvent, matches: count.n }
 }
 
+/** Counts the matches of `pattern` in the string values of `value` (never keys), building nothing. */
+function countInValue(value: JsonValue, pattern: RegExp): number {
+  if (typeof value === 'string') {
+    let n = 0
+    // As `replace` counts them (an empty match advances by one), without building the result.
+    for (const _ of value.matchAll(pattern)) n++
+    return n
+  }
+  let n = 0
+  if (Array.isArray(value)) for (const v of value) n += countInValue(v, pattern)
+  else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) n += countInValue(v, pattern)
+  return n
+}
+
+/** The matches `redactEvent` would replace in an event. */
+function countInEvent(event: SessionEvent, pattern: RegExp): number {
+  let n = 0
+  for (const [k, v] of Object.entries(event)) if (!isEnvelopeKey(k) && v !== undefined) n += countInValue(v as JsonValue, pattern)
+  return n
+}
+
+/** What the checking pass of a redaction found (§16): the log as a load would repair it, and its matches. */
+export interface RedactionPlan {
+  header: SessionHeader
+  headerBytes: number
+  /** The valid event lines end here: the new log keeps `[headerBytes, keepBytes)`, a torn tail left out. */
+  keepBytes: number
+  /** The valid event lines (seqs 0 … eventCount - 1, one a line). */
+  eventCount: number
+  /** What a load would append to close an open final turn. */
+  closers: SessionEvent[]
+  /** The repair a load would make (a torn tail cut, closers), made in the new log only. */
+  repair: Omit<RepairReport, 'persisted'> | undefined
+  /** The time of the last event, closers included (the record's time is never before it). */
+  lastTime: number
+  matches: number
+  /** The seqs of the events (closers included) that hold a match, ascending. */
+  seqs: number[]
+}
+
 /**
- * The log with `pattern` redacted (§16), then an ignorable `log/redacted` event recording when,
- * how many matches and which seqs (never the matched text). Lines without a match keep their
- * bytes; the version is the log's. `count` receives the matches as they are found; with
- * `write` undefined nothing is written (a dry run).
+ * The checking pass of a redaction (§16): the log read once as `load` reads it, keeping no event
+ * but an open turn's (what its closers need), each valid event's matches counted as it is read.
+ * Damage is refused (`E_CORRUPT`), nothing written; a torn tail and an open turn are planned as
+ * a load would repair them, their closers counted too. Memory: a chunk, the longest line, an
+ * open turn's events and the seqs that matched.
  */
-export function redactedBody(
-  handle: FileHandle,
-  header: SessionHeader,
-  headerBytes: number,
-  size: number,
-  options: { pattern: RegExp; replacement: string; count: RedactionCount; now: number },
-): BodyWriter {
-  const { pattern, replacement, count } = options
-  const version = header.version
-  return async (write) => {
-    const out = batcher(write)
-    await out.add(headerLine(metaFromHeader(header), version))
-    let next = 0
-    let time = header.createdAt
-    for await (const line of forEachBlockForward(handle, headerBytes, size)) {
-      const event = JSON.parse(jsonOf(line, version)) as SessionEvent
-      next = event.seq + 1
-      time = event.time
-      const redacted = redactEvent(event, pattern, replacement)
-      if (redacted.matches > 0) {
-        count.matches += redacted.matches
-        count.seqs.push(event.seq)
-        await out.add(`${sealLine(JSON.stringify(redacted.event), version)}\n`)
-      } else {
-        await out.add(`${line}\n`)
+export async function planRedaction(handle: FileHandle, path: string, id: string, pattern: RegExp): Promise<RedactionPlan> {
+  // The version decides how a line is read back; the header is checked again by the scan.
+  const { version } = (await readHeaderLine(handle, path, id)).header
+  let matches = 0
+  const seqs: number[] = []
+  let lastTime: number | undefined
+  const scan = await scanLog(handle, {
+    path,
+    sessionId: id,
+    keepEvents: 'open-turn',
+    onEventLine: (buf, start, end) => {
+      // The scan has checked the line (its checksum, JSON and envelope): parsed again for its values.
+      const event = JSON.parse(jsonOf(buf.toString('utf8', start, end), version)) as SessionEvent
+      const n = countInEvent(event, pattern)
+      lastTime = event.time
+      if (n > 0) {
+        matches += n
+        seqs.push(event.seq)
       }
+    },
+  })
+  const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true }) // committed damage: E_CORRUPT
+  for (const closer of plan.closers) {
+    const n = countInEvent(closer, pattern)
+    if (n > 0) {
+      matches += n
+      seqs.push(closer.seq)
     }
-    const record: SessionEvent = {
-      seq: next,
-      type: 'log/redacted',
-      time: Math.max(time, options.now),
-      ignorable: true,
-      data: { at: options.now, matches: count.matches, seqs: count.seqs, replacement },
-    }
-    await out.add(`${sealLine(JSON.stringify(record), version)}\n`)
-    await out.flush()
-    count.record = record
+  }
+  return {
+    header: scan.header,
+    headerBytes: scan.headerBytes,
+    keepBytes: plan.keepBytes,
+    eventCount: scan.eventCount,
+    closers: plan.closers,
+    repair: plan.report,
+    lastTime: plan.closers.at(-1)?.time ?? lastTime ?? scan.header.createdAt,
+    matches,
+    seqs,
   }
 }
 
-/** Counts the matches of a redaction without writing anything (`--dry-run`). */
-export async function countRedactions(handle: FileHandle, header: SessionHeader, headerBytes: number, size: number, pattern: RegExp): Promise<RedactionCount> {
-  const count: RedactionCount = { matches: 0, seqs: [] }
-  for await (const line of forEachBlockForward(handle, headerBytes, size)) {
-    const event = JSON.parse(jsonOf(line, header.version)) as SessionEvent
-    const { matches } = redactEvent(event, pattern, '')
-    if (matches > 0) {
-      count.matches += matches
-      count.seqs.push(event.seq)
-    }
+/** Bytes gathered into pieces of about WRITE_BYTES: lines copied as they are, or text. */
+class Pieces {
+  #buf = Buffer.allocUnsafe(WRITE_BYTES * 2)
+  #len = 0
+
+  get length(): number {
+    return this.#len
   }
-  return count
+
+  #room(n: number): void {
+    if (this.#len + n <= this.#buf.length) return
+    const bigger = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#len + n))
+    this.#buf.copy(bigger, 0, 0, this.#len)
+    this.#buf = bigger
+  }
+
+  /** The line `src[start, end)` as it is, with its `\n`. */
+  addLine(src: Buffer, start: number, end: number): void {
+    this.#room(end - start + 1)
+    this.#len += src.copy(this.#buf, this.#len, start, end)
+    this.#buf[this.#len++] = 10
+  }
+
+  addText(text: string): void {
+    this.#room(Buffer.byteLength(text))
+    this.#len += this.#buf.write(text, this.#len, 'utf8')
+  }
+
+  /** What was added since the last call, as a buffer of its own. */
+  take(): Buffer {
+    const out = Buffer.from(this.#buf.subarray(0, this.#len))
+    this.#len = 0
+    return out
+  }
+}
+
+/**
+ * The writing pass of a redaction (§16), after `planRedaction`: the header, the valid event
+ * lines (a line without a match keeps its bytes: line i holds seq i, so only the lines of the
+ * planned seqs are parsed and rewritten, sealed in the log's version), the closers a load would
+ * append (redacted too), then an ignorable `log/redacted` event recording when, how many
+ * matches and which seqs, never the matched text. `done` receives that event. A log that does
+ * not read back as planned (changed under the lock) fails the body: nothing is replaced.
+ */
+export function redactedBody(
+  handle: FileHandle,
+  plan: RedactionPlan,
+  options: { pattern: RegExp; replacement: string; now: number; done: (record: SessionEvent) => void },
+): BodyWriter {
+  const { pattern, replacement } = options
+  const { header, seqs } = plan
+  const version = header.version
+  const changed = (why: string) => new Error(`the log changed while it was redacted (${why}): nothing was replaced`)
+  return async (write) => {
+    const out = new Pieces()
+    out.addText(headerLine(metaFromHeader(header), version))
+    let seq = 0 // line i after the header holds seq i (the plan's pass checked it)
+    let next = 0 // the next planned seq
+    let matches = 0
+    const redactLine = (json: string): string => {
+      const event = JSON.parse(json) as SessionEvent
+      const redacted = redactEvent(event, pattern, replacement)
+      if (event.seq !== seq || redacted.matches === 0) throw changed(`seq ${seq}`)
+      matches += redacted.matches
+      return `${sealLine(JSON.stringify(redacted.event), version)}\n`
+    }
+    let failure: Error | undefined
+    await forEachLine(
+      handle,
+      (buf, start, end, _offset, complete) => {
+        if (!complete) {
+          failure = changed('a line without its newline')
+          return false
+        }
+        try {
+          if (seq === seqs[next]) {
+            out.addText(redactLine(jsonOf(buf.toString('utf8', start, end), version)))
+            next++
+          } else out.addLine(buf, start, end)
+        } catch (err) {
+          failure = err instanceof SyntaxError ? changed(`seq ${seq}`) : (err as Error)
+          return false
+        }
+        seq++
+      },
+      {
+        from: plan.headerBytes,
+        to: plan.keepBytes,
+        afterChunk: async () => {
+          if (out.length >= WRITE_BYTES) await write(out.take())
+        },
+      },
+    )
+    if (failure) throw failure
+    if (seq !== plan.eventCount) throw changed(`${seq} event lines where ${plan.eventCount} were read`)
+    for (const closer of plan.closers) {
+      if (closer.seq === seqs[next]) {
+        const redacted = redactEvent(closer, pattern, replacement)
+        matches += redacted.matches
+        out.addText(`${sealLine(JSON.stringify(redacted.event), version)}\n`)
+        next++
+      } else out.addText(`${sealLine(JSON.stringify(closer), version)}\n`)
+      seq++
+    }
+    if (matches !== plan.matches || next !== seqs.length) throw changed(`${matches} matches where ${plan.matches} were counted`)
+    const record: SessionEvent = {
+      seq,
+      type: 'log/redacted',
+      time: Math.max(plan.lastTime, options.now),
+      ignorable: true,
+      data: { at: options.now, matches, seqs, replacement },
+    }
+    out.addText(`${sealLine(JSON.stringify(record), version)}\n`)
+    await write(out.take())
+    options.done(record)
+  }
 }
 
 export interface DamageCut {

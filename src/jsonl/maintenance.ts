@@ -12,7 +12,6 @@ import { LOG_SUFFIX, uniqueToken } from './paths.js'
 import { createHash } from 'node:crypto'
 import { forEachLine } from './read-lines.js'
 import { planRepair } from './repair-plan.js'
-import { readHeaderLine } from './read-session.js'
 import { scanLog } from './scan-log.js'
 import type { StoreContext } from './store-context.js'
 
@@ -137,8 +136,6 @@ export interface RedactionPlan {
  * open turn's events and the seqs that matched.
  */
 export async function planRedaction(handle: FileHandle, path: string, id: string, pattern: RegExp): Promise<RedactionPlan> {
-  // The version decides how a line is read back; the header is checked again by the scan.
-  const { version } = (await readHeaderLine(handle, path, id)).header
   let matches = 0
   const seqs: number[] = []
   let lastTime: number | undefined
@@ -146,9 +143,8 @@ export async function planRedaction(handle: FileHandle, path: string, id: string
     path,
     sessionId: id,
     keepEvents: 'open-turn',
-    onEventLine: (buf, start, end) => {
-      // The scan has checked the line (its checksum, JSON and envelope): parsed again for its values.
-      const event = JSON.parse(jsonOf(buf.toString('utf8', start, end), version)) as SessionEvent
+    onEventLine: (_buf, _start, _end, event) => {
+      // The scan has checked the line (its checksum, JSON and envelope) and parsed it.
       const n = countInEvent(event, pattern)
       lastTime = event.time
       if (n > 0) {

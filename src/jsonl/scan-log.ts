@@ -139,8 +139,8 @@ export async function scanLog(
      * `'open-turn'`: keep only the events of a turn still open at the end (what the closers need).
      */
     keepEvents?: boolean | 'open-turn'
-    /** Told each valid event line's bytes `buf[start, end)` as it is read (§16 migrate). */
-    onEventLine?: (buf: Buffer, start: number, end: number) => void
+    /** Told each valid event line's bytes `buf[start, end)` and its event as it is read (§16 migrate, redact). */
+    onEventLine?: (buf: Buffer, start: number, end: number, event: SessionEvent) => void
     /** Awaited after each chunk's lines (see forEachLine). */
     afterChunk?: () => Promise<void>
     /** Bytes a read (default 1 MiB): a range read asks for about what its range holds. */
@@ -293,7 +293,7 @@ export async function scanLog(
             inTurn = false
           }
         } else if (keepEvents) events.push(event)
-        onEventLine?.(buf, start, end)
+        onEventLine?.(buf, start, end, event)
         eventEnds?.push(offset + end - start + 1)
         validEnd = offset + end - start + 1
         if (event.type === 'turn/end') commitLine = lineNo

@@ -134,6 +134,11 @@ test('a seam made by spreading the Node seam lists through its own open, not the
     },
   }
   expect(spread.peekFiles).toBeUndefined()
+  // A seam derived from it by prototype may still replace it (it is writable).
+  const derived = Object.create(node) as FileSystem & { peekFiles?: unknown }
+  derived.peekFiles = undefined
+  expect(derived.peekFiles).toBeUndefined()
+  expect(typeof node.peekFiles).toBe('function')
   const { listed } = await listing(root, spread)
   expect(listed).toHaveLength(PEEK_MIN_FILES + 11)
   expect(opened.filter((p) => p.endsWith('.jsonl'))).toHaveLength(PEEK_MIN_FILES + 10 + 7) // every log, the bad ones and the directory

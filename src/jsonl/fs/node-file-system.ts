@@ -181,4 +181,4 @@ const NODE_FS: FileSystem = {
 // enumerable, so a seam made by spreading this one (`{ ...createNodeFileSystem(), open }`) does
 // not carry it: such a seam's own `open` and `stat` serve its listings, one log at a time. A seam
 // that wants the worker names it (`peekFiles: base.peekFiles`).
-Object.defineProperty(NODE_FS, 'peekFiles', { value: peekFilesInWorker, enumerable: false })
+Object.defineProperty(NODE_FS, 'peekFiles', { value: peekFilesInWorker, enumerable: false, writable: true, configurable: true })

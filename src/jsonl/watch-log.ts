@@ -41,6 +41,9 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   // the writer opened the file as, which for a log published by link() is its temporary name.
   // A wake that changed nothing costs one stat (below).
   let notified = false // a notification came since the last poll (not only the safety timer)
+  let safety: ReturnType<typeof setTimeout> | undefined // the safety poll's timer, refreshed by each wait
+  let watchedSignal: AbortSignal | undefined
+  const onAbort = () => wake?.()
   const notify = () => {
     dirty = true
     notified = true
@@ -158,19 +161,29 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
           dirty = false
           return resolve()
         }
-        const done = () => {
-          clearTimeout(timer)
-          signal.removeEventListener('abort', done)
+        // One safety timer and one abort listener for the watcher's life, not one of each per
+        // wait (every wake sets up the next wait on the way to the event it reads).
+        if (watchedSignal !== signal) {
+          watchedSignal?.removeEventListener('abort', onAbort)
+          watchedSignal = signal
+          signal.addEventListener('abort', onAbort, { once: true })
+        }
+        // (A timer that fired is armed again by refresh; it keeps the process alive while the
+        // watcher waits, as each wait's own timer did.)
+        if (safety) safety.refresh()
+        else safety = setTimeout(() => wake?.(), SAFETY_POLL_MS)
+        wake = () => {
           wake = undefined
           dirty = false
           resolve()
         }
-        const timer = setTimeout(done, SAFETY_POLL_MS)
-        wake = done
-        signal.addEventListener('abort', done, { once: true })
       })
     },
     async close() {
+      clearTimeout(safety)
+      safety = undefined
+      watchedSignal?.removeEventListener('abort', onAbort)
+      watchedSignal = undefined
       for (const w of watchers.values()) w.close()
       watchers.clear()
       await release()

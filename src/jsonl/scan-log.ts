@@ -1,11 +1,12 @@
 import { isUtf8 } from 'node:buffer'
-import { SessionFormatUnsupportedError, SessionPersistenceCorruptionError } from '../errors.js'
+import { SessionPersistenceCorruptionError } from '../errors.js'
 import type { FileHandle } from './fs/file-system.js'
 import { envelopeProblem } from '../session/envelope.js'
 import { forEachLine } from './read-lines.js'
 import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
-import { checkLine, checksumReason, hasCrcSuffix, unsealLineInPlace, unsealText } from '../session/line-codec.js'
-import { describeZodError, type SessionEvent, SessionHeaderSchema, type SessionHeader } from '../session/schema.js'
+import { checkLine, checksumReason, unsealLineInPlace, unsealText } from '../session/line-codec.js'
+import { type SessionEvent, type SessionHeader } from '../session/schema.js'
+import { parseHeaderLine } from '../session/header-line.js'
 
 /** Where a scan that does not start at the header starts. */
 export interface TailStartPoint {
@@ -71,49 +72,6 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false; me
 
 function isTurnEnd(value: unknown): boolean {
   return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'turn/end'
-}
-
-/**
- * Parses line 1 (docs/contract.md §6.1, §16): a checksum field is checked whatever the version
- * says; a numeric `version` other than 0 or 1 is `E_FORMAT_UNSUPPORTED`; any other invalid
- * header (a version-1 one without its checksum included) `E_CORRUPT` at line 1, byte 0.
- */
-export function parseHeaderLine(
-  buf: Buffer,
-  start: number,
-  end: number,
-  complete: boolean,
-  context: { path: string; sessionId?: string | undefined },
-): SessionHeader {
-  const { path, sessionId } = context
-  const corrupt = (reason: string) => new SessionPersistenceCorruptionError(1, 0, reason, { path, sessionId })
-  if (!complete) throw corrupt('the header line has no newline')
-  // A header that carries a checksum is checked whatever its version says (§16): a flipped
-  // version digit is caught.
-  const sealed = hasCrcSuffix(buf, start, end)
-  if (sealed && checkLine(buf, start, end) !== 'ok') throw corrupt(`${checksumReason('mismatch')} in the header`)
-  if (!isUtf8(buf.subarray(start, end))) throw corrupt('the header is not valid UTF-8')
-  const text = buf.toString('utf8', start, end)
-  const parsed = parseJson(sealed ? unsealText(text) : text)
-  if (!parsed.ok) throw corrupt(`the header is not JSON: ${parsed.message}`)
-  // A header that carries a crc field other than a valid seal is damaged (§16: checked whatever
-  // its version says): a misspelt checksum, or one inside it.
-  if ((parsed.value as { crc?: unknown } | null)?.crc !== undefined) throw corrupt(`${checksumReason('mismatch')} in the header`)
-  const version = (parsed.value as { version?: unknown } | null)?.version
-  if (typeof version === 'number' && version !== 0 && version !== 1) {
-    throw new SessionFormatUnsupportedError(
-      version,
-      `session log ${path} has format version ${version}; this release reads versions 0 and 1`,
-      { path, sessionId },
-    )
-  }
-  if (version === 1 && !sealed) throw corrupt(checksumReason('missing').replace('the line', 'the header'))
-  const result = SessionHeaderSchema.safeParse(parsed.value)
-  if (!result.success) throw corrupt(`invalid header: ${describeZodError(result.error)}`)
-  if (sessionId !== undefined && result.data.id !== sessionId) {
-    throw corrupt(`the header's id ${JSON.stringify(result.data.id)} does not match the file's id`)
-  }
-  return result.data
 }
 
 /**

@@ -47,14 +47,3 @@ export function notWritable(id: string): SessionPersistenceError {
     { sessionId: id },
   )
 }
-
-/** `code` when `id` is already tracked by this instance. */
-export function alreadyTracked(id: string, code: 'E_EXISTS' | 'E_SESSION_LIVE'): SessionPersistenceError {
-  return new SessionPersistenceError(
-    code,
-    code === 'E_EXISTS'
-      ? `session '${id}' is already open in this instance`
-      : `session '${id}' is being written by this instance; close it before loading it again`,
-    { sessionId: id },
-  )
-}

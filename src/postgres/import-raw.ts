@@ -1,5 +1,5 @@
 import type { RawSessionLog } from '../persistence.js'
-import { LONE_SURROGATE } from '../jsonl/raw-log.js'
+import { LONE_SURROGATE } from '../session/raw-log.js'
 import { SessionPersistenceError } from '../errors.js'
 import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'

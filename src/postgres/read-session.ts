@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { envelopeProblem } from '../session/envelope.js'
-import { parseHeaderLine } from '../jsonl/scan-log.js'
+import { parseHeaderLine } from '../session/header-line.js'
 import { checksumReason, type FormatVersion, unsealString } from '../session/line-codec.js'
 import type { SessionEvent, SessionHeader } from '../session/schema.js'
 import { SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'

@@ -2,8 +2,7 @@ import { SessionPersistenceError } from '../errors.js'
 import type { ForkChild } from '../persistence.js'
 import { asObject } from './as-object.js'
 import { validateMeta } from './meta.js'
-import type { LogScan } from '../jsonl/scan-log.js'
-import type { SessionMeta } from './schema.js'
+import type { SessionEvent, SessionHeader, SessionMeta } from './schema.js'
 
 /** `E_INVALID_META` unless `child` is an object whose `seedLength` is a non-negative integer. */
 export function assertSeedLength(child: ForkChild): void {
@@ -22,7 +21,10 @@ export function assertSeedLength(child: ForkChild): void {
  * The child's meta, once the fork point is checked against the parent's valid events:
  * `E_BAD_FORK_POINT` past the end, or not `0` and not just after a `turn/end`.
  */
-export function forkMeta(parent: { id: string; path: string; scan: LogScan }, child: ForkChild): SessionMeta {
+export function forkMeta(
+  parent: { id: string; path: string; scan: { events: readonly SessionEvent[]; header: SessionHeader } },
+  child: ForkChild,
+): SessionMeta {
   const { seedLength } = child
   const { events, header } = parent.scan
   const stored = events.length

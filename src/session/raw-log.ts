@@ -1,10 +1,10 @@
 import { SessionPersistenceError } from '../errors.js'
 import type { RawSessionLog } from '../persistence.js'
-import { envelopeProblem } from '../session/envelope.js'
-import { encodeSessionId } from '../session/id-encoding.js'
-import { parseHeaderLine } from './scan-log.js'
-import type { SessionHeader } from '../session/schema.js'
-import { type FormatVersion, unsealString } from '../session/line-codec.js'
+import { envelopeProblem } from './envelope.js'
+import { encodeSessionId } from './id-encoding.js'
+import { parseHeaderLine } from './header-line.js'
+import type { SessionHeader } from './schema.js'
+import { type FormatVersion, unsealString } from './line-codec.js'
 
 // In a `u` regex a surrogate pair is one code point, so this matches lone surrogates only:
 // such a string has no UTF-8 form, so it could not come back byte for byte.

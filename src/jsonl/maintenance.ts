@@ -2,6 +2,7 @@ import { basename } from 'node:path'
 import { isSessionPersistenceError, SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
 import { computeClosers } from '../session/closers.js'
 import { type FormatVersion, SealedLines, sealLine, unsealText } from '../session/line-codec.js'
+import { LineBuffer } from '../session/line-buffer.js'
 import { headerLine, metaFromHeader } from '../session/meta.js'
 import type { JsonValue, SessionEvent, SessionHeader } from '../session/schema.js'
 import { isEnvelopeKey } from '../session/envelope.js'
@@ -174,42 +175,6 @@ export async function planRedaction(handle: FileHandle, path: string, id: string
   }
 }
 
-/** Bytes gathered into pieces of about WRITE_BYTES: lines copied as they are, or text. */
-class Pieces {
-  #buf = Buffer.allocUnsafe(WRITE_BYTES * 2)
-  #len = 0
-
-  get length(): number {
-    return this.#len
-  }
-
-  #room(n: number): void {
-    if (this.#len + n <= this.#buf.length) return
-    const bigger = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#len + n))
-    this.#buf.copy(bigger, 0, 0, this.#len)
-    this.#buf = bigger
-  }
-
-  /** The line `src[start, end)` as it is, with its `\n`. */
-  addLine(src: Buffer, start: number, end: number): void {
-    this.#room(end - start + 1)
-    this.#len += src.copy(this.#buf, this.#len, start, end)
-    this.#buf[this.#len++] = 10
-  }
-
-  addText(text: string): void {
-    this.#room(Buffer.byteLength(text))
-    this.#len += this.#buf.write(text, this.#len, 'utf8')
-  }
-
-  /** What was added since the last call, as a buffer of its own. */
-  take(): Buffer {
-    const out = Buffer.from(this.#buf.subarray(0, this.#len))
-    this.#len = 0
-    return out
-  }
-}
-
 /**
  * The writing pass of a redaction (§16), after `planRedaction`: the header, the valid event
  * lines (a line without a match keeps its bytes: line i holds seq i, so only the lines of the
@@ -228,7 +193,7 @@ export function redactedBody(
   const version = header.version
   const changed = (why: string) => new Error(`the log changed while it was redacted (${why}): nothing was replaced`)
   return async (write) => {
-    const out = new Pieces()
+    const out = new LineBuffer(WRITE_BYTES * 2)
     out.addText(headerLine(metaFromHeader(header), version))
     let seq = 0 // line i after the header holds seq i (the plan's pass checked it)
     let next = 0 // the next planned seq

@@ -1,4 +1,5 @@
 import { crc32 } from 'node:zlib'
+import { LineBuffer } from './line-buffer.js'
 
 /** The format versions this release reads and writes (§16). */
 export type FormatVersion = 0 | 1
@@ -125,21 +126,7 @@ export function checksumReason(result: 'missing' | 'mismatch'): string {
  * migrate): the JSON text is copied once and its checksum computed on those bytes, no string
  * made. A line that does not end with `}` (JSON with trailing space, say) is re-serialized.
  */
-export class SealedLines {
-  #buf = Buffer.allocUnsafe(1 << 20)
-  #len = 0
-
-  get length(): number {
-    return this.#len
-  }
-
-  #room(n: number): void {
-    if (this.#len + n <= this.#buf.length) return
-    const bigger = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#len + n))
-    this.#buf.copy(bigger, 0, 0, this.#len)
-    this.#buf = bigger
-  }
-
+export class SealedLines extends LineBuffer {
   /** Appends the line `src[start, end)` (the JSON text of one object, no `\n`) sealed, with its `\n`. */
   add(src: Buffer, start: number, end: number): void {
     if (end <= start || src[end - 1] !== 0x7d) {
@@ -147,23 +134,9 @@ export class SealedLines {
       return
     }
     const p = end - 1 - start
-    this.#room(p + CRC_SUFFIX_BYTES + 1)
-    src.copy(this.#buf, this.#len, start, end - 1)
-    this.#len += p
-    this.#len += this.#buf.write(`${PREFIX}${hex(crc32(src.subarray(start, end - 1)))}"}\n`, this.#len, 'latin1')
-  }
-
-  /** Appends text as it is (already sealed lines, each with its `\n`). */
-  addText(text: string): void {
-    const n = Buffer.byteLength(text)
-    this.#room(n)
-    this.#len += this.#buf.write(text, this.#len, 'utf8')
-  }
-
-  /** What was added since the last call, as a buffer of its own; the builder starts empty again. */
-  take(): Buffer {
-    const out = Buffer.from(this.#buf.subarray(0, this.#len))
-    this.#len = 0
-    return out
+    this.room(p + CRC_SUFFIX_BYTES + 1)
+    src.copy(this.buf, this.len, start, end - 1)
+    this.len += p
+    this.len += this.buf.write(`${PREFIX}${hex(crc32(src.subarray(start, end - 1)))}"}\n`, this.len, 'latin1')
   }
 }

@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline'
 import fc from 'fast-check'
 import { expect, test } from 'vitest'
 import { createJsonlPersistence, createNodeFileSystem, type FileSystem, type SessionEvent } from '../src/index.js'
+import { observedFs } from './helpers/observed-fs.js'
 import { PROBE_BYTES, WINDOW_BYTES } from '../src/jsonl/seq-search.js'
 import { headerLine } from '../src/session/meta.js'
 import { meta } from './helpers/events.js'
@@ -13,30 +14,8 @@ const eventAt = (n: number): SessionEvent => ({ seq: n, type: 'x/tick', time: 10
 
 /** A seam that records every read: its position and length. */
 function countingFs(): { fs: FileSystem; reads: { position: number; length: number }[] } {
-  const base = createNodeFileSystem()
   const reads: { position: number; length: number }[] = []
-  const fs: FileSystem = {
-    ...base,
-    supportsDsync: base.supportsDsync,
-    async open(path, flags, mode) {
-      const h = await base.open(path, flags, mode)
-      return {
-        ...h,
-        read: async (buffer, offset, length, position) => {
-          reads.push({ position, length })
-          return h.read(buffer, offset, length, position)
-        },
-        write: (...a) => h.write(...a),
-        sync: () => h.sync(),
-        datasync: () => h.datasync(),
-        truncate: (n) => h.truncate(n),
-        stat: () => h.stat(),
-        chmod: (m) => h.chmod(m),
-        close: () => h.close(),
-      }
-    },
-  }
-  return { fs, reads }
+  return { fs: observedFs({ onRead: (_path, position, length) => reads.push({ position, length }) }), reads }
 }
 
 async function storedLog(root: string, count: number): Promise<{ path: string; events: SessionEvent[] }> {

@@ -1,7 +1,8 @@
 import { appendFile, readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { createJsonlPersistence, createNodeFileSystem, type FileSystem, type SessionEvent } from '../src/index.js'
+import { createJsonlPersistence, type FileSystem, type SessionEvent } from '../src/index.js'
+import { observedFs } from './helpers/observed-fs.js'
 import { codeOf } from './helpers/codes.js'
 import { meta } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
@@ -13,32 +14,12 @@ import { tmpRoot } from './helpers/tmp-root.js'
 
 /** A seam that counts the bytes read from each path and the files opened for writing. */
 function countingFs() {
-  const base = createNodeFileSystem()
   const bytesRead = new Map<string, number>()
   const opened: { path: string; flags: string }[] = []
-  const fs: FileSystem = {
-    ...base,
-    supportsDsync: base.supportsDsync,
-    async open(path, flags, mode) {
-      const h = await base.open(path, flags, mode)
-      opened.push({ path, flags })
-      return {
-        ...h,
-        read: async (buffer, offset, length, position) => {
-          const n = await h.read(buffer, offset, length, position)
-          bytesRead.set(path, (bytesRead.get(path) ?? 0) + n)
-          return n
-        },
-        write: (...a) => h.write(...a),
-        sync: () => h.sync(),
-        datasync: () => h.datasync(),
-        truncate: (n) => h.truncate(n),
-        stat: () => h.stat(),
-        chmod: (m) => h.chmod(m),
-        close: () => h.close(),
-      }
-    },
-  }
+  const fs: FileSystem = observedFs({
+    onOpen: (path, flags) => opened.push({ path, flags }),
+    onRead: (path, _position, _length, got) => bytesRead.set(path, (bytesRead.get(path) ?? 0) + got),
+  })
   const reset = () => {
     bytesRead.clear()
     opened.length = 0

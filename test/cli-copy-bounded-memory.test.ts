@@ -1,13 +1,11 @@
-import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { once } from 'node:events'
 import { createReadStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { writeBigLog } from './helpers/big-log.js'
-import { CLI_BIN } from './helpers/run-cli.js'
+import { runCliWithHeap } from './helpers/run-cli.js'
 
 // §15.5: `copy` streams. A log three times the size of the process's whole heap limit is copied
 // line for line. This needs backends that hand out and take in a log page by page
@@ -35,15 +33,7 @@ describe(`copy of a ${LOG_BYTES / 1024 / 1024} MiB log with a ${HEAP_MB} MiB hea
     const from = join(dir, 'from')
     const to = join(dir, 'to')
     const log = await writeBigLog(from, 'huge', LOG_BYTES)
-    const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, CLI_BIN, '--root', from, 'copy', 'huge', '--to', to, '--json'], {
-      env: { ...process.env, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s))
-    child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s.slice(0, 4000)))
-    const [code, signal] = (await once(child, 'exit')) as [number | null, string | null]
+    const { code, signal, stdout, stderr } = await runCliWithHeap(HEAP_MB, ['--root', from, 'copy', 'huge', '--to', to, '--json'])
     expect({ code, signal }, stderr).toEqual({ code: 0, signal: null })
     expect(JSON.parse(stdout).copied).toEqual([{ id: 'huge', events: log.events }])
     expect(await sha256(join(to, '_no-cwd', 'huge.jsonl'))).toBe(await sha256(log.path))

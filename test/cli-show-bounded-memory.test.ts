@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { open, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { writeBigLog } from './helpers/big-log.js'
-import { CLI_BIN } from './helpers/run-cli.js'
+import { runCliWithHeap } from './helpers/run-cli.js'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 
@@ -28,10 +26,7 @@ async function runTo(heapMb: number, args: string[], stdoutFile: string): Promis
   const out = await open(stdoutFile, 'w')
   const started = Date.now()
   try {
-    const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, CLI_BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', out.fd, 'pipe'] })
-    let stderr = ''
-    child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s.slice(0, 4000)))
-    const [code, signal] = (await once(child, 'exit')) as [number | null, string | null]
+    const { code, signal, stderr } = await runCliWithHeap(heapMb, args, out.fd)
     return { code, signal, stderr, ms: Date.now() - started }
   } finally {
     await out.close()

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createWriteStream } from 'node:fs'
 import { mkdtemp, readdir, rm } from 'node:fs/promises'
@@ -8,7 +7,7 @@ import { crc32 } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createJsonlPersistence } from '../src/index.js'
 import { meta, turn } from './helpers/events.js'
-import { CLI_BIN } from './helpers/run-cli.js'
+import { runCliWithHeap } from './helpers/run-cli.js'
 
 // §16, §15.5: `redact` streams. A version-1 log three times the size of the process's whole
 // heap limit, with a torn tail and an open turn, is redacted by the CLI under that limit: the
@@ -93,15 +92,7 @@ describe(`redact of a ${LOG_BYTES / 1024 / 1024} MiB log with a ${HEAP_MB} MiB h
   test('the CLI exits 0; the log loads with its tail repaired, every match replaced and the log/redacted record last', async () => {
     const root = join(dir, 'root')
     const log = await writeBigV1Log(root, LOG_BYTES)
-    const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, CLI_BIN, '--root', root, 'redact', ID, '--pattern', 'sk-live-[0-9a-f]{8}', '--json'], {
-      env: { ...process.env, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s))
-    child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s.slice(0, 4000)))
-    const [code, signal] = (await once(child, 'exit')) as [number | null, string | null]
+    const { code, signal, stdout, stderr } = await runCliWithHeap(HEAP_MB, ['--root', root, 'redact', ID, '--pattern', 'sk-live-[0-9a-f]{8}', '--json'])
     expect({ code, signal }, stderr).toEqual({ code: 0, signal: null })
     expect(JSON.parse(stdout).redact).toEqual([{ id: ID, status: 'done', matches: log.matches, seqs: log.seqs }])
     expect((await readdir(dirname(log.path))).filter((n) => n.startsWith('.'))).toEqual([]) // no temporary file left

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { EventEmitter } from 'node:events'
+import { EventEmitter, once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 
@@ -80,4 +80,26 @@ export function startCli(args: string[], env: Record<string, string> = {}): Runn
       ),
     exit: (ms = 10_000) => within(ms, 'no exit', ended),
   }
+}
+
+/**
+ * Runs the built binary under a heap limit (`--max-old-space-size`), for the bounded-memory
+ * tests: its exit, its stdout (into `stdoutFd` when given, so a large output never enters this
+ * process's memory) and the start of its stderr.
+ */
+export async function runCliWithHeap(
+  heapMb: number,
+  args: string[],
+  stdoutFd?: number,
+): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, CLI_BIN, ...args], {
+    env: { ...process.env, NO_COLOR: '1' },
+    stdio: ['ignore', stdoutFd ?? 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout?.setEncoding('utf8').on('data', (s: string) => (stdout += s))
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s.slice(0, 4000)))
+  const [code, signal] = (await once(child, 'exit')) as [number | null, string | null]
+  return { code, signal, stdout, stderr }
 }

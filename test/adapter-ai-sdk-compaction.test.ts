@@ -6,24 +6,14 @@ import { generateText, jsonSchema, type ModelMessage, stepCountIs, tool } from '
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { openAiSdkSession, toAiSdkMessages } from '../src/adapters/ai-sdk/index.js'
-import { isSessionPersistenceError } from '../src/errors.js'
-import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { createMemoryPersistence } from '../src/memory/memory-persistence.js'
-import type { SessionPersistence } from '../src/persistence.js'
 import { toModelHistory, UNANSWERED_TOOL_TEXT } from '../src/session/history.js'
 import type { JsonValue, SessionEvent } from '../src/session/schema.js'
 import { tailStartOf } from '../src/session/tail-start.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
-import { tmpRoot } from './helpers/tmp-root.js'
+import { codeOf } from './helpers/codes.js'
+import { adapterBackends, recordedPersistence } from './helpers/recorded-persistence.js'
 
-async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
-  try {
-    await (typeof p === 'function' ? p() : p)
-    return 'resolved'
-  } catch (err) {
-    return isSessionPersistenceError(err) ? err.code : `foreign: ${String(err)}`
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Random logs as the recorder and other hosts write them: turns whose calls are recorded as
@@ -225,44 +215,7 @@ describe('toAiSdkMessages with history/compact (property-based)', () => {
 
 // ---------------------------------------------------------------------------------------------
 
-const backends: [string, () => Promise<() => SessionPersistence>][] = [
-  [
-    'jsonl',
-    async () => {
-      const root = await tmpRoot()
-      return () => createJsonlPersistence({ root, sync: 'none' })
-    },
-  ],
-  [
-    'memory',
-    async () => {
-      const name = `ai-compact-${Math.random()}`
-      return () => createMemoryPersistence({ name })
-    },
-  ],
-]
-
-/** A backend that remembers what its loads returned. */
-function watchingLoads(inner: SessionPersistence) {
-  const loads: { firstSeq: number; length: number }[] = []
-  const persistence: SessionPersistence = {
-    locate: (m) => inner.locate(m),
-    create: (m) => inner.create(m),
-    append: (id, e) => inner.append(id, e),
-    load: async (id, o) => {
-      const loaded = await inner.load(id, o)
-      loads.push({ firstSeq: loaded.firstSeq, length: loaded.events.length })
-      return loaded
-    },
-    inspect: (id) => inner.inspect(id),
-    list: (o) => inner.list(o),
-    read: (id, r) => inner.read(id, r),
-    watch: (id, o) => inner.watch(id, o),
-    delete: (id, o) => inner.delete(id, o),
-    close: (id) => inner.close(id),
-  }
-  return { persistence, loads }
-}
+const backends = adapterBackends('ai-compact')
 
 const maxTurn = (events: readonly SessionEvent[]) =>
   Math.max(0, ...events.filter((e) => e.type === 'turn/start').map((e) => (e.data as { turn: number }).turn))
@@ -284,7 +237,7 @@ describe.each(backends)('the AI SDK session over %s', (_name, backend) => {
         await writer.create({ id, createdAt: 0, delegationDepth: 0 })
         await writer.append(id, events)
         await writer.close(id)
-        const { persistence, loads } = watchingLoads(open())
+        const { persistence, seen: { loads } } = recordedPersistence(open())
         const session = await openAiSdkSession({ persistence, sessionId: id, now: () => 5 })
         // What the session holds is the tail: from the load's firstSeq, contiguous.
         expect(session.firstSeq).toBe(loads[0]!.firstSeq)
@@ -334,7 +287,7 @@ describe.each(backends)('the AI SDK session over %s', (_name, backend) => {
     const before = first.messages
     await first.close()
 
-    const { persistence, loads } = watchingLoads(open())
+    const { persistence, seen: { loads } } = recordedPersistence(open())
     const resumed = await openAiSdkSession({ persistence, sessionId: 'g', now: () => 8 })
     expect(loads[0]!.firstSeq).toBe(keepFrom)
     expect(resumed.firstSeq).toBe(keepFrom)
@@ -428,7 +381,7 @@ describe.each(backends)('the AI SDK session over %s', (_name, backend) => {
     await s.compact({ summary })
     expect(s.events).toHaveLength(1)
     await s.close()
-    const { persistence, loads } = watchingLoads(open())
+    const { persistence, seen: { loads } } = recordedPersistence(open())
     const resumed = await openAiSdkSession({ persistence, sessionId: 'none' })
     expect(loads[0]!.length).toBe(1)
     expect(resumed.messages).toEqual([{ role: 'user', content: [summary[0], summary[1]] }])

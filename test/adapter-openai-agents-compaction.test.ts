@@ -19,72 +19,21 @@ import {
   trackToolCalls,
 } from '../src/adapters/openai-agents/index.js'
 import { RECORDER } from '../src/adapters/openai-agents/jsonl-session.js'
-import { isSessionPersistenceError } from '../src/errors.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { createMemoryPersistence } from '../src/memory/memory-persistence.js'
-import type { SessionPersistence } from '../src/persistence.js'
 import { INTERRUPTED_TOOL_TEXT } from '../src/session/closers.js'
 import { toModelHistory } from '../src/session/history.js'
 import type { JsonValue, SessionEvent } from '../src/session/schema.js'
 import { tailStartOf } from '../src/session/tail-start.js'
 import { agentItem } from './fixtures/openai-agents-items.js'
+import { codeOf } from './helpers/codes.js'
+import { adapterBackends, recordedPersistence } from './helpers/recorded-persistence.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 process.env.OPENAI_AGENTS_DISABLE_TRACING = '1'
 
-async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
-  try {
-    await (typeof p === 'function' ? p() : p)
-    return 'resolved'
-  } catch (err) {
-    return isSessionPersistenceError(err) ? err.code : `foreign: ${String(err)}`
-  }
-}
 
-const backends: [string, () => Promise<() => SessionPersistence>][] = [
-  [
-    'jsonl',
-    async () => {
-      const root = await tmpRoot()
-      return () => createJsonlPersistence({ root, sync: 'none' })
-    },
-  ],
-  [
-    'memory',
-    async () => {
-      const name = `oa-compact-${Math.random()}`
-      return () => createMemoryPersistence({ name })
-    },
-  ],
-]
-
-/** A backend that remembers what its loads returned and how many reads of each kind it served. */
-function watching(inner: SessionPersistence) {
-  const seen = { loads: [] as { firstSeq: number; length: number }[], inspects: 0, reads: [] as { fromSeq?: number | undefined }[] }
-  const persistence: SessionPersistence = {
-    locate: (m) => inner.locate(m),
-    create: (m) => inner.create(m),
-    append: (id, e) => inner.append(id, e),
-    load: async (id, o) => {
-      const loaded = await inner.load(id, o)
-      seen.loads.push({ firstSeq: loaded.firstSeq, length: loaded.events.length })
-      return loaded
-    },
-    inspect: (id) => {
-      seen.inspects++
-      return inner.inspect(id)
-    },
-    list: (o) => inner.list(o),
-    read: (id, r) => {
-      seen.reads.push({ fromSeq: r?.fromSeq })
-      return inner.read(id, r)
-    },
-    watch: (id, o) => inner.watch(id, o),
-    delete: (id, o) => inner.delete(id, o),
-    close: (id) => inner.close(id),
-  }
-  return { persistence, seen }
-}
+const backends = adapterBackends('oa-compact')
 
 const user = (content: string): AgentInputItem => ({ type: 'message', role: 'user', content })
 const call = (callId: string, name = 'add'): AgentInputItem => ({ type: 'function_call', name, callId, status: 'completed', arguments: '{}' })
@@ -148,7 +97,7 @@ describe.each(backends)('JsonlSession with compactions over %s', (_name, backend
       fc.asyncProperty(fc.array(opArb, { maxLength: 14 }), async (ops) => {
         const open = await backend()
         const id = `m${n++}`
-        let watched = watching(open())
+        let watched = recordedPersistence(open())
         let session = new JsonlSession({ persistence: watched.persistence, sessionId: id })
         const m: Model = { rest: [], summary: undefined }
         let written = false
@@ -203,7 +152,7 @@ describe.each(backends)('JsonlSession with compactions over %s', (_name, backend
             }
             case 'reopen':
               await session.close()
-              watched = watching(open())
+              watched = recordedPersistence(open())
               session = new JsonlSession({ persistence: watched.persistence, sessionId: id })
               break
           }
@@ -291,7 +240,7 @@ describe.each(backends)('JsonlSession with compactions over %s', (_name, backend
     await first.close()
     const at = (await open().read('tail')).length - 1 // the compaction's seq, where the tail starts
     expect(at).toBeGreaterThan(100)
-    const { persistence, seen } = watching(open())
+    const { persistence, seen } = recordedPersistence(open())
     const resumed = new JsonlSession({ persistence, sessionId: 'tail' })
     expect(await resumed.getItems()).toEqual([summary('thirty exchanges')])
     expect(seen.loads).toEqual([{ firstSeq: at, length: 1 }])
@@ -441,7 +390,7 @@ describe('a real Agents SDK run on a compacted, resumed session', () => {
     expect(await first.getItems()).toEqual([summary('The user added 1 and 2; the answer was 3.'), ...before.slice(-2)])
     await first.close()
 
-    const { persistence, seen } = watching(createJsonlPersistence({ root }))
+    const { persistence, seen } = recordedPersistence(createJsonlPersistence({ root }))
     const resumed = new JsonlSession({ persistence, sessionId: 'run' })
     const next = new ScriptedModel([
       [functionCall('add', { a: 3, b: 3 }, { callId: 'call_2' })],

@@ -12,10 +12,13 @@ export async function rejection(p: Promise<unknown>): Promise<Error & { code: st
   throw new Error('expected a rejection')
 }
 
-/** The package error code a promise rejects with, 'resolved', or a description of a foreign error. */
-export async function codeOf(p: Promise<unknown>): Promise<string> {
+/**
+ * The package error code a promise rejects with (or a function throws or rejects with),
+ * 'resolved', or a description of a foreign error.
+ */
+export async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
   try {
-    await p
+    await (typeof p === 'function' ? p() : p)
     return 'resolved'
   } catch (err) {
     return isSessionPersistenceError(err) ? err.code : `foreign: ${String(err)}`

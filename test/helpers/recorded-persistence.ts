@@ -1,0 +1,52 @@
+import { createJsonlPersistence } from '../../src/index.js'
+import type { SessionPersistence } from '../../src/persistence.js'
+import { createMemoryPersistence } from '../../src/testing/index.js'
+import { tmpRoot } from './tmp-root.js'
+
+/** The backends an adapter test runs over: each gives a factory of instances over one store. */
+export function adapterBackends(prefix: string): [string, () => Promise<() => SessionPersistence>][] {
+  return [
+    [
+      'jsonl',
+      async () => {
+        const root = await tmpRoot()
+        return () => createJsonlPersistence({ root, sync: 'none' })
+      },
+    ],
+    [
+      'memory',
+      async () => {
+        const name = `${prefix}-${Math.random()}`
+        return () => createMemoryPersistence({ name })
+      },
+    ],
+  ]
+}
+
+/** A backend that remembers what its loads returned and how many reads of each kind it served. */
+export function recordedPersistence(inner: SessionPersistence) {
+  const seen = { loads: [] as { firstSeq: number; length: number }[], inspects: 0, reads: [] as { fromSeq?: number | undefined }[] }
+  const persistence: SessionPersistence = {
+    locate: (m) => inner.locate(m),
+    create: (m) => inner.create(m),
+    append: (id, e) => inner.append(id, e),
+    load: async (id, o) => {
+      const loaded = await inner.load(id, o)
+      seen.loads.push({ firstSeq: loaded.firstSeq, length: loaded.events.length })
+      return loaded
+    },
+    inspect: (id) => {
+      seen.inspects++
+      return inner.inspect(id)
+    },
+    list: (o) => inner.list(o),
+    read: (id, r) => {
+      seen.reads.push({ fromSeq: r?.fromSeq })
+      return inner.read(id, r)
+    },
+    watch: (id, o) => inner.watch(id, o),
+    delete: (id, o) => inner.delete(id, o),
+    close: (id) => inner.close(id),
+  }
+  return { persistence, seen }
+}

@@ -10,6 +10,7 @@ import type { SessionPersistence } from '../src/persistence.js'
 import { createMemoryPersistence } from '../src/memory/memory-persistence.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { delegate } from './helpers/recorded-persistence.js'
 
 /** The package error code a promise rejects with ('resolved' when it does not). */
 async function codeOf(p: Promise<unknown>): Promise<string> {
@@ -33,20 +34,6 @@ function counting(inner: SessionPersistence = createMemoryPersistence()) {
 }
 
 /** A backend whose methods are `inner`'s, bound, and can be replaced one by one. */
-function delegate(inner: SessionPersistence): SessionPersistence {
-  return {
-    locate: (m) => inner.locate(m),
-    create: (m) => inner.create(m),
-    append: (id, e) => inner.append(id, e),
-    load: (id, o) => inner.load(id, o),
-    inspect: (id) => inner.inspect(id),
-    list: (o) => inner.list(o),
-    read: (id, r) => inner.read(id, r),
-    watch: (id, o) => inner.watch(id, o),
-    delete: (id) => inner.delete(id),
-    close: (id) => inner.close(id),
-  }
-}
 
 const addTool = () =>
   tool({

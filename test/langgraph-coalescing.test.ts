@@ -156,12 +156,10 @@ describe('calls issued together go in one append', () => {
     expect((await saver.getTuple(thread('t')))?.checkpoint.id).toBe(failed.id)
     expect((await saver.getTuple(firstConfig))?.pendingWrites).toEqual([['task-1', 'a', 2]])
     await saver.close()
-    const stored = (await inner.inspect('langgraph:t').catch(() => undefined))?.events
-    if (stored) {
-      // Seqs stay contiguous across the failure: nothing of the failed append reached the log.
-      expect(stored.map((e) => e.seq)).toEqual(stored.map((_, i) => i))
-      expect(stored.filter((e) => e.type === 'langgraph/checkpoint')).toHaveLength(2)
-    }
+    const stored = (await inner.inspect('langgraph:t')).events
+    // Seqs stay contiguous across the failure: nothing of the failed append reached the log.
+    expect(stored.map((e) => e.seq)).toEqual(stored.map((_, i) => i))
+    expect(stored.filter((e) => e.type === 'langgraph/checkpoint')).toHaveLength(2)
   })
 
   it('a call whose serialization fails is rejected alone; the others of its batch are appended', async () => {

@@ -1,21 +1,18 @@
 import { appendFile, copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { crc32 } from 'node:zlib'
 import { describe, expect, test } from 'vitest'
 import { createJsonlPersistence, type SessionEvent, sessionPersistencePlugin } from '../src/index.js'
 import { createReferenceHost } from '../src/testing/index.js'
 import { codeOf } from './helpers/codes.js'
 import { ev, meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { isSpecSealed } from './helpers/spec-seal.js'
 
 // §16: the operator's rewrites of a log — migrate, redact, repair --truncate-at-damage — and the
 // backends' redact configuration.
 
 /** Whether a line is sealed as §16 writes it (checked from the spec's formula, not the package's code). */
-function sealedOk(line: string): boolean {
-  const m = /^(.*),"crc":"([0-9a-f]{8})"\}$/.exec(line)
-  return m !== null && crc32(Buffer.from(m[1]!, 'utf8')).toString(16).padStart(8, '0') === m[2]
-}
+const sealedOk = isSpecSealed
 
 async function v0Session(root: string, id: string, extra: SessionEvent[] = []) {
   const p = createJsonlPersistence({ root, formatVersion: 0 })

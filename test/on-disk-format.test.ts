@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto'
-import { crc32 } from 'node:zlib'
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
@@ -7,6 +6,7 @@ import { createJsonlPersistence, type SessionEvent } from '../src/index.js'
 import { createFaultInjectingFileSystem, MUTATING_OPS } from '../src/testing/index.js'
 import { ev, meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { specSeal } from './helpers/spec-seal.js'
 
 describe('layout and lines (docs/contract.md §3)', () => {
   test('bucket is cwd-<sha256(cwd)[:12]> or _no-cwd; header and event lines are exact (version 0)', async () => {
@@ -39,10 +39,7 @@ describe('layout and lines (docs/contract.md §3)', () => {
     await p.append('v1', [{ time: 1, seq: 0, type: 'turn/start', data: { turn: 1, text: 'é' } }])
     await p.closeAll()
     // Written from the spec's formula, not the package's code: P + ',"crc":"' + H + '"}'.
-    const seal = (json: string) => {
-      const prefix = json.slice(0, -1)
-      return `${prefix},"crc":"${crc32(Buffer.from(prefix, 'utf8')).toString(16).padStart(8, '0')}"}`
-    }
+    const seal = specSeal
     expect(await readFile(p.locate(m).path, 'utf8')).toBe(
       `${seal('{"type":"session","version":1,"id":"v1","cwd":"/home/dev/projé","createdAt":5,"delegationDepth":0}')}\n` +
         `${seal('{"time":1,"seq":0,"type":"turn/start","data":{"turn":1,"text":"é"}}')}\n`,

@@ -3,11 +3,11 @@ import { createWriteStream } from 'node:fs'
 import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { crc32 } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createJsonlPersistence } from '../src/index.js'
 import { meta, turn } from './helpers/events.js'
 import { runCliWithHeap } from './helpers/run-cli.js'
+import { specSeal } from './helpers/spec-seal.js'
 
 // §16, §15.5: `redact` streams. A version-1 log three times the size of the process's whole
 // heap limit, with a torn tail and an open turn, is redacted by the CLI under that limit: the
@@ -27,9 +27,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }))
 
 /** A line sealed as §16 writes it, from the spec's formula: `P + ',"crc":"' + H + '"}'`. */
 function sealed(value: unknown): string {
-  const json = JSON.stringify(value)
-  const p = json.slice(0, -1)
-  return `${p},"crc":"${crc32(Buffer.from(p, 'utf8')).toString(16).padStart(8, '0')}"}\n`
+  return `${specSeal(JSON.stringify(value))}\n`
 }
 
 const secretOf = (n: number) => `sk-live-${n.toString(16).padStart(8, '0')}`

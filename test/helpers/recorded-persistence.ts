@@ -23,13 +23,27 @@ export function adapterBackends(prefix: string): [string, () => Promise<() => Se
   ]
 }
 
+/** A backend that forwards every call to `inner`: the base a test overrides a few calls of. */
+export function delegate(inner: SessionPersistence): SessionPersistence {
+  return {
+    locate: (m) => inner.locate(m),
+    create: (m) => inner.create(m),
+    append: (id, e) => inner.append(id, e),
+    load: (id, o) => inner.load(id, o),
+    inspect: (id) => inner.inspect(id),
+    list: (o) => inner.list(o),
+    read: (id, r) => inner.read(id, r),
+    watch: (id, o) => inner.watch(id, o),
+    delete: (id, o) => inner.delete(id, o),
+    close: (id) => inner.close(id),
+  }
+}
+
 /** A backend that remembers what its loads returned and how many reads of each kind it served. */
 export function recordedPersistence(inner: SessionPersistence) {
   const seen = { loads: [] as { firstSeq: number; length: number }[], inspects: 0, reads: [] as { fromSeq?: number | undefined }[] }
   const persistence: SessionPersistence = {
-    locate: (m) => inner.locate(m),
-    create: (m) => inner.create(m),
-    append: (id, e) => inner.append(id, e),
+    ...delegate(inner),
     load: async (id, o) => {
       const loaded = await inner.load(id, o)
       seen.loads.push({ firstSeq: loaded.firstSeq, length: loaded.events.length })
@@ -39,14 +53,10 @@ export function recordedPersistence(inner: SessionPersistence) {
       seen.inspects++
       return inner.inspect(id)
     },
-    list: (o) => inner.list(o),
     read: (id, r) => {
       seen.reads.push({ fromSeq: r?.fromSeq })
       return inner.read(id, r)
     },
-    watch: (id, o) => inner.watch(id, o),
-    delete: (id, o) => inner.delete(id, o),
-    close: (id) => inner.close(id),
   }
   return { persistence, seen }
 }

@@ -163,6 +163,21 @@ export function storeTests({ open, openOther }: ContractContext): void {
       }
       expect(await codeOf(target.importRawStream(refused))).toBe('E_INVALID_EVENT')
       expect(await codeOf(target.inspect('bad'))).toBe('E_NOT_FOUND')
+
+      // bad page sizes and streams that are not streams: refused with a code, nothing stored
+      for (const options of [{ pageLines: 0 }, { pageLines: -1 }, { pageLines: 1.5 }, { pageBytes: 0 }, { pageLines: '3' }, { pages: 3 }]) {
+        expect(await codeOf(a.openRawStream('paged', options as never)), JSON.stringify(options)).toBe('E_CONFIG')
+      }
+      const header = (id: string) => sealLine(unsealString(raw.headerLine)!.replace('"id":"paged"', `"id":"${id}"`), 1)
+      expect(await codeOf(target.importRawStream({ id: 'notastream', headerLine: header('notastream'), eventPages: 5 } as never))).toBe('E_INVALID_META')
+      const notArrays = {
+        id: 'strings',
+        headerLine: header('strings'),
+        eventPages: (async function* () {
+          yield raw.eventLines[0] as never
+        })(),
+      }
+      expect(await codeOf(target.importRawStream(notArrays))).toBe('E_CORRUPT')
       expect((await target.list()).map((l) => l.meta.id)).toEqual(['paged'])
     })
   })

@@ -2,13 +2,12 @@ import { SessionPersistenceError } from '../errors.js'
 import type { RawPageOptions, RawSessionStream } from '../persistence.js'
 import type { SessionHeader } from '../session/schema.js'
 import { forEachBlockForward } from './read-forward.js'
-import { checkRawEventLine, checkRawHeaderLine } from '../session/raw-log.js'
+import { checkRawEventLine, checkRawHeaderLine, rawStreamPages } from '../session/raw-log.js'
+import { parseRawPageOptions } from '../session/read-options.js'
 import { planRepair } from './repair-plan.js'
 import { readHeaderLine } from './read-session.js'
 import { scanLog } from './scan-log.js'
 import type { StoreContext } from './store-context.js'
-
-const PAGE: Required<RawPageOptions> = { pageLines: 1_000, pageBytes: 4 * 1024 * 1024 }
 
 /**
  * A log's exact lines as pages (§15.5), in memory bounded by a page: a first pass checks the
@@ -23,7 +22,7 @@ export async function openJsonlRawStream(
   size: () => number | undefined,
   options: RawPageOptions = {},
 ): Promise<RawSessionStream> {
-  const page = { ...PAGE, ...options }
+  const page = parseRawPageOptions(options)
   const handle = await ctx.fs.open(path, 'r')
   let headerLine: string
   try {
@@ -67,15 +66,11 @@ export async function writeRawStream(
   log: RawSessionStream,
   write: (piece: Buffer) => Promise<void>,
 ): Promise<{ header: SessionHeader; eventLines: number }> {
-  if (typeof log !== 'object' || log === null || typeof log.eventPages?.[Symbol.asyncIterator] !== 'function') {
-    throw new SessionPersistenceError('E_INVALID_META', 'a raw stream must be an object { id, headerLine, eventPages }')
-  }
+  const pages = rawStreamPages(log)
   const header = checkRawHeaderLine(log.id, log.headerLine)
   await write(Buffer.from(`${log.headerLine}\n`))
   let n = 0
-  for await (const lines of log.eventPages) {
-    if (!Array.isArray(lines)) throw new SessionPersistenceError('E_CORRUPT', `raw log of session '${log.id}': a page is not an array of lines`, { sessionId: log.id })
-    if (lines.length === 0) continue
+  for await (const lines of pages) {
     for (const line of lines) checkRawEventLine(log.id, line, n++, header.version)
     await write(Buffer.from(`${lines.join('\n')}\n`))
   }

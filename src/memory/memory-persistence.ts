@@ -9,7 +9,7 @@ import { headerLine, metaFromHeader, validateMeta } from '../session/meta.js'
 import { bucketName, logFileName } from '../jsonl/paths.js'
 import { prepareBatch } from '../session/prepare-batch.js'
 import { DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, type FormatVersion, sealLine, unsealText } from '../session/line-codec.js'
-import { rawLogToBytes } from '../session/raw-log.js'
+import { rawLogToBytes, rawStreamPages } from '../session/raw-log.js'
 import { redactEvents } from '../session/redact.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { SessionFormatUnsupportedError, SessionPersistenceError } from '../errors.js'
@@ -30,7 +30,7 @@ import type {
   SessionStore,
   WatchOptions,
 } from '../persistence.js'
-import { listingOrder, parseListOrder, parseLoadFrom, parseReadRange, parseWatchOptions, rangeBounds } from '../session/read-options.js'
+import { listingOrder, parseListOrder, parseLoadFrom, parseRawPageOptions, parseReadRange, parseWatchOptions, rangeBounds } from '../session/read-options.js'
 import { tailStartOf } from '../session/tail-start.js'
 import { watchLoop } from '../session/watch-loop.js'
 
@@ -360,10 +360,10 @@ class MemoryPersistence implements SessionStore {
     this.#store.locks.delete(log.id)
   }
 
-  async openRawStream(id: string, options: RawPageOptions = {}): Promise<RawSessionStream> {
+  async openRawStream(id: string, options?: RawPageOptions): Promise<RawSessionStream> {
+    const { pageLines } = parseRawPageOptions(options)
     const { stored } = this.#read(id)
     const lines = [...stored.lines]
-    const pageLines = options.pageLines ?? 1000
     async function* eventPages(): AsyncGenerator<readonly string[]> {
       for (let i = 0; i < lines.length; i += pageLines) yield lines.slice(i, i + pageLines)
     }
@@ -373,7 +373,7 @@ class MemoryPersistence implements SessionStore {
   async importRawStream(log: RawSessionStream): Promise<{ eventLines: number }> {
     // Nothing here is bounded by a page: the in-memory store holds every session whole anyway.
     const eventLines: string[] = []
-    for await (const page of log.eventPages) eventLines.push(...page)
+    for await (const page of rawStreamPages(log)) eventLines.push(...(page as string[])) // each line checked by importRaw
     await this.importRaw({ id: log.id, headerLine: log.headerLine, eventLines })
     return { eventLines: eventLines.length }
   }

@@ -4,9 +4,8 @@ import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
 import { checkRawHeader, checkRawLine } from './import-raw.js'
 import { notFound, parseEventLine, readHead, readSnapshot } from './read-session.js'
-
-const DEFAULT_PAGE_LINES = 1_000
-const DEFAULT_PAGE_BYTES = 4 * 1024 * 1024
+import { rawStreamPages } from '../session/raw-log.js'
+import { parseRawPageOptions } from '../session/read-options.js'
 
 // One page: from seq $2 on, at most $4 lines (below the length $3) and at most $5 bytes of
 // them (but always the first: a longer line is a page of its own). The sizes are summed by the
@@ -27,8 +26,7 @@ const PAGE = (s: string) => `
  * ends at the length read when it was opened.
  */
 export async function openRawStream(db: Db, schema: string, id: string, path: string, options: RawPageOptions = {}): Promise<RawSessionStream> {
-  const pageLines = Math.max(1, options.pageLines ?? DEFAULT_PAGE_LINES)
-  const pageBytes = Math.max(1, options.pageBytes ?? DEFAULT_PAGE_BYTES)
+  const { pageLines, pageBytes } = parseRawPageOptions(options)
   const head = await readSnapshot(db, (client) => readHead(client, schema, id))
   if (!head) throw notFound(id, path)
   const { version } = checkRawHeader(id, head.headerLine, path)
@@ -78,6 +76,7 @@ export async function importRawStream(
   holder: { epoch: string; host: string },
   path: string,
 ): Promise<{ eventLines: number }> {
+  const pages = rawStreamPages(log)
   const { createdAt, version } = checkRawHeader(log.id, log.headerLine, path)
   return db.transaction(async (client) => {
     const created = await client.query(INSERT_ROW(schema), [
@@ -94,11 +93,7 @@ export async function importRawStream(
     }
     let count = 0
     let bytes = 0
-    for await (const page of log.eventPages) {
-      if (!Array.isArray(page)) {
-        throw new SessionPersistenceError('E_INVALID_EVENT', 'importRawStream expects pages of lines', { sessionId: log.id, path })
-      }
-      if (page.length === 0) continue
+    for await (const page of pages) {
       const kinds = page.map((line, i) => checkRawLine(line, count + i, log.id, path, version))
       await client.query(INSERT_PAGE(schema), [log.id, count, page, `{${kinds.join(',')}}`])
       count += page.length

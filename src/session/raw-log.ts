@@ -1,5 +1,5 @@
 import { SessionPersistenceError } from '../errors.js'
-import type { RawSessionLog } from '../persistence.js'
+import type { RawSessionLog, RawSessionStream } from '../persistence.js'
 import { envelopeProblem } from './envelope.js'
 import { encodeSessionId } from './id-encoding.js'
 import { parseHeaderLine } from './header-line.js'
@@ -87,4 +87,23 @@ export function checkRawEventLine(id: string, line: unknown, i: number, version:
   if (envelope) throw refuse('E_INVALID_EVENT', `event line ${i}: ${envelope}`)
   const seq = (value as { seq: number }).seq
   if (seq !== i) throw refuse('E_SEQ_NOT_CONTIGUOUS', `event line ${i} has seq ${seq}`)
+}
+
+/**
+ * The pages of a streamed raw log, checked as every backend's `importRawStream` checks them: a
+ * stream that is not `{ id, headerLine, eventPages }` with iterable pages is `E_INVALID_META`,
+ * a page that is not an array `E_CORRUPT`. Empty pages are skipped. (The lines themselves are
+ * checked by `checkRawEventLine`.)
+ */
+export function rawStreamPages(log: RawSessionStream): AsyncGenerator<readonly unknown[]> {
+  // The stream's shape is checked now, its pages as they come.
+  if (typeof log !== 'object' || log === null || typeof log.eventPages?.[Symbol.asyncIterator] !== 'function') {
+    throw new SessionPersistenceError('E_INVALID_META', 'a raw stream must be an object { id, headerLine, eventPages }')
+  }
+  return (async function* () {
+    for await (const page of log.eventPages as AsyncIterable<unknown>) {
+      if (!Array.isArray(page)) throw new SessionPersistenceError('E_CORRUPT', `raw log of session '${log.id}': a page is not an array of lines`, { sessionId: log.id })
+      if (page.length > 0) yield page
+    }
+  })()
 }

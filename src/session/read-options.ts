@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { SessionPersistenceError } from '../errors.js'
-import type { ListOptions, LoadOptions, ReadRange, WatchOptions } from '../persistence.js'
+import type { ListOptions, LoadOptions, RawPageOptions, ReadRange, WatchOptions } from '../persistence.js'
 import { describeZodError } from './schema.js'
 
 const seq = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
@@ -74,4 +74,18 @@ export function listingOrder(orderBy: 'createdAt' | 'lastWrite') {
   return orderBy === 'lastWrite'
     ? (a: { meta: { id: string }; mtimeMs: number }, b: { meta: { id: string }; mtimeMs: number }) => b.mtimeMs - a.mtimeMs || byId(a, b)
     : (a: { meta: { id: string; createdAt: number } }, b: { meta: { id: string; createdAt: number } }) => b.meta.createdAt - a.meta.createdAt || byId(a, b)
+}
+
+/** A raw stream's pages (§15.5) unless asked otherwise: 1,000 lines, about 4 MiB. */
+export const DEFAULT_RAW_PAGE: Required<RawPageOptions> = { pageLines: 1_000, pageBytes: 4 * 1024 * 1024 }
+
+const positive = z.number().int().positive().max(Number.MAX_SAFE_INTEGER)
+const RawPageOptionsSchema = z.strictObject({ pageLines: positive.optional(), pageBytes: positive.optional() })
+
+/** `pageLines` and `pageBytes` of `openRawStream`: `E_CONFIG` for anything but positive integers. */
+export function parseRawPageOptions(options: RawPageOptions | undefined): Required<RawPageOptions> {
+  if (options === undefined) return DEFAULT_RAW_PAGE
+  const parsed = RawPageOptionsSchema.safeParse(options)
+  if (!parsed.success) refuse('openRawStream', describeZodError(parsed.error))
+  return { ...DEFAULT_RAW_PAGE, ...parsed.data }
 }

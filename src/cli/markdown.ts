@@ -1,7 +1,6 @@
-import type { LoadedSession } from '../persistence.js'
 import { asObject } from '../session/as-object.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
-import { type HistoryMarks, marksOf } from './history-marks.js'
+import type { HistoryMarks } from './history-marks.js'
 import { contentText, describeCompaction, describeRewind, frameworkEvent, MESSAGE_TYPES, summaryText, toolCalls } from './render.js'
 
 const fence = (s: string) => ['```', s, '```'].join('\n')
@@ -107,14 +106,4 @@ export class MarkdownWriter {
     this.#started = true
     this.#blank = 0
   }
-}
-
-/** A session held in memory as a Markdown document. */
-export function renderMarkdown(session: LoadedSession): string {
-  let text = ''
-  const writer = new MarkdownWriter({ marks: marksOf(session.events, true), emit: (s) => (text += s) })
-  writer.lines(markdownHeader(session.meta, session.events.length))
-  for (const e of session.events) writer.event(e)
-  writer.end()
-  return text
 }

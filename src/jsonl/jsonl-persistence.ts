@@ -382,14 +382,21 @@ class JsonlPersistence implements JsonlSessionPersistence {
     if (dryRun) {
       // Read as the migration would read it, keeping no event (memory bounded on a log of any size).
       encodeSessionId(id)
-      const path = await findOneLog(this.#ctx, id)
-      return this.#reading(id, path, async (h, header) => {
-        const scan = await scanLog(h, { path, sessionId: id, keepEvents: 'open-turn' })
-        const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true })
-        const report: MigrateReport = { id, path, fromVersion: header.version, migrated: false, events: scan.eventCount + plan.closers.length }
-        if (plan.report) report.repair = { persisted: false, ...plan.report }
-        return report
-      })
+      try {
+        const path = await findOneLog(this.#ctx, id)
+        const h = await this.#ctx.fs.open(path, 'r')
+        try {
+          const scan = await scanLog(h, { path, sessionId: id, keepEvents: 'open-turn' })
+          const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true })
+          const report: MigrateReport = { id, path, fromVersion: scan.header.version, migrated: false, events: scan.eventCount + plan.closers.length }
+          if (plan.report) report.repair = { persisted: false, ...plan.report }
+          return report
+        } finally {
+          await h.close()
+        }
+      } catch (err) {
+        throw this.#wrap(err, `migrate session '${id}' (dry run)`)
+      }
     }
     // Taken as `load` takes a session (E_SESSION_LIVE, E_LOCKED), then one pass that checks the
     // log as a load does and writes it sealed beside it; the old log is never touched, so a
@@ -474,20 +481,13 @@ class JsonlPersistence implements JsonlSessionPersistence {
     }
     if (dryRun) {
       encodeSessionId(id)
-      return cutAt(await findOneLog(this.#ctx, id))
+      try {
+        return await cutAt(await findOneLog(this.#ctx, id))
+      } catch (err) {
+        throw this.#wrap(err, `repair session '${id}' (dry run)`)
+      }
     }
     return this.#underLock(id, cutAt)
-  }
-
-  /** Runs `job` over a log's header and event lines (a read-only pass). */
-  async #reading<T>(id: string, path: string, job: (h: FileHandle, header: SessionHeader, headerBytes: number, size: number) => Promise<T>): Promise<T> {
-    const handle = await this.#ctx.fs.open(path, 'r')
-    try {
-      const { header, headerBytes } = await readHeaderLine(handle, path, id)
-      return await job(handle, header, headerBytes, (await handle.stat()).size)
-    } finally {
-      await handle.close()
-    }
   }
 
   /** `job` with the session's lock held, taken as `load` takes it (E_SESSION_LIVE, E_LOCKED); released after. */

@@ -5,19 +5,14 @@ import { decodeSessionId } from '../session/id-encoding.js'
 import { listBuckets } from './find-logs.js'
 import { metaFromHeader } from '../session/meta.js'
 import { LOG_SUFFIX } from './paths.js'
-import { forEachLine } from './read-lines.js'
+import { readHeaderLine } from './read-session.js'
 import { parseHeaderLine } from '../session/header-line.js'
 import type { SessionHeader } from '../session/schema.js'
 import type { PeekedBatch, PeekedFile } from './fs/file-system.js'
 import type { StoreContext } from './store-context.js'
 import { listingOrder } from '../session/read-options.js'
 
-/** A header line longer than this is refused in a listing (a real header is a few hundred bytes). */
-const MAX_HEADER_BYTES = 1 << 20
-/** One small block: enough for any ordinary header, so a listing reads one block per file. */
-const HEADER_BLOCK = 4096
-
-/** Reads only line 1 of a log (one 4 KiB block for any ordinary header). */
+/** Reads only line 1 of a log (one 4 KiB block for any ordinary header), and its size and mtime. */
 export async function readHeader(
   ctx: StoreContext,
   path: string,
@@ -26,22 +21,7 @@ export async function readHeader(
 ): Promise<{ header: SessionHeader; sizeBytes: number; mtimeMs: number }> {
   const handle = await ctx.fs.open(path, 'r')
   try {
-    let header: SessionHeader | undefined
-    let failure: unknown
-    await forEachLine(
-      handle,
-      (buf, start, end, _offset, complete) => {
-        try {
-          header = parseHeaderLine(buf, start, end, complete, { path, sessionId })
-        } catch (err) {
-          failure = err
-        }
-        return false
-      },
-      { chunkBytes: HEADER_BLOCK, to: MAX_HEADER_BYTES },
-    )
-    if (failure) throw failure
-    if (!header) throw new SessionPersistenceCorruptionError(1, 0, 'the file is empty: no header line', { path, sessionId })
+    const { header } = await readHeaderLine(handle, path, sessionId)
     // A listing that stat'ed the logs already (by last write) needs no second stat.
     const st = known ?? (await handle.stat())
     return { header, sizeBytes: st.size, mtimeMs: st.mtimeMs }
@@ -49,6 +29,9 @@ export async function readHeader(
     await handle.close()
   }
 }
+
+/** One small block: enough for any ordinary header, so a listing reads one block per file. */
+const HEADER_BLOCK = 4096
 
 /**
  * One listing per materialized log with a valid header (docs/contract.md §4.6), newest first, then by id.

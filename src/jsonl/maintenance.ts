@@ -1,6 +1,5 @@
 import { basename } from 'node:path'
 import { isSessionPersistenceError, SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
-import { computeClosers } from '../session/closers.js'
 import { type FormatVersion, SealedLines, sealLine, unsealText } from '../session/line-codec.js'
 import { LineBuffer } from '../session/line-buffer.js'
 import { headerLine, metaFromHeader } from '../session/meta.js'
@@ -323,7 +322,7 @@ export async function truncatedBody(
   const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true })
   const version = scan.header.version
   const last = scan.events.at(-1)
-  const closers = computeClosers(scan.events, scan.header.createdAt)
+  const { closers } = plan
   const record: SessionEvent = {
     seq: scan.events.length + closers.length,
     type: 'log/truncated',

@@ -16,7 +16,7 @@ export interface SeqPoint {
  * package writes start with `{"seq":N,` when the caller put `seq` first (the adapters and the
  * plugin do); any other line is parsed whole.
  */
-export function seqOfLine(line: Buffer): number | undefined {
+function seqOfLine(line: Buffer): number | undefined {
   const prefix = '{"seq":'
   if (line.length > prefix.length && line.toString('latin1', 0, prefix.length) === prefix) {
     let n = 0

@@ -11,7 +11,7 @@ import type { FileHandle } from './fs/file-system.js'
 import type { FormatVersion } from '../session/line-codec.js'
 
 /** How often a watcher looks even without a notification (a missed inotify event, a network file system). */
-export const SAFETY_POLL_MS = 1000
+const SAFETY_POLL_MS = 1000
 /** A watcher reads what was appended since its last look: small reads (a longer line still comes whole). */
 const WATCH_CHUNK = 64 * 1024
 /** At most this many events a poll: a watcher from seq 0 of a huge log never holds all of it. */

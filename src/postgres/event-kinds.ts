@@ -19,14 +19,8 @@ export type MarkerType = keyof typeof EVENT_KINDS
 export const FIRST_HISTORY_KIND = EVENT_KINDS['history/compact']
 
 const BY_TYPE = new Map<string, number>(Object.entries(EVENT_KINDS))
-const BY_KIND = new Map<number, MarkerType>(Object.entries(EVENT_KINDS).map(([t, k]) => [k, t as MarkerType]))
 
 /** The kind stored for an event of `type`. */
 export function kindOf(type: string): number {
   return BY_TYPE.get(type) ?? 0
-}
-
-/** The type a stored kind stands for (undefined for 0). */
-export function typeOfKind(kind: number): MarkerType | undefined {
-  return BY_KIND.get(kind)
 }

@@ -6,7 +6,7 @@ import type { SessionPersistence } from '../persistence.js'
 const PAGE = 64
 
 /** The highest turn number `events` record (`turn/start` and `turn/end`), if any. */
-export function highestTurn(events: readonly SessionEvent[]): number | undefined {
+function highestTurn(events: readonly SessionEvent[]): number | undefined {
   let last: number | undefined
   for (const e of events) {
     if (e.type !== 'turn/start' && e.type !== 'turn/end') continue

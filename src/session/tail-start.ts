@@ -98,9 +98,7 @@ export class TailStart {
 
 /** `firstSeq` of a load from the last compaction over events held in memory (0 when none is in force). */
 export function tailStartOf(events: readonly SessionEvent[]): number {
-  const finder = new TailStart()
-  for (let i = events.length - 1; i >= 0 && !finder.done; i--) finder.feed(events[i]!)
-  return finder.firstSeq ?? (events[0]?.seq ?? 0)
+  return tailStartWithin(events) ?? events[0]?.seq ?? 0
 }
 
 /**

@@ -113,11 +113,7 @@ export function isRewoundBy(ranges: readonly RewoundRange[]): (seq: number) => b
  * after another share one such message. So the repair's result always has its call.
  */
 export function toModelHistory(all: readonly SessionEvent[]): ModelHistory {
-  const rewound = isRewoundBy(rewoundRanges(all))
-  const compaction = compactionInForce(all, rewound)
-  // With a compaction in force, only the events from its firstKeptSeq on count (§7): so the
-  // view of a tail that starts there (§15.1) is the view of the whole log.
-  const events = compaction ? all.filter((e) => e.seq >= compaction.keep && e.seq !== compaction.seq) : all
+  const { rewound, compaction, events } = historyWindow(all)
   const shown = events.filter((e) => !rewound(e.seq))
   const answered = new Set<string>()
   const shownCalls = new Set<string>()
@@ -194,6 +190,27 @@ export function toModelHistory(all: readonly SessionEvent[]): ModelHistory {
   }
   closeUnanswered()
   return { messages, requestHeader }
+}
+
+/** What a history view of a log starts from (§7): what rewinds took out, the compaction in force and the events that count. */
+export interface HistoryWindow {
+  /** Whether a seq lies in a range a `history/rewind` took out. */
+  rewound: (seq: number) => boolean
+  compaction: { seq: number; keep: number; summary: JsonValue } | undefined
+  /** With a compaction in force, the events from its firstKeptSeq on but itself; else all of them. */
+  events: readonly SessionEvent[]
+}
+
+/**
+ * The one rule every history view follows (`toModelHistory`, `toAiSdkMessages`,
+ * `JsonlSession.getItems`): with a compaction in force only the events from its `firstKeptSeq`
+ * on count, so the view of a tail that starts there (§15.1) is the view of the whole log.
+ */
+export function historyWindow(all: readonly SessionEvent[]): HistoryWindow {
+  const rewound = isRewoundBy(rewoundRanges(all))
+  const compaction = compactionInForce(all, rewound)
+  const events = compaction ? all.filter((e) => e.seq >= compaction.keep && e.seq !== compaction.seq) : all
+  return { rewound, compaction, events }
 }
 
 /**

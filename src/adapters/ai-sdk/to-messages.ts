@@ -1,7 +1,7 @@
 import type { AssistantModelMessage, ModelMessage, ToolContent, ToolModelMessage } from 'ai'
 import { asObject } from '../../session/as-object.js'
 import type { SessionEvent } from '../../session/schema.js'
-import { compactionInForce, isRewoundBy, rewoundRanges, UNANSWERED_TOOL_TEXT } from '../../session/history.js'
+import { historyWindow, UNANSWERED_TOOL_TEXT } from '../../session/history.js'
 import { TOOL_PART_EVENT } from './from-messages.js'
 import { parseArguments } from './json.js'
 import { blockToPart, storedToOutput } from './parts.js'
@@ -44,11 +44,8 @@ const options = (data: Record<string, unknown> | undefined) =>
  * events from `firstSeq`) is the history of the whole log.
  */
 export function toAiSdkMessages(all: readonly SessionEvent[]): ModelMessage[] {
-  const rewound = isRewoundBy(rewoundRanges(all))
-  const compaction = compactionInForce(all, rewound)
-  // Only the events from the compaction's firstKeptSeq on count (§7), so a tail starting there
-  // gives the same history; a result whose call is before it finds no open call below.
-  const events = compaction ? all.filter((e) => e.seq >= compaction.keep && e.seq !== compaction.seq) : all
+  // A result whose call is before the compaction's firstKeptSeq finds no open call below.
+  const { rewound, compaction, events } = historyWindow(all)
   const shown = events.filter((e) => !rewound(e.seq))
   // Calls an assistant message carries; a `tool/call` of one of these adds nothing.
   const inMessages = new Set<string>()

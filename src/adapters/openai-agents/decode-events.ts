@@ -1,6 +1,6 @@
 import type { AgentInputItem } from '@openai/agents'
 import { asObject } from '../../session/as-object.js'
-import { compactionInForce, isRewoundBy, rewoundRanges } from '../../session/history.js'
+import { historyWindow } from '../../session/history.js'
 import type { JsonValue, SessionEvent } from '../../session/schema.js'
 import { summaryItem } from './compaction.js'
 import { ITEM_FIELD, PROVISIONAL_FIELD } from './encode-items.js'
@@ -55,8 +55,7 @@ export function decodeSession(events: readonly SessionEvent[]): { placed: Placed
 
 // Parallel arrays rather than an object per item: a long session decodes without garbage.
 function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: number[]; compaction: CompactionInForce | undefined } {
-  const compaction = compactionInForce(all, isRewoundBy(rewoundRanges(all)))
-  const events = compaction ? all.filter((e) => e.seq >= compaction.keep && e.seq !== compaction.seq) : all
+  const { compaction, events } = historyWindow(all)
   let items: AgentInputItem[] = []
   let seqs: number[] = []
   let provisional: boolean[] = []

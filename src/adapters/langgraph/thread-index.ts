@@ -62,6 +62,8 @@ export class NamespaceIndex {
   readonly #values = new Map<string, ValueSource | ValueSource[]>()
   /** Pending writes by checkpoint id, also for checkpoints not put yet (writes may arrive first). */
   readonly #writes = new Map<string, IndexedWrite[]>()
+  /** Where each (task, index) of a checkpoint's writes stands in its list: one look-up a write, not a scan. */
+  readonly #writeAt = new Map<string, Map<string, number>>()
 
   addCheckpoint(r: CheckpointRecord): void {
     if (!this.checkpoints.has(r.id)) insertSorted(this.ids, r.id)
@@ -86,8 +88,7 @@ export class NamespaceIndex {
   }
 
   #stored(checkpoint: string, task: string, idx: number): number {
-    const list = this.#writes.get(checkpoint)
-    return list ? list.findIndex((w) => w.task === task && w.idx === idx) : -1
+    return this.#writeAt.get(checkpoint)?.get(`${idx}\u0000${task}`) ?? -1
   }
 
   /**
@@ -107,11 +108,16 @@ export class NamespaceIndex {
   addWrites(r: WritesRecord): void {
     let list = this.#writes.get(r.checkpoint)
     if (!list) this.#writes.set(r.checkpoint, (list = []))
+    let at = this.#writeAt.get(r.checkpoint)
+    if (!at) this.#writeAt.set(r.checkpoint, (at = new Map()))
     for (const w of r.writes) {
-      const at = this.#stored(r.checkpoint, r.task, w.idx)
+      const key = `${w.idx}\u0000${r.task}`
+      const stored = at.get(key)
       const kept: IndexedWrite = { task: r.task, path: r.path ?? '', idx: w.idx, channel: w.channel, value: keep(w.value) }
-      if (at < 0) list.push(kept)
-      else if (w.idx < 0) list[at] = kept
+      if (stored === undefined) {
+        at.set(key, list.length)
+        list.push(kept)
+      } else if (w.idx < 0) list[stored] = kept
     }
   }
 

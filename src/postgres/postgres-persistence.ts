@@ -37,7 +37,7 @@ import { importRawStream, openRawStream } from './raw-stream.js'
 import { listSessions } from './list-sessions.js'
 import { LockConnection, lockClientOpener, sessionKey } from './lock-connection.js'
 import { migrate } from './migrate.js'
-import { notFound, parseStoredHeader, readSnapshot, readStoredLog } from './read-session.js'
+import { notFound, parseStoredHeader, readEvents, readSnapshot, readStoredLog } from './read-session.js'
 import { readRange } from './read-range.js'
 import { findTailStart, type TailProbes, tailProbes } from './find-tail.js'
 import { ChangeFeed } from './change-feed.js'
@@ -154,11 +154,12 @@ class PostgresPersistence implements PostgresSessionPersistence {
       const head = await claimSession<Partial<TailProbes>>(this.#db, this.#c.schema, id, s.epoch!, this.#c.host, probes)
       if (!head) throw notFound(id, s.path)
       // Its format version says how its lines are checked and how the closers are written (§16).
-      const { version } = parseStoredHeader(head.headerLine, id, s.path)
+      const header = parseStoredHeader(head.headerLine, id, s.path)
+      const { version } = header
       // Under the lock: the rows below the length read by the claim stay as they are.
       const firstSeq = tail ? ((await findTailStart(this.#db, this.#c.schema, id, head as TailProbes, s.path, version)) ?? 0) : 0
-      const log = await this.#db.with((client) => readStoredLog(client, this.#c.schema, id, s.path, { head, fromSeq: firstSeq }))
-      if (!log) throw notFound(id, s.path)
+      const { events } = await this.#db.with((client) => readEvents(client, this.#c.schema, id, s.path, firstSeq, head.length, version))
+      const log = { header, events }
       const meta = metaFromHeader(log.header)
       Object.assign(s, { meta, headerLine: head.headerLine, version, stored: true, nextSeq: head.length })
       // The tail holds the open turn's start: its closers are the full log's (seqs continue the tail).

@@ -1,3 +1,4 @@
+import type { FormatVersion } from '../session/line-codec.js'
 import type { SessionEvent } from '../session/schema.js'
 import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
 import type { ChangeFeed } from './change-feed.js'
@@ -46,6 +47,7 @@ export interface WatchDeps {
 export function watchSource(id: string, deps: WatchDeps): WatchSource {
   let wake: (() => void) | undefined
   let unsubscribe: (() => void) | undefined
+  let checkedHeader: { line: string; version: FormatVersion } | undefined // the header last checked, and its version
   return {
     async poll(next: number): Promise<WatchPoll> {
       await deps.ready()
@@ -59,8 +61,11 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
       if (rows.length === 0) return { kind: 'missing' }
       const events: SessionEvent[] = []
       if (rows[0]!.seq === null) return { kind: 'events', events }
-      // Checked at every poll that reads lines (§16): its version says how to check them.
-      const { version } = parseStoredHeader(rows[0]!.header_line!, id, deps.path)
+      // Its version says how to check the lines (§16): the header is checked again only when its
+      // line changed (a session deleted and created again), not at every poll.
+      const headerLine = rows[0]!.header_line!
+      if (headerLine !== checkedHeader?.line) checkedHeader = { line: headerLine, version: parseStoredHeader(headerLine, id, deps.path).version }
+      const { version } = checkedHeader
       for (const row of rows) {
         if (row.seq !== null && row.line !== null) events.push(parseEventLine(row.line, row.seq, deps.path, id, version))
       }

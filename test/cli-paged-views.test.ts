@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
-import type { Io } from '../src/cli/commands.js'
+import { type Io, resolveListed } from '../src/cli/commands.js'
 import type { OpenedRoot } from '../src/cli/open-root.js'
 import { makeStyle } from '../src/cli/render.js'
 import { exportSession, show } from '../src/cli/show.js'
@@ -33,8 +33,10 @@ function capture(): { io: Io; text: () => string } {
 
 async function render(store: SessionStore, id: string, huge: boolean, what: 'show' | 'md' | 'json'): Promise<string> {
   const { io, text } = capture()
-  if (what === 'show') await show(rootOf(store, huge), io, id, { json: false, raw: false, page: undefined })
-  else await exportSession(rootOf(store, huge), io, id, { format: what, out: undefined })
+  const root = rootOf(store, huge)
+  const target = await resolveListed(root.store, id)
+  if (what === 'show') await show(root, io, target, { json: false, raw: false, page: undefined })
+  else await exportSession(root, io, target, { format: what, out: undefined })
   return text()
 }
 

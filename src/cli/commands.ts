@@ -21,7 +21,14 @@ export interface Io {
 
 /** A session id from an exact id or a unique prefix of one; an ambiguous prefix lists the matches. */
 export async function resolveId(p: SessionStore, given: string): Promise<string> {
-  return matchId((await p.list({ onProblem: () => {} })).map((l) => l.meta.id), given)
+  return (await resolveListed(p, given)).id
+}
+
+/** The same, with the session's listing (undefined for an id not listed, e.g. a damaged header): one listing of the root. */
+export async function resolveListed(p: SessionStore, given: string): Promise<{ id: string; listing: SessionListing | undefined }> {
+  const listings = await p.list({ onProblem: () => {} })
+  const id = matchId(listings.map((l) => l.meta.id), given)
+  return { id, listing: listings.find((l) => l.meta.id === id) }
 }
 
 /**

@@ -4,7 +4,7 @@ import { realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { isSessionPersistenceError } from '../errors.js'
-import { fork, type Io, ls, repair, resolveId, resolveListedIds, tree, verify } from './commands.js'
+import { fork, type Io, ls, repair, resolveId, resolveListed, resolveListedIds, tree, verify } from './commands.js'
 import { exportSession, show, type ShowPage } from './show.js'
 import { tail } from './tail.js'
 import { copy, parseDuration, prune, rm } from './maintenance.js'
@@ -166,12 +166,16 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
     if (!arg) throw new UsageError(`${command} needs a session id (or a unique prefix of one)`)
     return resolveId(p, arg)
   }
+  const needListed = async () => {
+    if (!arg) throw new UsageError(`${command} needs a session id (or a unique prefix of one)`)
+    return resolveListed(p, arg)
+  }
   try {
     switch (command) {
       case 'ls':
         return await ls(root, io, { json: values.json, cwd: values.cwd, limit })
       case 'show':
-        return await show(root, io, await needId(), { json: values.json, raw: values.raw, page })
+        return await show(root, io, await needListed(), { json: values.json, raw: values.raw, page })
       case 'tail': {
         const id = await needId()
         if (!values.follow) return await tail(root, io, id, { json: values.json, lines: tailLines, signal: undefined })
@@ -207,7 +211,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
       }
       case 'export': {
         if (values.format !== 'md' && values.format !== 'json') throw new UsageError('export needs --format md or --format json')
-        return await exportSession(root, io, await needId(), { format: values.format, out: values.out })
+        return await exportSession(root, io, await needListed(), { format: values.format, out: values.out })
       }
       case 'rm':
         return await rm(root, io, await needId(), { json: values.json })

@@ -16,13 +16,11 @@ export type ShowPage = ViewRange
 
 const RAW_CHUNK = 1024 * 1024
 
-async function listed(root: OpenedRoot, id: string): Promise<SessionListing | undefined> {
-  return (await root.store.list({ onProblem: () => {} })).find((l) => l.meta.id === id)
-}
+/** A session id as resolved, and its listing (the root is listed once: to resolve it). */
+type Listed = { id: string; listing: SessionListing | undefined }
 
 /** The stored text of a log, streamed: a file's bytes as they are (torn tail included), or a backend's lines. */
-async function writeRaw(root: OpenedRoot, id: string, sink: Sink): Promise<void> {
-  const found = await listed(root, id)
+async function writeRaw(root: OpenedRoot, { id, listing: found }: Listed, sink: Sink): Promise<void> {
   if (!found) throw new SessionPersistenceError('E_NOT_FOUND', `no listable session '${id}' under ${root.name}`, { sessionId: id })
   if (found.location.kind === 'jsonl') {
     const handle = await open(found.location.path, 'r')
@@ -51,12 +49,12 @@ async function writeRaw(root: OpenedRoot, id: string, sink: Sink): Promise<void>
  * `show`: the whole session, or a range of it (`--last`, `--from`/`--to`), as a transcript or
  * as JSON, written page by page: memory stays that of a page whatever the log's size.
  */
-export async function show(root: OpenedRoot, io: Io, id: string, opts: { json: boolean; raw: boolean; page: ShowPage | undefined }): Promise<number> {
+export async function show(root: OpenedRoot, io: Io, target: Listed, opts: { json: boolean; raw: boolean; page: ShowPage | undefined }): Promise<number> {
   const sink = ioSink(io)
   try {
-    if (opts.raw) await writeRaw(root, id, sink)
+    if (opts.raw) await writeRaw(root, target, sink)
     else {
-      const view = await openSessionView(root.store, id, { sizeBytes: (await listed(root, id))?.sizeBytes, range: opts.page })
+      const view = await openSessionView(root.store, target.id, { sizeBytes: target.listing?.sizeBytes, range: opts.page })
       if (opts.json) await writeJson(view, sink)
       else await writeTranscript(view, io.style, sink, opts.page)
     }
@@ -67,8 +65,8 @@ export async function show(root: OpenedRoot, io: Io, id: string, opts: { json: b
 }
 
 /** `export`: the whole session as Markdown or JSON, to stdout or a file, page by page. */
-export async function exportSession(root: OpenedRoot, io: Io, id: string, opts: { format: 'md' | 'json'; out: string | undefined }): Promise<number> {
-  const view = await openSessionView(root.store, id, { sizeBytes: (await listed(root, id))?.sizeBytes })
+export async function exportSession(root: OpenedRoot, io: Io, target: Listed, opts: { format: 'md' | 'json'; out: string | undefined }): Promise<number> {
+  const view = await openSessionView(root.store, target.id, { sizeBytes: target.listing?.sizeBytes })
   const sink = opts.out ? await fileSink(opts.out) : ioSink(io)
   try {
     if (opts.format === 'json') await writeJson(view, sink)

@@ -355,8 +355,7 @@ export class JsonlSession implements Session {
     if (loaded) return loaded
     // A created session holds nothing until its first append (the backend does not know it yet).
     if (this.#count === 0) return []
-    // Only what is written counts, not the closers a read adds for a run in progress.
-    if (this.#base > 0) return (await this.#persistence.read(this.#id, { fromSeq: this.#base, toSeq: this.#count })).events
-    return (await this.#persistence.inspect(this.#id)).events.slice(0, this.#count)
+    // Only what is written counts (a range read adds no closers for a run in progress).
+    return (await this.#persistence.read(this.#id, { fromSeq: this.#base, toSeq: this.#count })).events
   }
 }

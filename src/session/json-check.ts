@@ -26,7 +26,9 @@ function describe(value: unknown): string {
   }
 }
 
-function isPlainObject(value: object): boolean {
+/** Whether a value is an object literal's kind of object (its prototype `Object.prototype` or none). */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false
   const proto = Object.getPrototypeOf(value)
   return proto === Object.prototype || proto === null
 }

@@ -1,3 +1,4 @@
+import { isPlainObject } from '../../session/json-check.js'
 import type { JsonValue, SessionEvent } from '../../index.js'
 import { SessionPersistenceError } from '../../index.js'
 
@@ -108,15 +109,10 @@ export function assertEntry(entry: unknown, index: number, sessionId: string): a
   if (!isPlainObject(entry)) throw entryError(entry, index, sessionId)
 }
 
-/** Whether `value` is a plain object (of `Object.prototype` or none): what an entry must be. */
-export function isPlainObject(value: unknown): value is Obj {
-  if (typeof value !== 'object' || value === null) return false
-  const proto = Object.getPrototypeOf(value)
-  return proto === Object.prototype || proto === null
-}
 
 /** The refusal of an entry that is not a plain object (`E_INVALID_EVENT`). */
 export function entryError(entry: unknown, index: number, sessionId: string): SessionPersistenceError {
   const what = entry === null ? 'null' : Array.isArray(entry) ? 'an array' : typeof entry === 'object' ? `a ${(entry as object).constructor?.name ?? 'non-plain'} object` : `a ${typeof entry}`
   return new SessionPersistenceError('E_INVALID_EVENT', `append: entry ${index} of the batch must be a plain JSON object, got ${what}; nothing was written`, { sessionId })
 }
+

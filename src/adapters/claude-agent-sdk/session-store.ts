@@ -1,7 +1,8 @@
 import { isAbsolute } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { isSessionPersistenceError, SessionPersistenceError, type SessionEvent, type SessionMeta } from '../../index.js'
-import { assertEntry, entryError, entryEvent, entryOf, isPlainObject } from './entry-events.js'
+import { assertEntry, entryError, entryEvent, entryOf } from './entry-events.js'
+import { isPlainObject } from '../../session/json-check.js'
 import {
   assertKey,
   describeKey,

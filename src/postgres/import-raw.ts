@@ -1,14 +1,12 @@
 import type { RawSessionLog } from '../persistence.js'
-import { LONE_SURROGATE } from '../session/raw-log.js'
+import { checkRawEventLine, LONE_SURROGATE } from '../session/raw-log.js'
 import { SessionPersistenceError } from '../errors.js'
 import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
-import { envelopeProblem } from '../session/envelope.js'
 import { kindOf } from './event-kinds.js'
 import type { FormatVersion } from '../session/line-codec.js'
 import type { SessionHeader } from '../session/schema.js'
-import { SessionPersistenceCorruptionError } from '../errors.js'
-import { lineText, parseEventLine, parseStoredHeader } from './read-session.js'
+import { parseStoredHeader } from './read-session.js'
 
 /** Lines per INSERT: big logs go in several statements of one transaction. */
 const CHUNK = 5_000
@@ -47,31 +45,12 @@ export function checkRawHeader(id: string, headerLine: unknown, path: string): S
 }
 
 /**
- * Checks raw event line `i` of a log of `version` as `load` reads it (so nothing is stored that
- * could not be loaded back; the line is stored as given, its checksum with it) and returns its
- * kind (event-kinds.ts). A version-1 line whose checksum fails is `E_CORRUPT` (checked first, as
- * the JSONL backend's import does); a line that breaks the envelope is `E_INVALID_EVENT`, as
- * `append` refuses it; any other defect `E_CORRUPT`, as `load` reports it.
+ * Checks raw event line `i` of a log of `version` as every backend's import checks it
+ * (`checkRawEventLine`: nothing is stored that could not be loaded back; the line is stored as
+ * given, its checksum with it) and returns its kind (event-kinds.ts).
  */
-export function checkRawLine(line: unknown, i: number, id: string, path: string, version: FormatVersion): number {
-  if (typeof line !== 'string') {
-    throw new SessionPersistenceError('E_INVALID_EVENT', `event line ${i} is not a string`, { sessionId: id, path })
-  }
-  assertUnicode(line, `event line ${i}`, id, path)
-  const decoded = lineText(line, version)
-  if ('reason' in decoded) throw new SessionPersistenceCorruptionError(i + 2, -1, `${decoded.reason} (seq ${i})`, { path, sessionId: id })
-  const { text } = decoded
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    parsed = undefined // reported by parseEventLine below, as load reports it
-  }
-  const envelope = parsed === undefined ? undefined : envelopeProblem(parsed)
-  if (envelope !== undefined) {
-    throw new SessionPersistenceError('E_INVALID_EVENT', `event line ${i}: ${envelope}`, { sessionId: id, path })
-  }
-  return kindOf(parseEventLine(text, i, path, id, 0).type) // its text, checked above
+export function checkRawLine(line: unknown, i: number, id: string, _path: string, version: FormatVersion): number {
+  return kindOf(checkRawEventLine(id, line, i, version).type)
 }
 
 /**

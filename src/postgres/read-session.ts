@@ -54,6 +54,8 @@ export function parseEventLine(line: string, index: number, path: string, id: st
       try {
         value = JSON.parse(decoded.text)
         reason = envelopeProblem(value)
+        // A sealed line whose JSON holds a crc of its own is a defect, as on JSONL (§16: reserved).
+        if (reason === undefined && version === 1 && (value as { crc?: unknown }).crc !== undefined) reason = 'a reserved crc field inside the line'
         if (reason === undefined && (value as SessionEvent).seq !== index) {
           reason = `seq ${(value as SessionEvent).seq} where ${index} was expected`
         }

@@ -3,7 +3,7 @@ import type { RawSessionLog, RawSessionStream } from '../persistence.js'
 import { envelopeProblem } from './envelope.js'
 import { encodeSessionId } from './id-encoding.js'
 import { parseHeaderLine } from './header-line.js'
-import type { SessionHeader } from './schema.js'
+import type { SessionEvent, SessionHeader } from './schema.js'
 import { type FormatVersion, unsealString } from './line-codec.js'
 
 // In a `u` regex a surrogate pair is one code point, so this matches lone surrogates only:
@@ -67,9 +67,10 @@ export function checkRawHeaderLine(id: string, headerLine: unknown): SessionHead
 /**
  * Checks event line `i` of a raw log of `id` as `load` would read it: one line of well-formed
  * text (`E_CORRUPT`), JSON (`E_CORRUPT`), a valid envelope (`E_INVALID_EVENT`), seq `i`
- * (`E_SEQ_NOT_CONTIGUOUS`).
+ * (`E_SEQ_NOT_CONTIGUOUS`); in version 1 its checksum, and no `crc` of its own (`E_CORRUPT`).
+ * Returns its event.
  */
-export function checkRawEventLine(id: string, line: unknown, i: number, version: FormatVersion): void {
+export function checkRawEventLine(id: string, line: unknown, i: number, version: FormatVersion): SessionEvent {
   const refuse = (code: 'E_CORRUPT' | 'E_INVALID_EVENT' | 'E_SEQ_NOT_CONTIGUOUS', what: string) =>
     new SessionPersistenceError(code, `raw log of session '${id}': ${what}`, { sessionId: id })
   if (typeof line !== 'string') throw refuse('E_CORRUPT', `event line ${i} is not a string`)
@@ -85,8 +86,11 @@ export function checkRawEventLine(id: string, line: unknown, i: number, version:
   }
   const envelope = envelopeProblem(value)
   if (envelope) throw refuse('E_INVALID_EVENT', `event line ${i}: ${envelope}`)
+  // A sealed line whose JSON holds a crc of its own is a defect to every reader (§16: reserved).
+  if (version === 1 && (value as { crc?: unknown }).crc !== undefined) throw refuse('E_CORRUPT', `event line ${i}: a reserved crc field inside the line`)
   const seq = (value as { seq: number }).seq
   if (seq !== i) throw refuse('E_SEQ_NOT_CONTIGUOUS', `event line ${i} has seq ${seq}`)
+  return value as SessionEvent
 }
 
 /**

@@ -178,6 +178,9 @@ export function storeTests({ open, openOther }: ContractContext): void {
         })(),
       }
       expect(await codeOf(target.importRawStream(notArrays))).toBe('E_CORRUPT')
+      // a sealed line that holds a crc of its own would not load back (§16: reserved)
+      const innerCrc = { id: 'innercrc', headerLine: header('innercrc'), eventLines: [sealLine('{"seq":0,"type":"x","time":1,"crc":"00000000"}', 1)] }
+      expect(await codeOf(target.importRaw(innerCrc))).toBe('E_CORRUPT')
       expect((await target.list()).map((l) => l.meta.id)).toEqual(['paged'])
     })
   })

@@ -32,7 +32,7 @@ import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig }
 import { Db, dbError, isConnectionError } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
 import { type ForkWrite, forkSession, readForkPoint, rowIsOurs } from './fork-session.js'
-import { checkRawHeader, checkRawLog, importRawLog } from './import-raw.js'
+import { checkRawHeader, checkRawLog } from './import-raw.js'
 import { importRawStream, openRawStream } from './raw-stream.js'
 import { listSessions } from './list-sessions.js'
 import { LockConnection, lockClientOpener, sessionKey } from './lock-connection.js'
@@ -309,26 +309,10 @@ class PostgresPersistence implements PostgresSessionPersistence {
   }
 
   async importRaw(log: RawSessionLog): Promise<void> {
-    const id = log?.id
-    checkId(id)
-    const path = this.#path(id)
-    const checked = checkRawLog(log, path)
-    const s = this.#track(id, 'E_EXISTS')
-    const copy: RawSessionLog = { id, headerLine: log.headerLine, eventLines: [...log.eventLines] }
-    try {
-      await this.#run(s, async () => {
-        await this.#assertAbsent(s)
-        await this.#writer.ensureHeld(s)
-        try {
-          await importRawLog(this.#db, this.#c.schema, copy, checked, { epoch: s.epoch!, host: this.#c.host }, path)
-        } catch (err) {
-          if (!isConnectionError(err)) throw err
-          if (!(await this.#isOurs(id, s.epoch!, copy.headerLine))) throw err
-        }
-      })
-    } finally {
-      await this.close(id)
-    }
+    checkId(log?.id)
+    // Checked whole before anything is taken, then imported as a stream of its lines (copied now).
+    const { stream, kinds } = checkRawLog(log, this.#path(log.id))
+    await this.#importRaw(stream, kinds)
   }
 
   async openRawStream(id: string, options?: RawPageOptions): Promise<RawSessionStream> {
@@ -358,22 +342,25 @@ class PostgresPersistence implements PostgresSessionPersistence {
   }
 
   async importRawStream(log: RawSessionStream): Promise<{ eventLines: number }> {
-    const id = log?.id
-    checkId(id)
-    const path = this.#path(id)
-    checkRawHeader(id, log.headerLine, path)
+    checkId(log?.id)
+    checkRawHeader(log.id, log.headerLine, this.#path(log.id))
+    return this.#importRaw(log)
+  }
+
+  /** Both imports: under the session's lock and writer token, `E_EXISTS` when it is stored; `kinds` when checked already. */
+  async #importRaw(log: RawSessionStream, kinds?: readonly number[]): Promise<{ eventLines: number }> {
+    const { id, headerLine } = log
     const s = this.#track(id, 'E_EXISTS')
     try {
       return await this.#run(s, async () => {
         await this.#assertAbsent(s)
         await this.#writer.ensureHeld(s)
         try {
-          return await importRawStream(this.#db, this.#c.schema, log, { epoch: s.epoch!, host: this.#c.host }, path)
+          return await importRawStream(this.#db, this.#c.schema, log, { epoch: s.epoch!, host: this.#c.host }, s.path, kinds)
         } catch (err) {
           // An unanswered COMMIT: the session is ours exactly when its row carries our token.
-          if (!isConnectionError(err) || !(await this.#isOurs(id, s.epoch!, log.headerLine))) throw err
-          const row = await readSessionRow(this.#db, this.#c.schema, id)
-          return { eventLines: row?.length ?? 0 }
+          if (!isConnectionError(err) || !(await this.#isOurs(id, s.epoch!, headerLine))) throw err
+          return { eventLines: kinds?.length ?? (await readSessionRow(this.#db, this.#c.schema, id))?.length ?? 0 }
         }
       })
     } finally {

@@ -63,11 +63,12 @@ const FINISH = (s: string) => `
   UPDATE "${s}".sessions SET length = $2::bigint, size_bytes = size_bytes + $3::bigint, updated_at = now() WHERE session_id = $1`
 
 /**
- * `importRawStream` (§15.5): one transaction that creates the session's row, then inserts each
- * page as it arrives (one page held at a time, each line checked as `importRaw` checks it), and
- * sets the row's length at the end. Until COMMIT no reader sees any of it; any failure (a
- * refused line, the source's rejection, the connection) rolls everything back. `E_EXISTS` when
- * the id is stored already. Run under the session's lock, with its writer token.
+ * `importRawStream` (§15.5), and `importRaw` as its special case: one transaction that creates
+ * the session's row, then inserts each page as it arrives (one page held at a time, each line
+ * checked by `checkRawLine`, or given its kind in `checked` when the caller checked the lines
+ * already), and sets the row's length at the end. Until COMMIT no reader sees any of it; any
+ * failure (a refused line, the source's rejection, the connection) rolls everything back.
+ * `E_EXISTS` when the id is stored already. Run under the session's lock, with its writer token.
  */
 export async function importRawStream(
   db: Db,
@@ -75,6 +76,7 @@ export async function importRawStream(
   log: RawSessionStream,
   holder: { epoch: string; host: string },
   path: string,
+  checked?: readonly number[],
 ): Promise<{ eventLines: number }> {
   const pages = rawStreamPages(log)
   const { createdAt, version } = checkRawHeader(log.id, log.headerLine, path)
@@ -94,7 +96,7 @@ export async function importRawStream(
     let count = 0
     let bytes = 0
     for await (const page of pages) {
-      const kinds = page.map((line, i) => checkRawLine(line, count + i, log.id, path, version))
+      const kinds = checked?.slice(count, count + page.length) ?? page.map((line, i) => checkRawLine(line, count + i, log.id, path, version))
       await client.query(INSERT_PAGE(schema), [log.id, count, page, `{${kinds.join(',')}}`])
       count += page.length
       for (const line of page as string[]) bytes += Buffer.byteLength(line) + 1

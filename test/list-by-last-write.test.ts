@@ -71,3 +71,30 @@ test('list by last write with a limit over 10,000 logs reads at most limit heade
   expect(all[0]!.meta.id).toBe('s0') // newest createdAt
   expect(counting.opened.filter((path) => path.endsWith('.jsonl')).length).toBe(N)
 }, 120_000)
+
+test('a picker among logs written at the same instants lists the first `limit` of the whole last-write order: ties by id, then newest', async () => {
+  const root = await tmpRoot()
+  const bucket = join(root, bucketName(undefined))
+  await mkdir(bucket, { recursive: true })
+  const base = Date.UTC(2026, 0, 1) / 1000
+  // 60 logs over 4 instants (15 each), ids not in write order
+  const ids = Array.from({ length: 60 }, (_, i) => `t${(i * 37) % 60}`)
+  await Promise.all(
+    ids.map(async (id, i) => {
+      const path = join(bucket, `${encodeSessionId(id)}.jsonl`)
+      await writeFile(path, `${headerLine(meta(id))}`)
+      await utimes(path, base + (i % 4), base + (i % 4))
+    }),
+  )
+  const p = createJsonlPersistence({ root })
+  const whole = await p.list({ orderBy: 'lastWrite' })
+  expect(whole).toHaveLength(60)
+  for (let k = 1; k < whole.length; k++) {
+    const [a, b] = [whole[k - 1]!, whole[k]!]
+    expect(a.mtimeMs > b.mtimeMs || (a.mtimeMs === b.mtimeMs && a.meta.id < b.meta.id)).toBe(true)
+  }
+  for (const limit of [1, 7, 15, 16, 59]) {
+    const picked = await p.list({ orderBy: 'lastWrite', limit })
+    expect(picked.map((l) => l.meta.id)).toEqual(whole.slice(0, limit).map((l) => l.meta.id))
+  }
+})

@@ -15,13 +15,16 @@ import {
   close as closeCb,
   closeSync,
   existsSync,
+  fstatSync,
   fsyncSync,
   mkdirSync,
   open as openCb,
   openSync,
   read as readCb,
   readdir as readdirCb,
+  readdirSync,
   readFileSync,
+  readSync,
   renameSync,
   rmSync,
   statSync,
@@ -628,6 +631,16 @@ async function main() {
           const n = await rawList(lf.root)
           if (n !== LIST_SESSIONS) throw new Error(`raw read ${n}`)
         }],
+        // The floor of the picker's ratio: what one stat of each log (§15.4's price of the order)
+        // costs here against one header read of each, both raw and synchronous on one thread.
+        ['rawStat', async () => {
+          const n = rawSyncList(lf.root, false)
+          if (n !== LIST_SESSIONS) throw new Error(`raw stat ${n}`)
+        }],
+        ['rawHeads', async () => {
+          const n = rawSyncList(lf.root, true)
+          if (n !== LIST_SESSIONS) throw new Error(`raw heads ${n}`)
+        }],
       ]
       for (let k = 0; k < contenders.length; k++) {
         const [name, fn] = contenders[(run + k) % contenders.length]
@@ -637,13 +650,16 @@ async function main() {
         r[name] = now() - t
       }
       runs.push(r)
-      process.stdout.write(`  run ${run + 1}/${RUNS}: list() ${fmt(r.full)} ms, picker ${fmt(r.picker)} ms, raw ${fmt(r.raw)} ms\n`)
+      process.stdout.write(`  run ${run + 1}/${RUNS}: list() ${fmt(r.full)} ms, picker ${fmt(r.picker)} ms, raw ${fmt(r.raw)} ms, raw sync stat ${fmt(r.rawStat)} ms, raw sync heads ${fmt(r.rawHeads)} ms\n`)
     }
     record(`list() of ${LIST_SESSIONS.toLocaleString('en')} sessions, ms`, runs.map((r) => r.full), 'ms')
     record("list({ orderBy: 'lastWrite', limit: 50 }), ms", runs.map((r) => r.picker), 'ms')
     record('raw readdir + open/read 4 KiB/close of every log, ms', runs.map((r) => r.raw), 'ms')
     record("list({ orderBy: 'lastWrite', limit: 50 }) / list()", runs.map((r) => r.picker / r.full), '×', ['<=', 0.25])
     record('list() / raw readdir + open/read 4 KiB/close', runs.map((r) => r.full / r.raw), '×', ['<=', 1.5])
+    record('raw, synchronous on one thread: readdir + stat of every log, ms', runs.map((r) => r.rawStat), 'ms')
+    record('raw, synchronous on one thread: readdir + open/read 4 KiB/fstat/close of every log, ms', runs.map((r) => r.rawHeads), 'ms')
+    record('floor of picker / list() under §15.4 (one stat a log): raw sync stat / raw sync heads', runs.map((r) => r.rawStat / r.rawHeads), '×')
     const counted = countingFs()
     await createJsonlPersistence({ root: lf.root, fs: counted.fs }).list({ orderBy: 'lastWrite', limit: 50 })
     note("list({ orderBy: 'lastWrite', limit: 50 }): file-system calls", `${counted.stats} stat, ${counted.opens} open, ${counted.reads} read (${(counted.bytes / 1024).toFixed(0)} KiB)`)
@@ -807,6 +823,32 @@ function countingFs() {
     }
   }
   return Object.assign(c, { fs })
+}
+
+/**
+ * readdir of the root and of every bucket, then of every log a stat (`heads` false) or an
+ * open/read 4 KiB/fstat/close (what a listing needs of each: its header, size and mtime), all
+ * synchronous on this thread: no thread-pool round trips, nothing parsed.
+ */
+function rawSyncList(root, heads) {
+  const buf = Buffer.allocUnsafe(4096)
+  let n = 0
+  for (const b of readdirSync(root, { withFileTypes: true })) {
+    if (!b.isDirectory() || b.name.startsWith('.')) continue
+    const dir = join(root, b.name)
+    for (const name of readdirSync(dir)) {
+      if (!name.endsWith('.jsonl')) continue
+      const path = `${dir}/${name}`
+      if (heads) {
+        const fd = openSync(path, 'r')
+        readSync(fd, buf, 0, 4096, 0)
+        fstatSync(fd)
+        closeSync(fd)
+      } else statSync(path)
+      n++
+    }
+  }
+  return n
 }
 
 /** readdir of the root and of every bucket, then open/read 4 KiB/close of every log, 32 at a time (callback API). */

@@ -1,4 +1,4 @@
-import { basename, join } from 'node:path'
+import { sep } from 'node:path'
 import { isSessionPersistenceError, SessionPersistenceCorruptionError } from '../errors.js'
 import type { ListProblem, SessionListing } from '../persistence.js'
 import { decodeSessionId } from '../session/id-encoding.js'
@@ -61,13 +61,14 @@ export async function listSessions(
     }
     for (const entry of entries) {
       if (entry.name.startsWith('.') || !entry.name.endsWith(LOG_SUFFIX)) continue
-      const path = join(bucket, entry.name)
-      const id = decodeSessionId(basename(entry.name, LOG_SUFFIX))
+      // Joined and cut by hand: `join` normalizes and `basename` scans, 100,000 times a listing.
+      const path = bucket + sep + entry.name
+      const id = decodeSessionId(entry.name.slice(0, -LOG_SUFFIX.length))
       if (id === undefined) {
         onProblem({ path, code: 'E_CORRUPT', message: `${path}: the file name is not an encoded session id` })
         continue
       }
-      files.push({ path, id })
+      files.push({ path, id, size: undefined, mtimeMs: undefined })
     }
   }
   const listings: SessionListing[] = []
@@ -111,12 +112,14 @@ export async function listSessions(
     f.size = peeked.size
     f.mtimeMs = peeked.mtimeMs
   })
-  const candidates = files
-    .filter((f): f is typeof f & { mtimeMs: number } => f.mtimeMs !== undefined)
-    .sort((a, b) => b.mtimeMs - a.mtimeMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  const limit = order.limit ?? candidates.length
+  const stated = files.filter((f): f is StatedFile => f.mtimeMs !== undefined)
+  const limit = order.limit ?? stated.length
+  // The newest `limit` first, picked in one pass; the rest sorted only if a header among them
+  // is bad and more are needed (a sort of 100,000 logs costs more than the picker's reads).
+  let candidates = limit < stated.length ? newestOf(stated, limit) : stated.sort(newestFirst)
   let next = 0
-  while (listings.length < limit && next < candidates.length) {
+  while (listings.length < limit && next < stated.length) {
+    if (next === candidates.length) candidates = stated.sort(newestFirst) // its first `next` are those read
     const batch = candidates.slice(next, next + (limit - listings.length))
     next += batch.length
     await eachConcurrently(batch, readOne)
@@ -124,11 +127,37 @@ export async function listSessions(
   return sorted(listings)
 }
 
+type StatedFile = ListedFile & { mtimeMs: number }
+
+/** Newest first, then by id; by path between logs of one id in two buckets: a total order. */
+function newestFirst(a: StatedFile, b: StatedFile): number {
+  return b.mtimeMs - a.mtimeMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : a.path < b.path ? -1 : a.path > b.path ? 1 : 0)
+}
+
+/** The first `k` of `files` in `newestFirst` order, in that order: one pass, `k` kept. */
+function newestOf(files: readonly StatedFile[], k: number): StatedFile[] {
+  const top: StatedFile[] = []
+  if (k <= 0) return top
+  for (const f of files) {
+    if (top.length === k && newestFirst(f, top[k - 1]!) >= 0) continue
+    let lo = 0
+    let hi = top.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (newestFirst(top[mid]!, f) <= 0) lo = mid + 1
+      else hi = mid
+    }
+    top.splice(lo, 0, f)
+    if (top.length > k) top.pop()
+  }
+  return top
+}
+
 interface ListedFile {
   path: string
   id: string
-  size?: number
-  mtimeMs?: number
+  size: number | undefined
+  mtimeMs: number | undefined
 }
 
 /** The header of a first line `peekFiles` gave, judged as `readHeader` judges it. */

@@ -6,6 +6,8 @@ export const MAX_ENCODED_ID_BYTES = 244
 // In a `u` regex a surrogate pair is one code point, so this matches lone surrogates only.
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u
 const HEX = '0123456789ABCDEF'
+/** A name with no escape: only the bytes `encodeSessionId` keeps. */
+const UNESCAPED = /^[a-z0-9_-]+$/
 
 function keeps(byte: number): boolean {
   return (
@@ -48,6 +50,9 @@ export function encodeSessionId(id: string): string {
 /** Inverse of encodeSessionId, or undefined when `name` is not an encoding this package writes. */
 export function decodeSessionId(name: string): string | undefined {
   if (name.length === 0 || name.length > MAX_ENCODED_ID_BYTES) return undefined
+  // Most ids escape nothing (uuids, say): such a name is its own id. A listing of 100,000 logs
+  // spent a fifth of its time decoding byte by byte what needed no decoding.
+  if (UNESCAPED.test(name)) return name
   const bytes: number[] = []
   for (let i = 0; i < name.length; i++) {
     const c = name.charCodeAt(i)

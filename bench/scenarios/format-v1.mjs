@@ -139,6 +139,36 @@ try {
       rmSync(join(dir, 'raw-copy'))
       return ms
     }
+    // The floor of a migrate that checks what it seals (§16: a corrupt log is refused untouched):
+    // the raw copy plus a JSON.parse and a crc32 of each line, the sealed lines written, no
+    // seq, envelope or repair checks, no lock, no rename, in this process (no process start).
+    const rawCheckedCopy = () => {
+      const s = now()
+      const from = openSync(src, 'r')
+      const to = openSync(join(dir, 'raw-checked'), 'w')
+      const buf = Buffer.allocUnsafe(1 << 20)
+      const out = Buffer.allocUnsafe((1 << 20) * 2)
+      let carry = Buffer.alloc(0)
+      for (let n; (n = readSync(from, buf, 0, buf.length, null)) > 0; ) {
+        const chunk = carry.length ? Buffer.concat([carry, buf.subarray(0, n)]) : buf.subarray(0, n)
+        let o = 0
+        let at = 0
+        for (let nl; (nl = chunk.indexOf(10, at)) !== -1; at = nl + 1) {
+          JSON.parse(chunk.toString('utf8', at, nl))
+          const c = crc32(chunk.subarray(at, nl - 1))
+          o += chunk.copy(out, o, at, nl - 1)
+          o += out.write(`,"crc":"${c.toString(16).padStart(8, '0')}"}\n`, o, 'latin1')
+        }
+        writeSync(to, out, 0, o)
+        carry = Buffer.from(chunk.subarray(at))
+      }
+      fsyncSync(to)
+      closeSync(from)
+      closeSync(to)
+      const ms = now() - s
+      rmSync(join(dir, 'raw-checked'))
+      return ms
+    }
     // The CLI migrates a copy of the source log in a child process, which reports its peak RSS.
     const REPORT_RSS = 'data:text/javascript,process.on("exit",()=>console.error("RSS",process.resourceUsage().maxRSS))'
     const cli = new URL('../../dist/cli/main.js', import.meta.url).pathname
@@ -155,14 +185,25 @@ try {
       return { ms, rssKb: Number(/RSS (\d+)/.exec(r.stderr)?.[1]) }
     }
     const speed = []
+    const vsChecked = []
+    const floor = []
     const rss = []
+    const ms = { raw: [], checked: [], migrate: [] }
     for (let r = 0; r < Math.max(3, Math.min(ROUNDS, 5)); r++) {
       const rawMs = rawCopy()
+      const checkedMs = rawCheckedCopy()
       const m = migrateOnce()
       speed.push(rawMs / m.ms)
+      vsChecked.push(checkedMs / m.ms)
+      floor.push(rawMs / checkedMs)
       rss.push(m.rssKb)
+      ms.raw.push(rawMs)
+      ms.checked.push(checkedMs)
+      ms.migrate.push(m.ms)
     }
     console.log(`migrate of a ${(size / 2 ** 30).toFixed(2)} GiB log (${seq} events): speed vs raw read + write + fsync ${ratios(speed)} (target ≥ 0.8×); peak RSS of the migrating process ${(median(rss) / 1024).toFixed(0)} MiB (median)`)
+    console.log(`  medians: raw copy ${median(ms.raw).toFixed(0)} ms, raw copy with a JSON.parse + crc32 of each line ${median(ms.checked).toFixed(0)} ms, migrate (CLI process) ${median(ms.migrate).toFixed(0)} ms`)
+    console.log(`  the floor of a checking migrate: raw copy / raw checked copy ${ratios(floor)}; migrate vs the raw checked copy ${ratios(vsChecked)}`)
     rmSync(src, { force: true })
   }
 } finally {

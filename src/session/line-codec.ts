@@ -29,16 +29,21 @@ export function sealBatch(plain: Buffer, count: number): Buffer {
     const nl = plain.indexOf(10, s)
     const close = nl - 1 // the line's final `}`
     o += plain.copy(out, o, s, close)
-    const c = crc32(plain.subarray(s, close))
-    o += PREFIX_BYTES.copy(out, o)
-    for (let k = 0; k < 8; k++) out[o + k] = HEX_DIGITS[(c >>> (28 - 4 * k)) & 15]!
-    o += 8
-    out[o++] = 0x22
-    out[o++] = 0x7d
-    out[o++] = 0x0a
+    o = writeCrcField(out, o, crc32(plain.subarray(s, close)))
     s = nl + 1
   }
   return out
+}
+
+/** Writes `,"crc":"` + the 8 hex digits of `c` + `"}` + `\n` at `out[o]` (room known); the offset after it. */
+function writeCrcField(out: Buffer, o: number, c: number): number {
+  o += PREFIX_BYTES.copy(out, o)
+  for (let k = 0; k < 8; k++) out[o + k] = HEX_DIGITS[(c >>> (28 - 4 * k)) & 15]!
+  o += 8
+  out[o++] = 0x22
+  out[o++] = 0x7d
+  out[o++] = 0x0a
+  return o
 }
 
 /** CRC-32 (zlib, ISO-HDLC) as 8 lowercase hex digits. */
@@ -136,7 +141,6 @@ export class SealedLines extends LineBuffer {
     const p = end - 1 - start
     this.room(p + CRC_SUFFIX_BYTES + 1)
     src.copy(this.buf, this.len, start, end - 1)
-    this.len += p
-    this.len += this.buf.write(`${PREFIX}${hex(crc32(src.subarray(start, end - 1)))}"}\n`, this.len, 'latin1')
+    this.len = writeCrcField(this.buf, this.len + p, crc32(src.subarray(start, end - 1)))
   }
 }

@@ -225,6 +225,11 @@ export interface RedactReport {
   rewritten: boolean
   /** The `log/redacted` event appended. */
   record?: SessionEvent
+  /**
+   * The repair of the log's tail (a torn line cut, an open turn closed): made in the rewritten
+   * log (`persisted`), or, on a dry run or when nothing matched, what the next load will make.
+   */
+  repair?: RepairReport
 }
 
 /** What `truncateAtDamage` did or, with `dryRun`, would do (§16). */

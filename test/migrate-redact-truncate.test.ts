@@ -254,3 +254,28 @@ test('repair --truncate-at-damage of a session whose id is as long as ids may be
   expect(await readFile(join(dirname(path), report.keptAt!), 'utf8')).toBe(lines.join('\n'))
   expect((await p.inspect(id)).events.at(-1)!.type).toBe('log/truncated')
 })
+
+test('redact of a log with a torn tail and an open turn reports the repair: would be made on a dry run or with no match (nothing written), made in the rewritten log', async () => {
+  const root = await tmpRoot()
+  const secret = 'sk-live-feedface'
+  const path = await v0Session(root, 'torn', [ev(8, 'turn/start', { turn: 3 }), ev(9, 'user/message', { content: `key ${secret}` })])
+  await appendFile(path, '{"seq":10,"type":"assistant/ch') // a torn tail, after an open turn
+  const before = await readFile(path)
+  const p = createJsonlPersistence({ root })
+  const tornBytes = '{"seq":10,"type":"assistant/ch'.length
+  const dry = await p.redact('torn', { pattern: 'sk-live-[0-9a-f]+', dryRun: true })
+  expect(dry).toMatchObject({ matches: 1, seqs: [9], rewritten: false, repair: { persisted: false, droppedBytes: tornBytes, droppedLines: 1 } })
+  expect(dry.repair?.closers.map((c) => c.type)).toEqual(['turn/end'])
+  const none = await p.redact('torn', { pattern: 'no-such-text' })
+  expect(none).toMatchObject({ matches: 0, rewritten: false, repair: { persisted: false, droppedBytes: tornBytes } })
+  expect((await readFile(path)).equals(before)).toBe(true) // neither wrote a byte
+  const done = await p.redact('torn', { pattern: 'sk-live-[0-9a-f]+' })
+  expect(done).toMatchObject({ matches: 1, rewritten: true, repair: { persisted: true, droppedBytes: tornBytes, droppedLines: 1 } })
+  const text = await readFile(path, 'utf8')
+  expect(text).not.toContain('assistant/ch"')
+  expect(text).not.toContain(secret)
+  const loaded = await p.load('torn')
+  expect(loaded.repair).toBeUndefined() // the rewritten log needs none
+  expect(loaded.events.slice(10).map((e) => e.type)).toEqual(['turn/end', 'log/redacted'])
+  await p.close('torn')
+})

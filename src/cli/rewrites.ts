@@ -66,11 +66,12 @@ export async function redact(root: OpenedRoot, io: Io, ids: readonly string[], o
   return forEachSession(io, 'redact', ids, opts.json, async (id) => {
     const r = await store.redact(id, { pattern: opts.pattern, dryRun: opts.dryRun, ...(opts.replacement === undefined ? {} : { replacement: opts.replacement }) })
     const where = r.seqs.length > 0 ? ` in ${r.seqs.length} event(s) (seq ${r.seqs.slice(0, 20).join(', ')}${r.seqs.length > 20 ? ', …' : ''})` : ''
+    const repaired = r.repair ? `; its tail ${r.repair.persisted ? 'repaired' : 'would be repaired'} first (${r.repair.closers.length} closing event(s))` : ''
     if (!opts.json) {
       if (r.matches === 0) io.out(`${id}: no match\n`)
-      else io.out(opts.dryRun ? `${id}: ${r.matches} match(es)${where} would be redacted\n` : `${id}: ${r.matches} match(es) redacted${where}; recorded as seq ${r.record?.seq}\n`)
+      else io.out(opts.dryRun ? `${id}: ${r.matches} match(es)${where} would be redacted${repaired}\n` : `${id}: ${r.matches} match(es) redacted${where}; recorded as seq ${r.record?.seq}${repaired}\n`)
     }
-    return { id, status: r.rewritten ? 'done' : 'unchanged', matches: r.matches, seqs: r.seqs }
+    return { id, status: r.rewritten ? 'done' : 'unchanged', matches: r.matches, seqs: r.seqs, ...(r.repair ? { repair: r.repair } : {}) }
   })
 }
 

@@ -434,6 +434,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
       try {
         const plan = await planRedaction(handle, path, id, pattern)
         const report: RedactReport = { id, path, matches: plan.matches, seqs: plan.seqs, rewritten: false }
+        if (plan.repair) report.repair = { persisted: false, ...plan.repair }
         if (dryRun || plan.matches === 0) return report
         const lock = this.#sessions.get(id)!.lock!
         await lock.assertHeld()
@@ -441,6 +442,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
         // A lock lost while the new log was written must replace nothing.
         await rewriteLog(this.#ctx, path, body, async () => await lock.assertHeld())
         report.rewritten = true
+        if (report.repair) report.repair.persisted = true
         return report
       } catch (err) {
         throw this.#wrap(err, `redact session '${id}'`)

@@ -125,13 +125,13 @@ try {
     writeSync(fd, `${JSON.stringify({ seq: seq++, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } })}\n`)
     closeSync(fd)
     const size = statSync(src).size
-    const rawCopy = () => {
-      // read + write + fsync of the same bytes, 1 MiB at a time
+    /** Reads the source 1 MiB at a time, writes what `pass` makes of each read, fsyncs; ms. */
+    const timedCopy = (pass) => {
       const s = now()
       const from = openSync(src, 'r')
       const to = openSync(join(dir, 'raw-copy'), 'w')
       const buf = Buffer.allocUnsafe(1 << 20)
-      for (let n; (n = readSync(from, buf, 0, buf.length, null)) > 0; ) writeSync(to, buf, 0, n)
+      for (let n; (n = readSync(from, buf, 0, buf.length, null)) > 0; ) writeSync(to, ...pass(buf.subarray(0, n)))
       fsyncSync(to)
       closeSync(from)
       closeSync(to)
@@ -139,18 +139,16 @@ try {
       rmSync(join(dir, 'raw-copy'))
       return ms
     }
+    // read + write + fsync of the same bytes
+    const rawCopy = () => timedCopy((bytes) => [bytes, 0, bytes.length])
     // The floor of a migrate that checks what it seals (§16: a corrupt log is refused untouched):
     // the raw copy plus a JSON.parse and a crc32 of each line, the sealed lines written, no
     // seq, envelope or repair checks, no lock, no rename, in this process (no process start).
     const rawCheckedCopy = () => {
-      const s = now()
-      const from = openSync(src, 'r')
-      const to = openSync(join(dir, 'raw-checked'), 'w')
-      const buf = Buffer.allocUnsafe(1 << 20)
       const out = Buffer.allocUnsafe((1 << 20) * 2)
       let carry = Buffer.alloc(0)
-      for (let n; (n = readSync(from, buf, 0, buf.length, null)) > 0; ) {
-        const chunk = carry.length ? Buffer.concat([carry, buf.subarray(0, n)]) : buf.subarray(0, n)
+      return timedCopy((bytes) => {
+        const chunk = carry.length ? Buffer.concat([carry, bytes]) : bytes
         let o = 0
         let at = 0
         for (let nl; (nl = chunk.indexOf(10, at)) !== -1; at = nl + 1) {
@@ -159,15 +157,9 @@ try {
           o += chunk.copy(out, o, at, nl - 1)
           o += out.write(`,"crc":"${c.toString(16).padStart(8, '0')}"}\n`, o, 'latin1')
         }
-        writeSync(to, out, 0, o)
         carry = Buffer.from(chunk.subarray(at))
-      }
-      fsyncSync(to)
-      closeSync(from)
-      closeSync(to)
-      const ms = now() - s
-      rmSync(join(dir, 'raw-checked'))
-      return ms
+        return [out, 0, o]
+      })
     }
     // The CLI migrates a copy of the source log in a child process, which reports its peak RSS.
     const REPORT_RSS = 'data:text/javascript,process.on("exit",()=>console.error("RSS",process.resourceUsage().maxRSS))'

@@ -11,7 +11,8 @@ import { prepareBatch } from '../session/prepare-batch.js'
 import { DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, type FormatVersion, sealLine, unsealText } from '../session/line-codec.js'
 import { rawLogToBytes, rawStreamPages } from '../session/raw-log.js'
 import { redactEvents } from '../session/redact.js'
-import type { SessionEvent, SessionMeta } from '../session/schema.js'
+import type { z } from 'zod'
+import type { SessionEvent, SessionMeta, SharedConfigSchema } from '../session/schema.js'
 import { SessionFormatUnsupportedError, SessionPersistenceError } from '../errors.js'
 import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
 import type {
@@ -56,15 +57,12 @@ export class MemoryStore {
 
 const namedStores = new Map<string, MemoryStore>()
 
-export interface MemoryPersistenceOptions {
+/** `formatVersion` (§16; default 1) and `redact` as every backend takes them (`SharedConfigSchema`), checked here without zod. */
+export interface MemoryPersistenceOptions extends Pick<z.input<typeof SharedConfigSchema>, 'formatVersion' | 'redact'> {
   /** Share a store explicitly… */
   store?: MemoryStore
   /** …or by name: instances created with the same name share one store (process-wide). */
   name?: string
-  /** The format version of new sessions (§16; default 1), as the JSONL backend's `formatVersion`. */
-  formatVersion?: FormatVersion
-  /** Applied to each event before it is stored (§16), as the JSONL backend's `redact`. */
-  redact?: (event: SessionEvent) => SessionEvent
 }
 
 /**

@@ -1,21 +1,18 @@
 import { hostname } from 'node:os'
 import type pg from 'pg'
 import { z } from 'zod'
-import { describeZodError, type Logger, type SessionEvent } from '../session/schema.js'
+import { describeZodError, SharedConfigSchema } from '../session/schema.js'
 import { SessionPersistenceError } from '../errors.js'
 
 /** Unquoted PostgreSQL identifiers only: the schema name is interpolated into SQL. */
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/
 
-const LoggerSchema = z.custom<Logger>(
-  (v) => typeof v === 'object' && v !== null && typeof (v as { warn?: unknown }).warn === 'function',
-  'logger must have a warn(message) method',
-)
-
 const PoolSchema = z.custom<pg.Pool>(
   (v) => typeof v === 'object' && v !== null && typeof (v as { connect?: unknown }).connect === 'function',
   'pool must be a pg.Pool',
 )
+
+const { formatVersion, logger, redact } = SharedConfigSchema.shape
 
 export const PostgresConfigSchema = z
   .object({
@@ -25,7 +22,7 @@ export const PostgresConfigSchema = z
       .string()
       .regex(IDENTIFIER, 'schema must be a lowercase unquoted identifier ([a-z_][a-z0-9_]*, at most 63 bytes)')
       .default('session_persistence'),
-    logger: LoggerSchema.optional(),
+    logger,
     host: z.string().min(1).default(hostname()).describe('The host identity recorded as a session\'s holder.'),
     poolSize: z.number().int().min(1).max(1000).default(16).describe('Connections of the pool it opens itself.'),
     appendStatements: z
@@ -53,18 +50,8 @@ export const PostgresConfigSchema = z
       .min(0)
       .default(30_000)
       .describe('How long a batch whose connection failed is retried before append rejects with E_IO.'),
-    formatVersion: z
-      .union([z.literal(0), z.literal(1)])
-      .default(1)
-      .describe(
-        'Format version of new sessions (§16), as the JSONL backend\'s: 1 (default: a checksum on every line) or 0 ' +
-          '(for a fleet whose readers are not all upgraded). A session keeps its version for life; a fork is written in its parent\'s.',
-      ),
-    /**
-     * Applied to each event before it is serialized (§16), so a secret never reaches the
-     * database: returns the event to store (same seq). Not applied to the closers a load writes.
-     */
-    redact: z.custom<(event: SessionEvent) => SessionEvent>((v) => typeof v === 'function', 'redact must be a function').optional(),
+    formatVersion,
+    redact,
   })
   .strict()
   .refine((c) => (c.connectionString === undefined) !== (c.pool === undefined), {

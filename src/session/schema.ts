@@ -64,10 +64,29 @@ export interface Logger {
   warn(message: string, details?: unknown): void
 }
 
-const LoggerSchema = z.custom<Logger>(
-  (v) => typeof v === 'object' && v !== null && typeof (v as { warn?: unknown }).warn === 'function',
-  'logger must have a warn(message) method',
-)
+/**
+ * The configuration fields that mean the same on every backend, spelled once: each backend's
+ * schema names them (`const { formatVersion, logger, redact } = SharedConfigSchema.shape`) where
+ * they sit among its own fields.
+ */
+export const SharedConfigSchema = z.object({
+  formatVersion: z
+    .union([z.literal(0), z.literal(1)])
+    .default(1)
+    .describe(
+      'Format version of new logs: 1 (default: a checksum on every line) or 0 (for a fleet whose readers are not all upgraded: a release before v0.3 refuses version 1). A log keeps its version for life; a fork is written in its parent\'s.',
+    ),
+  logger: z
+    .custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as { warn?: unknown }).warn === 'function', 'logger must have a warn(message) method')
+    .optional(),
+  /**
+   * Applied to each event before it is serialized (§16), so a secret never reaches the disk or
+   * the database: returns the event to store (same seq; a different one refuses the batch). Not
+   * applied to the closers a repair (a load) writes.
+   */
+  redact: z.custom<(event: SessionEvent) => SessionEvent>((v) => typeof v === 'function', 'redact must be a function').optional(),
+})
+const { formatVersion, logger, redact } = SharedConfigSchema.shape
 
 /** The JSON-representable part of the JSONL backend's configuration. */
 export const JsonlJsonConfigSchema = z
@@ -82,12 +101,7 @@ export const JsonlJsonConfigSchema = z
       .min(1000)
       .default(10_000)
       .describe('A writer lock whose holder cannot be checked is taken over when not refreshed for this long (at least 1000; the holder refreshes every third of it).'),
-    formatVersion: z
-      .union([z.literal(0), z.literal(1)])
-      .default(1)
-      .describe(
-        'Format version of new logs: 1 (default: a checksum on every line) or 0 (for a fleet whose readers are not all upgraded: a release before v0.3 refuses version 1). A log keeps its version for life; a fork is written in its parent\'s.',
-      ),
+    formatVersion,
     dsyncWrites: z
       .boolean()
       .default(false)
@@ -98,13 +112,8 @@ export const JsonlJsonConfigSchema = z
   .strict()
 
 export const JsonlConfigSchema = JsonlJsonConfigSchema.extend({
-  logger: LoggerSchema.optional(),
-  /**
-   * Applied to each event before it is serialized (§16), so a secret never reaches the disk:
-   * returns the event to store (same seq; a different one refuses the batch). Not applied to
-   * the closers a repair writes.
-   */
-  redact: z.custom<(event: SessionEvent) => SessionEvent>((v) => typeof v === 'function', 'redact must be a function').optional(),
+  logger,
+  redact,
   /** The file-system seam; tests inject the fault-injecting one. Default: Node's fs. */
   fs: z.custom<FileSystem>((v) => typeof v === 'object' && v !== null, 'fs must be a FileSystem').optional(),
 }).strict()

@@ -64,11 +64,7 @@ export interface Logger {
   warn(message: string, details?: unknown): void
 }
 
-/**
- * The configuration fields that mean the same on every backend, spelled once: each backend's
- * schema names them (`const { formatVersion, logger, redact } = SharedConfigSchema.shape`) where
- * they sit among its own fields.
- */
+/** Config fields that mean the same on every backend, spelled once: each backend's schema names them among its own. */
 export const SharedConfigSchema = z.object({
   formatVersion: z
     .union([z.literal(0), z.literal(1)])

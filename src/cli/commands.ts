@@ -3,7 +3,8 @@ import { readdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import PQueue from 'p-queue'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
-import type { ListProblem, LoadedSession, SessionListing, SessionStore } from '../persistence.js'
+import type { ListProblem, LoadedSession, RepairReport, SessionListing, SessionStore } from '../persistence.js'
+import { checkLog } from '../jsonl/check-log.js'
 import { formatBytes, formatTime, oneLine, type Style } from './render.js'
 import { describeLocation } from '../session/location.js'
 import type { OpenedRoot } from './open-root.js'
@@ -163,6 +164,7 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
   for (const pr of problems) {
     verdicts.push(pr.code === 'E_FORMAT_UNSUPPORTED' ? { status: 'unsupported', path: pr.path, reason: pr.message } : { status: 'corrupt', path: pr.path, reason: pr.message })
   }
+  const check = logChecker(root)
   let done = 0
   const queue = new PQueue({ concurrency: 8 })
   await queue.addAll(
@@ -170,15 +172,14 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
       const { id } = l.meta
       const path = describeLocation(l.location)
       try {
-        const s = await p.inspect(id)
-        const r = s.repair
+        const { events, repair: r } = await check(id)
         verdicts.push(
           r
             ? {
                 status: 'repairable',
                 id,
                 path,
-                events: s.events.length - r.closers.length,
+                events,
                 cutBytes: r.droppedBytes,
                 cutLines: r.droppedLines,
                 ...(r.truncatedAtByte !== undefined ? { truncateAt: r.truncatedAtByte } : {}),
@@ -186,7 +187,7 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
                 closers: r.closers.length,
                 droppedTurnEnds: r.droppedTurnEnds,
               }
-            : { status: 'ok', id, path, events: s.events.length },
+            : { status: 'ok', id, path, events },
         )
       } catch (err) {
         if (isSessionPersistenceError(err, 'E_FORMAT_UNSUPPORTED')) verdicts.push({ status: 'unsupported', id, path, reason: err.message })
@@ -227,6 +228,20 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
   for (const l of locks) io.out(`${describeLockVerdict(l)}\n`)
   io.out(`${summary.logs} log(s): ${summary.ok} ok, ${summary.repairable} repairable, ${summary.corrupt} corrupt, ${summary.unsupported} unsupported${temps.length ? `; ${temps.length} temporary file(s)` : ''}\n`)
   return failed ? 1 : 0
+}
+
+/**
+ * How verify checks one log: on a JSONL root, one pass over the file that keeps no event
+ * (src/jsonl/check-log.ts), so memory does not grow with the logs (§15.5); elsewhere `inspect`.
+ * Either way the events counted are the log's, closers excluded, and the repair is inspect's.
+ */
+function logChecker(root: OpenedRoot): (id: string) => Promise<{ events: number; repair: Omit<RepairReport, 'persisted'> | undefined }> {
+  const { directory } = root
+  if (directory !== undefined) return (id) => checkLog(directory, id)
+  return async (id) => {
+    const s = await root.store.inspect(id)
+    return { events: s.events.length - (s.repair?.closers.length ?? 0), repair: s.repair }
+  }
 }
 
 async function staleTempFiles(root: string): Promise<string[]> {

@@ -20,24 +20,25 @@ export interface OpenTurn {
   pending: PendingCall[]
 }
 
-/** Follows turns, steps and tool calls through a log (docs/contract.md §6.1); undefined when no turn is open. */
-export function findOpenTurn(events: readonly SessionEvent[]): OpenTurn | undefined {
-  let open: OpenTurn | undefined
-  let seen = new Set<string>()
-  const openCall = (callId: unknown, turn: unknown, step: unknown) => {
-    if (!open || typeof callId !== 'string' || seen.has(callId)) return
-    seen.add(callId)
-    open.pending.push({ callId, turn: jsonOr(turn, open.turn), step: jsonOr(step, open.step?.step ?? null) })
-  }
-  for (const event of events) {
+/**
+ * Follows turns, steps and tool calls through a log (docs/contract.md §6.1), one event at a time:
+ * what it holds is the open turn (its number, open step and unanswered calls, by id) and the call
+ * ids that turn has seen, never the events, so a pass over a log of any size can use it (§15.5).
+ */
+export class OpenTurnTracker {
+  #open: { turn: JsonValue; step: OpenTurn['step']; pending: Map<string, { turn: JsonValue; step: JsonValue }> } | undefined
+  #seen = new Set<string>()
+
+  add(event: SessionEvent): void {
     const data = asObject(event.data)
+    const open = this.#open
     switch (event.type) {
       case 'turn/start':
-        open = { turn: jsonOr(data?.turn, null), step: undefined, pending: [] }
-        seen = new Set()
+        this.#open = { turn: jsonOr(data?.turn, null), step: undefined, pending: new Map() }
+        this.#seen = new Set()
         break
       case 'turn/end':
-        open = undefined
+        this.#open = undefined
         break
       case 'step/start':
         if (open) open.step = { turn: jsonOr(data?.turn, open.turn), step: jsonOr(data?.step, null) }
@@ -50,22 +51,38 @@ export function findOpenTurn(events: readonly SessionEvent[]): OpenTurn | undefi
         if (!Array.isArray(content)) break
         for (const block of content) {
           const b = asObject(block)
-          if (b?.type === 'tool-call') openCall(b.callId, data?.turn, data?.step)
+          if (b?.type === 'tool-call') this.#call(b.callId, data?.turn, data?.step)
         }
         break
       }
       case 'tool/call':
-        openCall(data?.callId, data?.turn, data?.step)
+        this.#call(data?.callId, data?.turn, data?.step)
         break
       case 'tool/result':
-        if (open && typeof data?.callId === 'string') {
-          const i = open.pending.findIndex((p) => p.callId === data.callId)
-          if (i !== -1) open.pending.splice(i, 1)
-        }
+        if (open && typeof data?.callId === 'string') open.pending.delete(data.callId) // a call id is pending once
         break
     }
   }
-  return open
+
+  #call(callId: unknown, turn: unknown, step: unknown): void {
+    const open = this.#open
+    if (!open || typeof callId !== 'string' || this.#seen.has(callId)) return
+    this.#seen.add(callId)
+    open.pending.set(callId, { turn: jsonOr(turn, open.turn), step: jsonOr(step, open.step?.step ?? null) })
+  }
+
+  /** The turn open after the events added so far; undefined when none is. */
+  openTurn(): OpenTurn | undefined {
+    const open = this.#open
+    return open && { turn: open.turn, step: open.step, pending: [...open.pending].map(([callId, p]) => ({ callId, ...p })) }
+  }
+}
+
+/** The open turn at the end of `events` (docs/contract.md §6.1); undefined when no turn is open. */
+export function findOpenTurn(events: readonly SessionEvent[]): OpenTurn | undefined {
+  const tracker = new OpenTurnTracker()
+  for (const event of events) tracker.add(event)
+  return tracker.openTurn()
 }
 
 /**

@@ -48,6 +48,13 @@ export async function forEachLine(
   }
 }
 
+/** The offsets of the `\n` bytes of `buf[from, last]`, `last` being one. */
+function newlinesIn(buf: Buffer, from: number, last: number): number[] {
+  const out: number[] = []
+  for (let at = buf.indexOf(10, from); at !== -1 && at <= last; at = buf.indexOf(10, at + 1)) out.push(at)
+  return out
+}
+
 async function readLines(
   handle: FileHandle,
   visit: LineVisitor,
@@ -61,12 +68,13 @@ async function readLines(
     /** Stop after a read that returned less than asked (the end of a regular file): no read of 0 bytes to learn it. */
     stopAtShortRead?: boolean
     /**
-     * Called with the whole lines `buf[start, end)` of a chunk (`end` just after a `\n`) before
-     * they are visited (with `decode`, before they are decoded at once). The caller may change
-     * bytes inside those lines in place, never a `\n`, and visits see them changed (§16: a
-     * checked checksum field becomes whitespace, so the line parses without a copy).
+     * Called with the whole lines `buf[start, end)` of a chunk (`end` just after a `\n`), and the
+     * offset of each line's `\n`, before they are visited (with `decode`, before they are decoded
+     * at once). The caller may change bytes inside those lines in place, never a `\n`, and visits
+     * see them changed (§16: a checked checksum field becomes whitespace, so the line parses
+     * without a copy).
      */
-    beforeLines?: (buf: Buffer, start: number, end: number) => void
+    beforeLines?: (buf: Buffer, start: number, end: number, newlines: readonly number[]) => void
   },
   chunk: Buffer,
 ): Promise<number> {
@@ -114,13 +122,17 @@ async function readLines(
     // Fast path: validate and decode all complete lines of the chunk at once, then walk byte
     // and character offsets in step (in valid UTF-8, the k-th 0x0A byte is the k-th '\n').
     const lastNl = (options.decode || options.beforeLines) && carry.length === 0 ? view.lastIndexOf(10) : -1
-    if (options.beforeLines && lastNl >= i) options.beforeLines(view, i, lastNl + 1)
-    if (options.decode && lastNl >= i && isUtf8(view.subarray(i, lastNl))) {
+    // Each `\n` of those lines found once, for the hook and the decoded walk (a search per line
+    // and per pass cost a fresh process's first load a millisecond).
+    const newlines = lastNl >= i ? newlinesIn(view, i, lastNl) : undefined
+    if (options.beforeLines && newlines) options.beforeLines(view, i, lastNl + 1, newlines)
+    if (options.decode && newlines && isUtf8(view.subarray(i, lastNl))) {
       const text = view.toString('utf8', i, lastNl + 1)
+      // Text of one-byte characters only: character offsets are byte offsets.
+      const from = text.length === lastNl + 1 - i ? i : -1
       let c = 0
-      while (i <= lastNl) {
-        const nl = view.indexOf(10, i)
-        const cnl = text.indexOf('\n', c)
+      for (const nl of newlines) {
+        const cnl = from >= 0 ? nl - from : text.indexOf('\n', c)
         const keepGoing = visit(view, i, nl, lineOffset, true, text.slice(c, cnl))
         lineOffset = pos + nl + 1
         i = nl + 1

@@ -134,13 +134,13 @@ export async function scanLog(
   let unsealedIn: Buffer | undefined
   const unsealed: number[] = []
   let nextUnsealed = 0
-  const beforeLines = (buf: Buffer, from: number, to: number) => {
+  const beforeLines = (buf: Buffer, from: number, _to: number, newlines: readonly number[]) => {
     unsealedIn = buf
     unsealed.length = 0
     nextUnsealed = 0
     if (!sealed || onEventLine) return // line 1 not read yet, or a caller that wants the bytes as they are
-    for (let s = from; s < to; ) {
-      const nl = buf.indexOf(10, s)
+    let s = from
+    for (const nl of newlines) {
       if (checkLine(buf, s, nl) === 'ok') {
         unsealLineInPlace(buf, nl)
         unsealed.push(s)

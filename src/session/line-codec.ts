@@ -102,7 +102,9 @@ export function checkLine(buf: Buffer, start: number, end: number): 'ok' | 'miss
 export function unsealLineInPlace(buf: Buffer, end: number): void {
   const at = end - CRC_SUFFIX_BYTES
   buf[at] = 0x7d
-  buf.fill(0x20, at + 1, end)
+  // A loop, not `fill`: 17 bytes, where `fill`'s argument checks cost a fresh process's first
+  // load of 1 MiB more than a millisecond.
+  for (let i = at + 1; i < end; i++) buf[i] = 0x20
 }
 
 /** The JSON text of a checked version-1 line without its checksum field (`P + '}'`). */

@@ -1,5 +1,5 @@
 import { SessionPersistenceCorruptionError } from '../errors.js'
-import { computeClosers } from '../session/closers.js'
+import { computeClosers, type OpenTurnTracker } from '../session/closers.js'
 import type { LogScan } from './scan-log.js'
 import type { SessionEvent } from '../session/schema.js'
 
@@ -29,7 +29,13 @@ export interface RepairPlan {
  */
 export function planRepair(
   scan: LogScan,
-  context: { path: string; sessionId?: string; closeOpenTurn: boolean },
+  context: {
+    path: string
+    sessionId?: string
+    closeOpenTurn: boolean
+    /** The open turn followed during a scan that kept no event (§15.5): the closers come from it, not from `scan.events`. */
+    openTurn?: OpenTurnTracker
+  },
 ): RepairPlan {
   const { defect, damage } = scan
   if (defect && !defect.hasNul && scan.commitLine !== undefined && defect.line <= scan.commitLine) {
@@ -42,7 +48,8 @@ export function planRepair(
   if (damage) {
     throw new SessionPersistenceCorruptionError(damage.line, damage.byteOffset, damage.reason, { path: context.path, sessionId: context.sessionId })
   }
-  const closers = context.closeOpenTurn ? computeClosers(scan.events, scan.header.createdAt) : []
+  const createdAt = scan.header.createdAt
+  const closers = !context.closeOpenTurn ? [] : context.openTurn ? context.openTurn.closers(createdAt) : computeClosers(scan.events, createdAt)
   if (!defect && closers.length === 0) {
     return { keepBytes: scan.size, truncateAt: undefined, closers, report: undefined }
   }

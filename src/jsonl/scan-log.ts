@@ -99,6 +99,8 @@ export async function scanLog(
     keepEvents?: boolean | 'open-turn'
     /** Told each valid event line's bytes `buf[start, end)` and its event as it is read (§16 migrate, redact). */
     onEventLine?: (buf: Buffer, start: number, end: number, event: SessionEvent) => void
+    /** Told each valid event as it is read (a pass that keeps none, `verify`); unlike `onEventLine`, the bytes may have been unsealed in place. */
+    onEvent?: (event: SessionEvent) => void
     /** Awaited after each chunk's lines (see forEachLine). */
     afterChunk?: () => Promise<void>
     /** Bytes a read (default 1 MiB): a range read asks for about what its range holds. */
@@ -119,7 +121,7 @@ export async function scanLog(
   const keepEvents = context.keepEvents !== false
   const openTurnOnly = context.keepEvents === 'open-turn'
   let inTurn = false
-  const { onEventLine } = context
+  const { onEventLine, onEvent } = context
   let count = 0 // valid events read (kept or not)
   const eventEnds: number[] | undefined = context.keepEventEnds ? [] : undefined
   let defect: Defect | undefined
@@ -252,6 +254,7 @@ export async function scanLog(
           }
         } else if (keepEvents) events.push(event)
         onEventLine?.(buf, start, end, event)
+        onEvent?.(event)
         eventEnds?.push(offset + end - start + 1)
         validEnd = offset + end - start + 1
         if (event.type === 'turn/end') commitLine = lineNo

@@ -28,8 +28,14 @@ export interface OpenTurn {
 export class OpenTurnTracker {
   #open: { turn: JsonValue; step: OpenTurn['step']; pending: Map<string, { turn: JsonValue; step: JsonValue }> } | undefined
   #seen = new Set<string>()
+  #events = 0
+  #lastSeq = 0
+  #lastTime = 0
 
   add(event: SessionEvent): void {
+    this.#events++
+    this.#lastSeq = event.seq
+    this.#lastTime = event.time
     const data = asObject(event.data)
     const open = this.#open
     switch (event.type) {
@@ -76,6 +82,11 @@ export class OpenTurnTracker {
     const open = this.#open
     return open && { turn: open.turn, step: open.step, pending: [...open.pending].map(([callId, p]) => ({ callId, ...p })) }
   }
+
+  /** What `computeClosers` gives for the events added so far (`createdAt`: the session's, for a log with none). */
+  closers(createdAt: number): SessionEvent[] {
+    return closersOf(this.openTurn(), this.#events > 0 ? { seq: this.#lastSeq, time: this.#lastTime } : undefined, createdAt)
+  }
 }
 
 /** The open turn at the end of `events` (docs/contract.md §6.1); undefined when no turn is open. */
@@ -91,9 +102,11 @@ export function findOpenTurn(events: readonly SessionEvent[]): OpenTurn | undefi
  * Seqs continue the log; `time` is the last event's (or `createdAt` for an empty log).
  */
 export function computeClosers(events: readonly SessionEvent[], createdAt: number): SessionEvent[] {
-  const open = findOpenTurn(events)
+  return closersOf(findOpenTurn(events), events[events.length - 1], createdAt)
+}
+
+function closersOf(open: OpenTurn | undefined, last: { seq: number; time: number } | undefined, createdAt: number): SessionEvent[] {
   if (!open) return []
-  const last = events[events.length - 1]
   const time = last ? last.time : createdAt
   let seq = last ? last.seq + 1 : 0 // a tail (§15.1) starts past seq 0
   const closers: SessionEvent[] = []

@@ -232,14 +232,20 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
 
 /**
  * How verify checks one log: on a JSONL root, one pass over the file that keeps no event
- * (src/jsonl/check-log.ts), so memory does not grow with the logs (§15.5); elsewhere `inspect`.
- * Either way the events counted are the log's, closers excluded, and the repair is inspect's.
+ * (src/jsonl/check-log.ts); on a PostgreSQL root, the store's bounded check (its lines read page
+ * by page, none kept: src/postgres/check-session.ts), found by the registered symbol that backend
+ * keys it by, so that this module imports neither the backend nor `pg`. Either way memory does not
+ * grow with the logs (§15.5). Any other store: `inspect`. The events counted are the log's,
+ * closers excluded, and the repair is inspect's.
  */
 function logChecker(root: OpenedRoot): (id: string) => Promise<{ events: number; repair: Omit<RepairReport, 'persisted'> | undefined }> {
-  const { directory } = root
+  type Check = (id: string) => Promise<{ events: number; repair: Omit<RepairReport, 'persisted'> | undefined }>
+  const { directory, store } = root
   if (directory !== undefined) return (id) => checkLog(directory, id)
+  const bounded = (store as unknown as Record<symbol, Check | undefined>)[Symbol.for('session-persistence-jsonl/postgres:checkSession')]
+  if (typeof bounded === 'function') return (id) => bounded.call(store, id)
   return async (id) => {
-    const s = await root.store.inspect(id)
+    const s = await store.inspect(id)
     return { events: s.events.length - (s.repair?.closers.length ?? 0), repair: s.repair }
   }
 }

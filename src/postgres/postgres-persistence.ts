@@ -32,6 +32,7 @@ import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig }
 import { Db, dbError, isConnectionError } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
 import { type ForkWrite, forkSession, readForkPoint, rowIsOurs } from './fork-session.js'
+import { CHECK_SESSION, checkSession, type SessionCheck } from './check-session.js'
 import { checkRawHeader, checkRawLog } from './import-raw.js'
 import { importRawStream, openRawStream } from './raw-stream.js'
 import { listSessions } from './list-sessions.js'
@@ -187,6 +188,21 @@ class PostgresPersistence implements PostgresSessionPersistence {
       return loaded
     } catch (err) {
       throw this.#wrap(err, `inspect session '${id}'`, id)
+    }
+  }
+
+  /**
+   * `inspect` without its events, in memory that does not grow with the session (check-session.ts):
+   * the CLI's `verify` finds it by its registered symbol; not part of `SessionPersistence`.
+   */
+  async [CHECK_SESSION](id: string): Promise<SessionCheck> {
+    checkId(id)
+    await this.#ready_()
+    const path = this.#path(id)
+    try {
+      return await checkSession(this.#db, this.#c.schema, id, path)
+    } catch (err) {
+      throw this.#wrap(err, `inspect session '${id}'`, id) // as inspect words it
     }
   }
 

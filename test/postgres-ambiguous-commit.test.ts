@@ -2,6 +2,7 @@
 // outcome is resolved — stored exactly once either way, acknowledged, and the log goes on. An
 // append is the named statement spj_append_<hash of its text>: its name is in every message that runs it.
 import { sealLine } from '../src/session/line-codec.js'
+import { headerLine } from '../src/session/meta.js'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
@@ -138,6 +139,35 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
       expect(await seqsOf('late-commit')).toEqual([0, 1, 2, 3, 4, 5])
     } finally {
       await late.end()
+      await short.end()
+    }
+  })
+
+  test('importRaw: the answer to its COMMIT is lost: the session is found ours and stored once, no E_EXISTS; a COMMIT never sent: E_IO, nothing stored, a second importRaw stores it', async () => {
+    const raw = (id: string, n: number) => ({ id, headerLine: headerLine({ id, createdAt: 1, delegationDepth: 0 }, 1).slice(0, -1), eventLines: workerEvents(0, n, id).map((e) => sealLine(JSON.stringify(e), 1)) })
+    const rows = async (id: string) => (await sql<{ n: number }>(url!, `SELECT count(*)::int AS n FROM "${schema}".sessions WHERE session_id = $1`, [id]))[0]!.n
+    const cutsBefore = proxy.cuts
+    const lost = raw('import-answer-lost', 12)
+    proxy.cutAfterRequest('COMMIT') // the import's transaction commits; its answer never comes back
+    expect(await codeOf(store.importRaw(lost))).toBe('resolved')
+    expect(proxy.cuts).toBe(cutsBefore + 1)
+    expect(await rows(lost.id)).toBe(1)
+    expect((await storedLines(url!, schema, lost.id)).map((l) => l.line)).toEqual(lost.eventLines)
+    expect((await store.readRaw(lost.id)).eventLines).toEqual(lost.eventLines)
+    expect((await store.load(lost.id)).events).toEqual(workerEvents(0, 12, lost.id))
+    await store.close(lost.id)
+
+    const short = giveUpAtOnce()
+    try {
+      const unsent = raw('import-commit-unsent', 5)
+      proxy.cutBeforeRequest('COMMIT') // the COMMIT never reaches the server: the transaction rolls back
+      expect(await codeOf(short.importRaw(unsent))).toBe('E_IO')
+      expect(proxy.cuts).toBe(cutsBefore + 2)
+      expect(await rows(unsent.id)).toBe(0)
+      await short.importRaw(unsent)
+      expect(await rows(unsent.id)).toBe(1)
+      expect((await storedLines(url!, schema, unsent.id)).map((l) => l.line)).toEqual(unsent.eventLines)
+    } finally {
       await short.end()
     }
   })

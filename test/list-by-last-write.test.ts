@@ -86,15 +86,24 @@ test('a picker among logs written at the same instants lists the first `limit` o
       await utimes(path, base + (i % 4), base + (i % 4))
     }),
   )
+  // one id in two buckets, both written at the newest instant: ordered by path between them
+  for (const cwd of ['/b', '/a']) {
+    const other = join(root, bucketName(cwd))
+    await mkdir(other, { recursive: true })
+    await writeFile(join(other, 't0.jsonl'), headerLine(meta('t0', { cwd })))
+    await utimes(join(other, 't0.jsonl'), base + 3, base + 3)
+  }
   const p = createJsonlPersistence({ root })
   const whole = await p.list({ orderBy: 'lastWrite' })
-  expect(whole).toHaveLength(60)
+  expect(whole).toHaveLength(62)
+  const at = (l: (typeof whole)[number]) => (l.location as { path: string }).path
   for (let k = 1; k < whole.length; k++) {
     const [a, b] = [whole[k - 1]!, whole[k]!]
-    expect(a.mtimeMs > b.mtimeMs || (a.mtimeMs === b.mtimeMs && a.meta.id < b.meta.id)).toBe(true)
+    expect(a.mtimeMs > b.mtimeMs || (a.mtimeMs === b.mtimeMs && (a.meta.id < b.meta.id || (a.meta.id === b.meta.id && at(a) < at(b))))).toBe(true)
   }
-  for (const limit of [1, 7, 15, 16, 59]) {
+  expect(whole.filter((l) => l.meta.id === 't0').map((l) => l.meta.cwd)).toHaveLength(3)
+  for (const limit of [1, 2, 3, 7, 15, 16, 61]) {
     const picked = await p.list({ orderBy: 'lastWrite', limit })
-    expect(picked.map((l) => l.meta.id)).toEqual(whole.slice(0, limit).map((l) => l.meta.id))
+    expect(picked.map(at)).toEqual(whole.slice(0, limit).map(at))
   }
 })

@@ -82,7 +82,11 @@ export async function listSessions(
       report(path, err)
     }
   }
-  const sorted = (all: SessionListing[]) => all.sort(listingOrder(order.orderBy))
+  // Then by path: one id in two buckets (§3.1) is listed twice, in an order that does not depend
+  // on which header read finished first.
+  const byOrder = listingOrder(order.orderBy)
+  const pathOf = (l: SessionListing) => (l.location as { path: string }).path
+  const sorted = (all: SessionListing[]) => all.sort((a, b) => byOrder(a, b) || (pathOf(a) < pathOf(b) ? -1 : pathOf(a) > pathOf(b) ? 1 : 0))
   if (order.orderBy === 'createdAt') {
     // createdAt is in the header: every header is read, then the first `limit` kept.
     await peekOrEach(ctx, files, HEADER_BLOCK, readOne, (f, peeked) => {
@@ -114,9 +118,10 @@ export async function listSessions(
   })
   const stated = files.filter((f): f is StatedFile => f.mtimeMs !== undefined)
   const limit = order.limit ?? stated.length
-  // The newest `limit` first, picked in one pass; the rest sorted only if a header among them
-  // is bad and more are needed (a sort of 100,000 logs costs more than the picker's reads).
-  let candidates = limit < stated.length ? newestOf(stated, limit) : stated.sort(newestFirst)
+  // A picker's newest `limit` first, picked in one pass; the rest sorted only if a header among
+  // them is bad and more are needed (a sort of 100,000 logs costs more than the picker's reads).
+  // A large limit is sorted: the pass keeps its pick sorted by insertion, O(logs × limit).
+  let candidates = limit <= PICK_MAX && limit < stated.length ? newestOf(stated, limit) : stated.sort(newestFirst)
   let next = 0
   while (listings.length < limit && next < stated.length) {
     if (next === candidates.length) candidates = stated.sort(newestFirst) // its first `next` are those read
@@ -128,6 +133,9 @@ export async function listSessions(
 }
 
 type StatedFile = ListedFile & { mtimeMs: number }
+
+/** Up to this limit the newest are picked in one pass; above it, sorted (about 10 ms either way at 100,000 logs). */
+const PICK_MAX = 1024
 
 /** Newest first, then by id; by path between logs of one id in two buckets: a total order. */
 function newestFirst(a: StatedFile, b: StatedFile): number {

@@ -1,8 +1,8 @@
 import pg from 'pg'
 import { SessionPersistenceCorruptionError } from '../errors.js'
 import type { RepairReport } from '../persistence.js'
-import { computeClosers, OpenTurnTracker } from '../session/closers.js'
-import type { SessionEvent, SessionHeader } from '../session/schema.js'
+import { OpenTurnTracker } from '../session/closers.js'
+import type { SessionHeader } from '../session/schema.js'
 import type { Db } from './db.js'
 import { notFound, parseEventLine, parseStoredHeader, readHead, readSnapshot } from './read-session.js'
 
@@ -28,20 +28,20 @@ const LINES = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = 
 /**
  * Checks the stored session `id` as `inspect` reads it, in the same read-only snapshot and by the
  * same query: its header parsed as `inspect` parses it, each line checked as `inspect` checks it
- * (`parseEventLine`: the checksum of a version-1 line, JSON, envelope, seq), rows missing below the
- * stored length refused, the closers computed as `inspect` computes them; the same errors
- * (`E_NOT_FOUND`, `E_CORRUPT` with its line, `E_FORMAT_UNSUPPORTED`, …, unwrapped: the caller
- * wraps them as `inspect` does). Each row is checked as it arrives (node-postgres hands rows to a
- * 'row' listener and, with one, keeps none) and dropped; the open turn is followed with
- * `OpenTurnTracker`. What is held is one network chunk, one line and the open turn's call ids:
- * memory does not grow with the session's size.
+ * (`parseEventLine`: the checksum of a version-1 line, JSON, envelope, seq), rows missing below
+ * the stored length refused, and the closers `computeClosers` would give of all its events
+ * (`OpenTurnTracker.closers`); the same errors (`E_NOT_FOUND`, `E_CORRUPT` with its line,
+ * `E_FORMAT_UNSUPPORTED`, …, unwrapped: the caller wraps them as `inspect` does). Each row is
+ * checked as it arrives (node-postgres hands rows to a 'row' listener and, with one, keeps none)
+ * and dropped. What is held is one network chunk, one line and the open turn's call ids: memory
+ * does not grow with the session's size.
  */
 export function checkSession(db: Db, schema: string, id: string, path: string): Promise<SessionCheck> {
   return readSnapshot(db, async (client) => {
     const head = await readHead(client, schema, id)
     if (!head) throw notFound(id, path)
     const header = parseStoredHeader(head.headerLine, id, path)
-    const turn = new OpenTurnEvents()
+    const turn = new OpenTurnTracker() // holds the open turn's call ids, never an event
     const want = Math.max(0, head.length)
     let count = 0
     if (want > 0) {
@@ -65,36 +65,8 @@ export function checkSession(db: Db, schema: string, id: string, path: string): 
     if (count !== want) {
       throw new SessionPersistenceCorruptionError(count + 2, -1, 'rows are missing below the stored length', { path, sessionId: id })
     }
-    const closers = computeClosers(turn.events(), header.createdAt)
+    const closers = turn.closers(header.createdAt) // what computeClosers gives of them all
     const repair = closers.length > 0 ? { droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers } : undefined
     return { header, events: count, repair }
   })
-}
-
-/**
- * The turn open after the lines read, and the last event's seq and time; `events()` gives the
- * few events from which `computeClosers` computes the closers it would compute from them all
- * (as the JSONL check does, src/jsonl/check-log.ts). Holds the open turn's call ids, not events.
- */
-class OpenTurnEvents extends OpenTurnTracker {
-  #lastSeq = 0
-  #lastTime = 0
-
-  override add(event: SessionEvent): void {
-    this.#lastSeq = event.seq
-    this.#lastTime = event.time
-    super.add(event)
-  }
-
-  /** The open turn as events `findOpenTurn` reads back into the same turn, step and calls, then one with the last seq and time. */
-  events(): SessionEvent[] {
-    const open = this.openTurn()
-    if (!open) return []
-    const at = { seq: this.#lastSeq, time: this.#lastTime }
-    const events: SessionEvent[] = [{ ...at, type: 'turn/start', data: { turn: open.turn } }]
-    if (open.step) events.push({ ...at, type: 'step/start', data: { turn: open.step.turn, step: open.step.step } })
-    for (const p of open.pending) events.push({ ...at, type: 'tool/call', data: { callId: p.callId, turn: p.turn, step: p.step } })
-    events.push({ ...at, type: 'log/check-last' })
-    return events
-  }
 }

@@ -258,24 +258,33 @@ test('repair --truncate-at-damage of a session whose id is as long as ids may be
 test('redact of a log with a torn tail and an open turn reports the repair: would be made on a dry run or with no match (nothing written), made in the rewritten log', async () => {
   const root = await tmpRoot()
   const secret = 'sk-live-feedface'
-  const path = await v0Session(root, 'torn', [ev(8, 'turn/start', { turn: 3 }), ev(9, 'user/message', { content: `key ${secret}` })])
-  await appendFile(path, '{"seq":10,"type":"assistant/ch') // a torn tail, after an open turn
+  // the open turn's pending call carries the secret in its id: its closer holds it too
+  const call = ev(10, 'tool/call', { turn: 3, step: 0, callId: `call-${secret}`, name: 'grep', arguments: {} })
+  const path = await v0Session(root, 'torn', [ev(8, 'turn/start', { turn: 3 }), ev(9, 'user/message', { content: `key ${secret}` }), call])
+  await appendFile(path, '{"seq":11,"type":"assistant/ch') // a torn tail, after an open turn
   const before = await readFile(path)
   const p = createJsonlPersistence({ root })
-  const tornBytes = '{"seq":10,"type":"assistant/ch'.length
+  const tornBytes = '{"seq":11,"type":"assistant/ch'.length
   const dry = await p.redact('torn', { pattern: 'sk-live-[0-9a-f]+', dryRun: true })
-  expect(dry).toMatchObject({ matches: 1, seqs: [9], rewritten: false, repair: { persisted: false, droppedBytes: tornBytes, droppedLines: 1 } })
-  expect(dry.repair?.closers.map((c) => c.type)).toEqual(['turn/end'])
+  // matches: the message, the call, and the closer that answers the call (it repeats its id)
+  expect(dry).toMatchObject({ matches: 3, seqs: [9, 10, 11], rewritten: false, repair: { persisted: false, droppedBytes: tornBytes, droppedLines: 1 } })
+  expect(dry.repair?.closers.map((c) => c.type)).toEqual(['tool/result', 'turn/end'])
+  // a dry run reports the closers as the redaction would write them: never the matched text
   const none = await p.redact('torn', { pattern: 'no-such-text' })
   expect(none).toMatchObject({ matches: 0, rewritten: false, repair: { persisted: false, droppedBytes: tornBytes } })
   expect((await readFile(path)).equals(before)).toBe(true) // neither wrote a byte
+  expect((dry.repair?.closers[0]?.data as { callId: string }).callId).toBe('call-[REDACTED]')
+  expect(JSON.stringify(dry)).not.toContain(secret)
   const done = await p.redact('torn', { pattern: 'sk-live-[0-9a-f]+' })
-  expect(done).toMatchObject({ matches: 1, rewritten: true, repair: { persisted: true, droppedBytes: tornBytes, droppedLines: 1 } })
+  expect(done).toMatchObject({ matches: 3, rewritten: true, repair: { persisted: true, droppedBytes: tornBytes, droppedLines: 1 } })
   const text = await readFile(path, 'utf8')
   expect(text).not.toContain('assistant/ch"')
   expect(text).not.toContain(secret)
   const loaded = await p.load('torn')
   expect(loaded.repair).toBeUndefined() // the rewritten log needs none
-  expect(loaded.events.slice(10).map((e) => e.type)).toEqual(['turn/end', 'log/redacted'])
+  expect(loaded.events.slice(11).map((e) => e.type)).toEqual(['tool/result', 'turn/end', 'log/redacted'])
+  // the closers reported are those the rewritten log holds, redacted: the secret is in neither
+  expect(done.repair?.closers).toEqual(loaded.events.slice(11, 13))
+  expect(JSON.stringify(done)).not.toContain(secret)
   await p.close('torn')
 })

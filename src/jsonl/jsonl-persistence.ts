@@ -29,7 +29,7 @@ import { readSessionRange } from './read-session.js'
 import { openJsonlRawStream, writeRawStream } from './raw-stream.js'
 import { checkRawHeaderLine } from '../session/raw-log.js'
 import { jsonlWatchSource } from './watch-log.js'
-import { copyBody, findDamage, keptAsideName, migratedBody, planRedaction, redactedBody, truncatedBody } from './maintenance.js'
+import { copyBody, findDamage, keptAsideName, migratedBody, planRedaction, redactedBody, redactEvent, truncatedBody } from './maintenance.js'
 import { rewriteLog, writeBeside } from './rewrite-log.js'
 import { readHeaderLine } from './read-session.js'
 import type { FileHandle } from './fs/file-system.js'
@@ -434,7 +434,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
       try {
         const plan = await planRedaction(handle, path, id, pattern)
         const report: RedactReport = { id, path, matches: plan.matches, seqs: plan.seqs, rewritten: false }
-        if (plan.repair) report.repair = { persisted: false, ...plan.repair }
+        // Its closers as the redaction writes them (never the matched text): a closer repeats a
+        // pending call's id, which may hold a match.
+        if (plan.repair) report.repair = { persisted: false, ...plan.repair, closers: plan.repair.closers.map((c) => redactEvent(c, pattern, replacement).event) }
         if (dryRun || plan.matches === 0) return report
         const lock = this.#sessions.get(id)!.lock!
         await lock.assertHeld()

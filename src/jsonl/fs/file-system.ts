@@ -89,6 +89,10 @@ export interface FileStat {
   mode?: number
 }
 
+/**
+ * An open file. Calls on one handle may be in flight at once (a tail load reads the header while
+ * it `stat`s the log): `close` waits for them, or makes them fail, before the descriptor is let go.
+ */
 export interface FileHandle {
   /** Reads up to `length` bytes at `position`; resolves with the number read (0 at end of file). */
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>

@@ -8,6 +8,7 @@ import { ev, meta, turn } from './helpers/events.js'
 import { HEADER, line, writeRawLog } from './helpers/raw-log.js'
 import { runCli } from './helpers/run-cli.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { turnStep } from './helpers/turn-arbitraries.js'
 
 // `verify` says of each log what `inspect` would say (ok, repairable with the cut and the closers
 // a load would make, corrupt at a line and byte, unsupported), though it reads each log in a
@@ -145,22 +146,6 @@ describe('session-jsonl verify: the verdicts inspect gives', () => {
   })
 })
 
-// The events of a turn that closers read, in every shape a host (or a damaged log) may give them.
-const callId = fc.constantFrom('a', 'b', 'c', 7)
-const data = fc.oneof(
-  { weight: 1, arbitrary: fc.constantFrom(undefined, null, 'text', [1, 2]) },
-  { weight: 4, arbitrary: fc.record({ turn: fc.option(fc.nat(3), { nil: undefined }), step: fc.option(fc.nat(3), { nil: undefined }), callId: fc.option(callId, { nil: undefined }) }, { requiredKeys: [] }) },
-)
-const block = fc.oneof(fc.record({ type: fc.constant('tool-call'), callId, name: fc.constant('sh') }), fc.record({ type: fc.constant('text'), text: fc.constant('t') }), fc.constant(null))
-const message = fc.record({ turn: fc.option(fc.nat(3), { nil: undefined }), step: fc.nat(3), content: fc.oneof(fc.array(block, { maxLength: 4 }), fc.constant('not an array')) }, { requiredKeys: ['content'] })
-const step = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ type: fc.constantFrom('turn/start', 'turn/end', 'step/start', 'step/end', 'tool/call', 'tool/result', 'user/message', 'other'), data }) },
-  { weight: 1, arbitrary: fc.record({ type: fc.constant('turn/start'), data: fc.record({ turn: fc.nat(3) }) }) },
-  { weight: 2, arbitrary: fc.record({ type: fc.constant('step/start'), data: fc.record({ turn: fc.nat(3), step: fc.nat(3) }) }) },
-  { weight: 2, arbitrary: fc.record({ type: fc.constant('assistant/message'), data: fc.oneof(message, data) }) },
-  { weight: 1, arbitrary: fc.record({ type: fc.constant('tool/result'), data: fc.record({ callId, turn: fc.nat(3) }) }) },
-  { weight: 1, arbitrary: fc.record({ type: fc.constant('tool/call'), data: fc.record({ callId, turn: fc.nat(3), step: fc.nat(3) }) }) },
-)
 
 describe('checkLog (src/jsonl/check-log.ts)', () => {
   test("gives inspect's count and repair, closers included, for any events and any tail", async () => {
@@ -169,7 +154,7 @@ describe('checkLog (src/jsonl/check-log.ts)', () => {
     let n = 0
     const seen = new Set<string>() // the closers drawn, so that the property is seen to cover them all
     await fc.assert(
-      fc.asyncProperty(fc.array(step, { maxLength: 25 }), fc.constantFrom('', TORN, `${'\0'.repeat(40)}\n`), fc.constantFrom(0, 1), async (steps, tail, version) => {
+      fc.asyncProperty(fc.array(turnStep, { maxLength: 25 }), fc.constantFrom('', TORN, `${'\0'.repeat(40)}\n`), fc.constantFrom(0, 1), async (steps, tail, version) => {
         const id = `log-${n++}`
         const events: SessionEvent[] = steps.map((s, seq) => (s.data === undefined ? { seq, type: s.type, time: 10 + seq } : { seq, type: s.type, time: 10 + seq, data: s.data as SessionEvent['data'] }))
         const w = createJsonlPersistence({ root, formatVersion: version as 0 | 1 })

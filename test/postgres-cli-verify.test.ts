@@ -13,6 +13,7 @@ import { headerLine } from '../src/session/meta.js'
 import { ev, meta, turn } from './helpers/events.js'
 import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
 import { runCli } from './helpers/run-cli.js'
+import { turnStep } from './helpers/turn-arbitraries.js'
 
 const url = pgUrl()
 const schemas: string[] = []
@@ -155,23 +156,6 @@ describe.skipIf(!url)('session-jsonl verify on a PostgreSQL root: the verdicts i
   })
 })
 
-// The events of a turn that closers read, in every shape a host (or a damaged log) may give them
-// (as test/cli-verify-verdicts.test.ts draws them for the JSONL check).
-const callId = fc.constantFrom('a', 'b', 'c', 7)
-const data = fc.oneof(
-  { weight: 1, arbitrary: fc.constantFrom(undefined, null, 'text', [1, 2]) },
-  { weight: 4, arbitrary: fc.record({ turn: fc.option(fc.nat(3), { nil: undefined }), step: fc.option(fc.nat(3), { nil: undefined }), callId: fc.option(callId, { nil: undefined }) }, { requiredKeys: [] }) },
-)
-const block = fc.oneof(fc.record({ type: fc.constant('tool-call'), callId, name: fc.constant('sh') }), fc.record({ type: fc.constant('text'), text: fc.constant('t') }), fc.constant(null))
-const message = fc.record({ turn: fc.option(fc.nat(3), { nil: undefined }), step: fc.nat(3), content: fc.oneof(fc.array(block, { maxLength: 4 }), fc.constant('not an array')) }, { requiredKeys: ['content'] })
-const step = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ type: fc.constantFrom('turn/start', 'turn/end', 'step/start', 'step/end', 'tool/call', 'tool/result', 'user/message', 'other'), data }) },
-  { weight: 1, arbitrary: fc.record({ type: fc.constant('turn/start'), data: fc.record({ turn: fc.nat(3) }) }) },
-  { weight: 2, arbitrary: fc.record({ type: fc.constant('step/start'), data: fc.record({ turn: fc.nat(3), step: fc.nat(3) }) }) },
-  { weight: 2, arbitrary: fc.record({ type: fc.constant('assistant/message'), data: fc.oneof(message, data) }) },
-  { weight: 1, arbitrary: fc.record({ type: fc.constant('tool/result'), data: fc.record({ callId, turn: fc.nat(3) }) }) },
-  { weight: 1, arbitrary: fc.record({ type: fc.constant('tool/call'), data: fc.record({ callId, turn: fc.nat(3), step: fc.nat(3) }) }) },
-)
 
 describe.skipIf(!url)('checkSession (src/postgres/check-session.ts)', () => {
   test("gives inspect's count and repair, closers included, for any events", async () => {
@@ -184,7 +168,7 @@ describe.skipIf(!url)('checkSession (src/postgres/check-session.ts)', () => {
       let n = 0
       const seen = new Set<string>() // the closers drawn, so that the property is seen to cover them all
       await fc.assert(
-        fc.asyncProperty(fc.array(step, { maxLength: 25 }), fc.constantFrom(0, 1), async (steps, version) => {
+        fc.asyncProperty(fc.array(turnStep, { maxLength: 25 }), fc.constantFrom(0, 1), async (steps, version) => {
           const id = `log-${n++}`
           const events: SessionEvent[] = steps.map((s, seq) => (s.data === undefined ? { seq, type: s.type, time: 10 + seq } : { seq, type: s.type, time: 10 + seq, data: s.data as SessionEvent['data'] }))
           const w = stores[version]!

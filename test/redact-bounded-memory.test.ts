@@ -92,7 +92,8 @@ describe(`redact of a ${LOG_BYTES / 1024 / 1024} MiB log with a ${HEAP_MB} MiB h
     const log = await writeBigV1Log(root, LOG_BYTES)
     const { code, signal, stdout, stderr } = await runCliWithHeap(HEAP_MB, ['--root', root, 'redact', ID, '--pattern', 'sk-live-[0-9a-f]{8}', '--json'])
     expect({ code, signal }, stderr).toEqual({ code: 0, signal: null })
-    expect(JSON.parse(stdout).redact).toEqual([{ id: ID, status: 'done', matches: log.matches, seqs: log.seqs }])
+    const [outcome] = JSON.parse(stdout).redact
+    expect(outcome).toEqual({ id: ID, status: 'done', matches: log.matches, seqs: log.seqs, repair: expect.objectContaining({ persisted: true, droppedLines: 1, reason: 'torn tail: the last line has no newline' }) })
     expect((await readdir(dirname(log.path))).filter((n) => n.startsWith('.'))).toEqual([]) // no temporary file left
 
     const p = createJsonlPersistence({ root })
@@ -103,6 +104,7 @@ describe(`redact of a ${LOG_BYTES / 1024 / 1024} MiB log with a ${HEAP_MB} MiB h
     // the valid events, the closers of the open turn, then the record
     const closers = events.slice(log.events, -1)
     expect(closers.length).toBeGreaterThan(0)
+    expect(outcome.repair.closers).toEqual(closers) // the report's closers are those written
     expect(closers.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 1e6 } })
     const record = events.at(-1)!
     expect(record).toMatchObject({ seq: events.length - 1, type: 'log/redacted', ignorable: true, data: { matches: log.matches, seqs: log.seqs, replacement: '[REDACTED]' } })

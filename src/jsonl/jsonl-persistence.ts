@@ -12,6 +12,7 @@ import { openLog } from './open-log.js'
 import { logPath } from './paths.js'
 import { type PreparedBatch, prepareBatch } from '../session/prepare-batch.js'
 import { redactEvents } from '../session/redact.js'
+import { OpenTurnTracker } from '../session/closers.js'
 import { rawLogFromBytes, rawLogToBytes } from '../session/raw-log.js'
 import { readRange } from './read-range.js'
 import { planRepair } from './repair-plan.js'
@@ -386,8 +387,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
         const path = await findOneLog(this.#ctx, id)
         const h = await this.#ctx.fs.open(path, 'r')
         try {
-          const scan = await scanLog(h, { path, sessionId: id, keepEvents: 'open-turn' })
-          const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true })
+          const openTurn = new OpenTurnTracker() // what the closers need, not the events
+          const scan = await scanLog(h, { path, sessionId: id, keepEvents: false, onEvent: (event) => openTurn.add(event) })
+          const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn })
           const report: MigrateReport = { id, path, fromVersion: scan.header.version, migrated: false, events: scan.eventCount + plan.closers.length }
           if (plan.report) report.repair = { persisted: false, ...plan.report }
           return report

@@ -2,6 +2,7 @@ import { basename } from 'node:path'
 import { isSessionPersistenceError, SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
 import { type FormatVersion, SealedLines, sealLine, unsealText } from '../session/line-codec.js'
 import { LineBuffer } from '../session/line-buffer.js'
+import { OpenTurnTracker } from '../session/closers.js'
 import { headerLine, metaFromHeader } from '../session/meta.js'
 import type { JsonValue, SessionEvent, SessionHeader } from '../session/schema.js'
 import { isEnvelopeKey } from '../session/envelope.js'
@@ -44,16 +45,20 @@ export function migratedBody(
   return async (write) => {
     const out = new SealedLines()
     out.addText(headerLine(metaFromHeader(header), 1))
+    const openTurn = new OpenTurnTracker() // what the closers need, not the events
     const scan = await scanLog(handle, {
       path,
       sessionId: id,
-      keepEvents: 'open-turn',
-      onEventLine: (buf, start, end) => out.add(buf, start, end),
+      keepEvents: false,
+      onEventLine: (buf, start, end, event) => {
+        out.add(buf, start, end)
+        openTurn.add(event)
+      },
       afterChunk: async () => {
         if (out.length >= WRITE_BYTES) await write(out.take())
       },
     })
-    const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true }) // committed damage: E_CORRUPT
+    const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn }) // committed damage: E_CORRUPT
     for (const closer of plan.closers) out.addText(`${sealLine(JSON.stringify(closer), 1)}\n`)
     await write(out.take())
     done({ events: scan.eventCount + plan.closers.length, repair: plan.report })
@@ -130,21 +135,23 @@ export interface RedactionPlan {
 
 /**
  * The checking pass of a redaction (§16): the log read once as `load` reads it, keeping no event
- * but an open turn's (what its closers need), each valid event's matches counted as it is read.
+ * (an open turn followed for its closers), each valid event's matches counted as it is read.
  * Damage is refused (`E_CORRUPT`), nothing written; a torn tail and an open turn are planned as
  * a load would repair them, their closers counted too. Memory: a chunk, the longest line, an
- * open turn's events and the seqs that matched.
+ * open turn's pending calls and the seqs that matched.
  */
 export async function planRedaction(handle: FileHandle, path: string, id: string, pattern: RegExp): Promise<RedactionPlan> {
   let matches = 0
   const seqs: number[] = []
   let lastTime: number | undefined
+  const openTurn = new OpenTurnTracker()
   const scan = await scanLog(handle, {
     path,
     sessionId: id,
-    keepEvents: 'open-turn',
-    onEventLine: (_buf, _start, _end, event) => {
+    keepEvents: false,
+    onEvent: (event) => {
       // The scan has checked the line (its checksum, JSON and envelope) and parsed it.
+      openTurn.add(event)
       const n = countInEvent(event, pattern)
       lastTime = event.time
       if (n > 0) {
@@ -153,7 +160,7 @@ export async function planRedaction(handle: FileHandle, path: string, id: string
       }
     },
   })
-  const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true }) // committed damage: E_CORRUPT
+  const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn }) // committed damage: E_CORRUPT
   for (const closer of plan.closers) {
     const n = countInEvent(closer, pattern)
     if (n > 0) {
@@ -318,13 +325,14 @@ export async function truncatedBody(
   now: number,
   fileSize: number,
 ): Promise<{ body: BodyWriter; kept: number; closers: SessionEvent[]; record: SessionEvent }> {
-  const scan = await scanLog(handle, { path, sessionId: id, to: cut.byteOffset })
-  const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true })
+  const openTurn = new OpenTurnTracker() // what the closers need, not the events
+  const scan = await scanLog(handle, { path, sessionId: id, to: cut.byteOffset, keepEvents: false, onEvent: (event) => openTurn.add(event) })
+  const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn })
   const version = scan.header.version
-  const last = scan.events.at(-1)
+  const last = openTurn.last()
   const { closers } = plan
   const record: SessionEvent = {
-    seq: scan.events.length + closers.length,
+    seq: scan.eventCount + closers.length,
     type: 'log/truncated',
     time: Math.max(closers.at(-1)?.time ?? last?.time ?? scan.header.createdAt, now),
     ignorable: true,
@@ -336,6 +344,6 @@ export async function truncatedBody(
     await copyBody(handle, keep)(write)
     await write(Buffer.from(tail, 'utf8'))
   }
-  return { body, kept: scan.events.length, closers, record }
+  return { body, kept: scan.eventCount, closers, record }
 }
 

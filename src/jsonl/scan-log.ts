@@ -93,10 +93,10 @@ export async function scanLog(
     /** Stop once an event with this seq would be read, unless a defect was found before it. */
     untilSeq?: number
     /**
-     * False: check every line but keep no event (a pass over a log of any size, §15.5).
-     * `'open-turn'`: keep only the events of a turn still open at the end (what the closers need).
+     * False: check every line but keep no event (a pass over a log of any size, §15.5; what an
+     * open turn's closers need is followed through `onEvent` by an `OpenTurnTracker`).
      */
-    keepEvents?: boolean | 'open-turn'
+    keepEvents?: boolean
     /** Told each valid event line's bytes `buf[start, end)` and its event as it is read (§16 migrate, redact). */
     onEventLine?: (buf: Buffer, start: number, end: number, event: SessionEvent) => void
     /** Told each valid event as it is read (a pass that keeps none, `verify`); unlike `onEventLine`, the bytes may have been unsealed in place. */
@@ -119,8 +119,6 @@ export async function scanLog(
   const events: SessionEvent[] = []
   let sealed = start?.header.version === 1 // version 1: every line carries its checksum
   const keepEvents = context.keepEvents !== false
-  const openTurnOnly = context.keepEvents === 'open-turn'
-  let inTurn = false
   const { onEventLine, onEvent } = context
   let count = 0 // valid events read (kept or not)
   const eventEnds: number[] | undefined = context.keepEventEnds ? [] : undefined
@@ -241,18 +239,7 @@ export async function scanLog(
         const event = value as SessionEvent
         if (untilSeq !== undefined && event.seq >= untilSeq) return false
         count++
-        if (openTurnOnly) {
-          // Only an open turn's events matter to its closers: from its turn/start, none after its end.
-          if (event.type === 'turn/start') {
-            events.length = 0
-            inTurn = true
-          }
-          if (inTurn) events.push(event)
-          if (event.type === 'turn/end') {
-            events.length = 0
-            inTurn = false
-          }
-        } else if (keepEvents) events.push(event)
+        if (keepEvents) events.push(event)
         onEventLine?.(buf, start, end, event)
         onEvent?.(event)
         eventEnds?.push(offset + end - start + 1)

@@ -83,9 +83,14 @@ export class OpenTurnTracker {
     return open && { turn: open.turn, step: open.step, pending: [...open.pending].map(([callId, p]) => ({ callId, ...p })) }
   }
 
+  /** The seq and time of the last event added; undefined before any. */
+  last(): { seq: number; time: number } | undefined {
+    return this.#events > 0 ? { seq: this.#lastSeq, time: this.#lastTime } : undefined
+  }
+
   /** What `computeClosers` gives for the events added so far (`createdAt`: the session's, for a log with none). */
   closers(createdAt: number): SessionEvent[] {
-    return closersOf(this.openTurn(), this.#events > 0 ? { seq: this.#lastSeq, time: this.#lastTime } : undefined, createdAt)
+    return closersOf(this.openTurn(), this.last(), createdAt)
   }
 }
 

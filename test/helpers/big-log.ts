@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import { createWriteStream } from 'node:fs'
-import { mkdir } from 'node:fs/promises'
+import { appendFile, mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 
 /**
@@ -40,4 +40,38 @@ export async function writeBigLog(root: string, id: string, bytes: number, bytes
   out.end()
   await once(out, 'close')
   return { path, size, events: seq }
+}
+
+/**
+ * A version-0 log of one turn, open to the end: tool calls each answered by a `bytesPerResult`
+ * result, then a step with one call never answered, then a torn line. Written line by line.
+ */
+export async function writeBigOpenTurn(root: string, id: string, bytes: number, bytesPerResult = 20_000): Promise<{ events: number; tornBytes: number; tornAt: number }> {
+  await mkdir(join(root, '_no-cwd'), { recursive: true })
+  const path = join(root, '_no-cwd', `${id}.jsonl`)
+  const out = createWriteStream(path)
+  let size = 0
+  let seq = 0
+  const filler = 'y'.repeat(bytesPerResult)
+  const write = async (e: { type: string; data: unknown }) => {
+    const line = `${JSON.stringify({ seq: seq++, type: e.type, time: 5_000 + seq, data: e.data })}\n`
+    size += Buffer.byteLength(line)
+    if (!out.write(line)) await once(out, 'drain')
+  }
+  const header = `{"type":"session","version":0,"id":"${id}","createdAt":1000,"delegationDepth":0}\n`
+  size += header.length
+  out.write(header)
+  await write({ type: 'turn/start', data: { turn: 1 } })
+  for (let step = 0; size < bytes; step++) {
+    const callId = `c-${step}`
+    await write({ type: 'assistant/message', data: { turn: 1, step, content: [{ type: 'tool-call', callId, name: 'read', arguments: {} }] } })
+    await write({ type: 'tool/result', data: { turn: 1, step, callId, content: [{ type: 'text', text: filler }] } })
+  }
+  await write({ type: 'step/start', data: { turn: 1, step: 'last' } })
+  await write({ type: 'tool/call', data: { turn: 1, step: 'last', callId: 'never-answered', name: 'bash' } })
+  out.end()
+  await once(out, 'close')
+  const torn = '{"seq":'
+  await appendFile(path, torn)
+  return { events: seq, tornBytes: torn.length, tornAt: size }
 }

@@ -93,9 +93,22 @@ test('a picker among logs written at the same instants lists the first `limit` o
     await writeFile(join(other, 't0.jsonl'), headerLine(meta('t0', { cwd })))
     await utimes(join(other, 't0.jsonl'), base + 3, base + 3)
   }
-  const p = createJsonlPersistence({ root })
+  // The header of the duplicate whose path sorts first is read last: the order between the two
+  // must come from their paths, not from which read finished first.
+  const dups = [bucketName('/a'), bucketName('/b')].map((b) => join(root, b, 't0.jsonl')).sort()
+  const base0 = createNodeFileSystem()
+  const fs: FileSystem = {
+    ...base0,
+    supportsDsync: base0.supportsDsync,
+    open: async (path, flags, mode) => {
+      if (path === dups[0]) await new Promise((r) => setTimeout(r, 50))
+      return base0.open(path, flags, mode)
+    },
+  }
+  const p = createJsonlPersistence({ root, fs })
   const whole = await p.list({ orderBy: 'lastWrite' })
   expect(whole).toHaveLength(62)
+  expect(whole.filter((l) => l.meta.id === 't0').slice(0, 2).map((l) => (l.location as { path: string }).path)).toEqual(dups)
   const at = (l: (typeof whole)[number]) => (l.location as { path: string }).path
   for (let k = 1; k < whole.length; k++) {
     const [a, b] = [whole[k - 1]!, whole[k]!]

@@ -1,5 +1,5 @@
-// §15.5: `verify` on a PostgreSQL root checks each session reading its lines page by page and
-// keeping none (src/postgres/check-session.ts). A session three times the size of the process's
+// §15.5: `verify` on a PostgreSQL root checks each session's rows as they arrive, keeping none
+// (src/postgres/check-session.ts). A session three times the size of the process's
 // whole heap limit, one turn open to its end, is verified without running out of memory, with
 // the verdict `inspect` gives; `inspect` of it (what `repair --dry-run` runs, and what verify ran
 // before) runs out of that heap.

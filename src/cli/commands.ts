@@ -232,8 +232,8 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
 
 /**
  * How verify checks one log: on a JSONL root, one pass over the file that keeps no event
- * (src/jsonl/check-log.ts); on a PostgreSQL root, the store's bounded check (its lines read page
- * by page, none kept: src/postgres/check-session.ts), found by the registered symbol that backend
+ * (src/jsonl/check-log.ts); on a PostgreSQL root, the store's bounded check (its rows checked as
+ * they arrive, none kept: src/postgres/check-session.ts), found by the registered symbol that backend
  * keys it by, so that this module imports neither the backend nor `pg`. Either way memory does not
  * grow with the logs (§15.5). Any other store: `inspect`. The events counted are the log's,
  * closers excluded, and the repair is inspect's.

@@ -134,7 +134,10 @@ export async function listSessions(
 
 type StatedFile = ListedFile & { mtimeMs: number }
 
-/** Up to this limit the newest are picked in one pass; above it, sorted (about 10 ms either way at 100,000 logs). */
+/**
+ * Up to this limit the newest are picked in one pass; above it, sorted. At 100,000 logs the pass
+ * with this limit takes 1–7 ms (logs in random or ascending order), a sort about 30 ms.
+ */
 const PICK_MAX = 1024
 
 /** Newest first, then by id; by path between logs of one id in two buckets: a total order. */

@@ -1,10 +1,8 @@
-import pg from 'pg'
-import { SessionPersistenceCorruptionError } from '../errors.js'
 import type { RepairReport } from '../persistence.js'
 import { OpenTurnTracker } from '../session/closers.js'
 import type { SessionHeader } from '../session/schema.js'
 import type { Db } from './db.js'
-import { notFound, parseEventLine, parseStoredHeader, readHead, readSnapshot } from './read-session.js'
+import { notFound, parseStoredHeader, readEvents, readHead, readSnapshot } from './read-session.js'
 
 /**
  * The hook by which the CLI's `verify` reaches a PostgreSQL store's bounded check: a method of
@@ -21,9 +19,6 @@ export interface SessionCheck {
   /** The repair a load would make (`inspect`'s `repair` less `persisted`), undefined when there is none. */
   repair: Omit<RepairReport, 'persisted'> | undefined
 }
-
-// inspect's query (read-session.ts, readEvents): the rows below the length, by the primary key.
-const LINES = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq >= 0 AND seq < $2::bigint ORDER BY seq`
 
 /**
  * Checks the stored session `id` as `inspect` reads it, in the same read-only snapshot and by the
@@ -42,29 +37,8 @@ export function checkSession(db: Db, schema: string, id: string, path: string): 
     if (!head) throw notFound(id, path)
     const header = parseStoredHeader(head.headerLine, id, path)
     const turn = new OpenTurnTracker() // holds the open turn's call ids, never an event
-    const want = Math.max(0, head.length)
-    let count = 0
-    if (want > 0) {
-      await new Promise<void>((resolve, reject) => {
-        let failed: unknown
-        const query = new pg.Query<[string]>({ text: LINES(schema), values: [id, head.length], rowMode: 'array' } as pg.QueryConfig)
-        query.on('row', (row) => {
-          if (failed !== undefined) return
-          try {
-            turn.add(parseEventLine(row[0], count, path, id, header.version))
-            count++
-          } catch (err) {
-            failed = err
-          }
-        })
-        query.on('error', reject)
-        query.on('end', () => (failed === undefined ? resolve() : reject(failed)))
-        void client.query(query)
-      })
-    }
-    if (count !== want) {
-      throw new SessionPersistenceCorruptionError(count + 2, -1, 'rows are missing below the stored length', { path, sessionId: id })
-    }
+    // inspect's read (readEvents: the same query, checks and missing-row error), no event kept
+    const { count } = await readEvents(client, schema, id, path, 0, head.length, header.version, { onEvent: (event) => turn.add(event) })
     const closers = turn.closers(header.createdAt) // what computeClosers gives of them all
     const repair = closers.length > 0 ? { droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers } : undefined
     return { header, events: count, repair }

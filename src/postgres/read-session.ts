@@ -119,10 +119,13 @@ export async function readEvents(
   from: number,
   to: number,
   version: FormatVersion,
-  options: { keepLines?: boolean } = {},
-): Promise<{ events: SessionEvent[]; lines: string[] | undefined }> {
+  /** `onEvent`: each event handed to it as it is checked, none kept (a pass of any size, `verify`). */
+  options: { keepLines?: boolean; onEvent?: (event: SessionEvent) => void } = {},
+): Promise<{ events: SessionEvent[]; lines: string[] | undefined; count: number }> {
   const events: SessionEvent[] = []
   const lines: string[] | undefined = options.keepLines ? [] : undefined
+  const { onEvent } = options
+  let count = 0
   if (to > from) {
     await new Promise<void>((resolve, reject) => {
       let failed: unknown
@@ -131,7 +134,10 @@ export async function readEvents(
       query.on('row', (row) => {
         if (failed !== undefined) return
         try {
-          events.push(parseEventLine(row[0], from + events.length, path, id, version))
+          const event = parseEventLine(row[0], from + count, path, id, version)
+          count++
+          if (onEvent) onEvent(event)
+          else events.push(event)
           lines?.push(row[0])
         } catch (err) {
           failed = err
@@ -142,13 +148,13 @@ export async function readEvents(
       void client.query(query)
     })
   }
-  if (events.length !== Math.max(0, to - from)) {
-    throw new SessionPersistenceCorruptionError(from + events.length + 2, -1, 'rows are missing below the stored length', {
+  if (count !== Math.max(0, to - from)) {
+    throw new SessionPersistenceCorruptionError(from + count + 2, -1, 'rows are missing below the stored length', {
       path,
       sessionId: id,
     })
   }
-  return { events, lines }
+  return { events, lines, count }
 }
 
 /** Runs `fn` in a read-only REPEATABLE READ transaction: one consistent snapshot, no locks taken. */

@@ -73,6 +73,33 @@ describe.skipIf(!url)('list by last write over PostgreSQL', () => {
     const top = await store.list({ orderBy: 'lastWrite', limit: 3, onProblem: (p) => problems.push(`${p.path} ${p.code}`) })
     expect(problems).toEqual([`postgres:${schema}/s12 E_CORRUPT`])
     expect(top.map((l) => l.meta.id)).toEqual(['s07', 's30', 's39'])
+    // In createdAt order too: s12 among the first rows, the next one read after them (by created_at).
+    const byCreation: string[] = []
+    const first28 = await store.list({ limit: 28, onProblem: (p) => byCreation.push(p.path) })
+    expect(byCreation).toEqual([`postgres:${schema}/s12`])
+    expect(first28.map((l) => l.meta.id)).toEqual(Array.from({ length: 29 }, (_, i) => `s${String(39 - i).padStart(2, '0')}`).filter((id) => id !== 's12'))
+
+    // A session written between the first query and the one for more rows moves to the top: the
+    // second query starts after the last row it had (s30), so s39 comes next, not s30 again
+    // (an offset would count the moved row and list s30 twice).
+    const original = pg.Client.prototype.query
+    let moved = false
+    const spy = vi.spyOn(pg.Client.prototype, 'query').mockImplementation(async function (this: pg.Client, ...args: unknown[]) {
+      const result = await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args)
+      const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text
+      if (!moved && /ORDER BY updated_at DESC/.test(String(text))) {
+        moved = true
+        await sql(url!, `UPDATE "${schema}".sessions SET updated_at = now() WHERE session_id = 's20'`)
+      }
+      return result
+    })
+    try {
+      const again = await store.list({ orderBy: 'lastWrite', limit: 3, onProblem: () => {} })
+      expect(moved).toBe(true)
+      expect(again.map((l) => l.meta.id)).toEqual(['s07', 's30', 's39'])
+    } finally {
+      spy.mockRestore()
+    }
   })
 
   test('bad options are E_CONFIG', async () => {

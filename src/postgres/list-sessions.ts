@@ -11,19 +11,27 @@ import { parseStoredHeader } from './read-session.js'
 // the first `limit` rows of its sort (a top-N heap sort over the sessions table, which carries
 // no index on updated_at so that appends stay HOT updates) and sends only their headers. Ties
 // are broken by id in byte order ("C"): the sessions of one append statement share its
-// transaction's now().
-const LIST = (s: string, orderBy: 'createdAt' | 'lastWrite', limited: boolean) => `
+// transaction's now(). A query for more rows (bad ones were met) starts after the last row it
+// had, by its sort key (`key`, exact as text), not at an offset: a session written meanwhile
+// moves up out of the way, and no row is skipped or listed twice.
+const LIST = (s: string, orderBy: 'createdAt' | 'lastWrite', limited: boolean, after: boolean) => {
+  const key = orderBy === 'lastWrite' ? 'updated_at' : 'created_at'
+  const cast = orderBy === 'lastWrite' ? 'timestamptz' : 'bigint'
+  return `
   SELECT session_id, header_line, size_bytes::float8 AS size_bytes,
-         (extract(epoch FROM updated_at) * 1000)::float8 AS mtime_ms
+         (extract(epoch FROM updated_at) * 1000)::float8 AS mtime_ms, ${key}::text AS sort_key
     FROM "${s}".sessions
-   ORDER BY ${orderBy === 'lastWrite' ? 'updated_at DESC' : 'created_at DESC'}, session_id COLLATE "C"
-   ${limited ? 'LIMIT $1 OFFSET $2' : ''}`
+   ${after ? `WHERE ${key} < $2::${cast} OR (${key} = $2::${cast} AND session_id COLLATE "C" > $3)` : ''}
+   ORDER BY ${key} DESC, session_id COLLATE "C"
+   ${limited ? 'LIMIT $1' : ''}`
+}
 
 interface Row {
   session_id: string
   header_line: string
   size_bytes: number
   mtime_ms: number
+  sort_key: string
 }
 
 export interface ListOrder {
@@ -44,10 +52,11 @@ export async function listSessions(
 ): Promise<SessionListing[]> {
   const { orderBy, limit } = order
   const listings: SessionListing[] = []
-  // A bad row does not count against the limit (as on the JSONL backend): the rows after the
-  // first `limit` are read for each one reported, which is rare.
-  for (let offset = 0, want = limit; want === undefined || want > 0; ) {
-    const { rows } = await db.query<Row>(LIST(schema, orderBy, want !== undefined), want === undefined ? [] : [want, offset])
+  // A bad row does not count against the limit (as on the JSONL backend): as many rows after the
+  // last one read are read for each one reported, which is rare.
+  for (let after: Row | undefined, want = limit; want === undefined || want > 0; ) {
+    const values = want === undefined ? [] : after ? [want, after.sort_key, after.session_id] : [want]
+    const { rows } = await db.query<Row>(LIST(schema, orderBy, want !== undefined, after !== undefined), values)
     let bad = 0
     for (const row of rows) {
       const location: PostgresLocation = { kind: 'postgres', schema, id: row.session_id }
@@ -65,7 +74,7 @@ export async function listSessions(
       }
     }
     if (want === undefined || rows.length < want) break
-    offset += want
+    after = rows[rows.length - 1]
     want = bad
   }
   // The same order as the other backends (UTF-16 comparison of ids), whatever the collation.

@@ -2,7 +2,7 @@ import { asObject } from '../session/as-object.js'
 import { isRewoundBy, rewoundRanges } from '../session/history.js'
 import type { SessionEvent } from '../session/schema.js'
 import { compactionKeep } from '../session/tail-start.js'
-import { type CompactionState, toolCalls } from './render.js'
+import { type CompactionState, describeCompaction, describeRewind, MESSAGE_TYPES, toolCalls } from './render.js'
 
 // What later events say about earlier ones: a rewind marks the messages before it, a compaction
 // the messages before its firstKeptSeq, a missing result the call it never answered. A
@@ -101,4 +101,51 @@ export function marksOf(events: readonly SessionEvent[], complete: boolean): His
   const scan = new HistoryScan()
   for (const e of events) scan.feed(e)
   return scan.finish(complete)
+}
+
+/** How a renderer shows one event against the history (§7): a message rewound, or replaced by the compaction in force. */
+export interface EventStanding {
+  rewound: boolean
+  compacted: boolean
+}
+
+/**
+ * What both renderers count as they print (the Markdown export and the transcript): the messages
+ * so far, all of them and those still in the model's history, and those counts at the seqs
+ * `marks` asks for, so that a rewind says how many messages it took out and a compaction how many
+ * it replaced. Bounded: one count per seq asked for.
+ */
+export class HistoryCounter {
+  readonly #marks: HistoryMarks
+  readonly #at = new Map<number, { all: number; shown: number }>()
+  #messages = { all: 0, shown: 0 }
+
+  constructor(marks: HistoryMarks) {
+    this.#marks = marks
+  }
+
+  /** Counts `e` (before it is rendered): whether it is a message rewound, or one compacted. */
+  see(e: SessionEvent): EventStanding {
+    if (this.#marks.countsWanted.has(e.seq)) this.#at.set(e.seq, { ...this.#messages })
+    const isMessage = MESSAGE_TYPES.has(e.type)
+    const rewound = isMessage && this.#marks.rewound(e.seq)
+    const compaction = this.#marks.inForce
+    const compacted = isMessage && !rewound && compaction !== undefined && e.seq < compaction.keep
+    if (isMessage) this.#messages = { all: this.#messages.all + 1, shown: this.#messages.shown + (rewound ? 0 : 1) }
+    return { rewound, compacted }
+  }
+
+  /** What a `history/rewind` says, with the messages it took out when its `to` was seen. */
+  rewindText(e: SessionEvent): string {
+    const to = asObject(e.data)?.to
+    const before = typeof to === 'number' ? this.#at.get(to) : undefined
+    return describeRewind(e, before === undefined ? undefined : this.#messages.all - before.all)
+  }
+
+  /** What a `history/compact` says, with the messages it replaced when its `firstKeptSeq` was seen, and where it stands. */
+  compactionText(e: SessionEvent): string {
+    const keep = asObject(e.data)?.firstKeptSeq
+    const before = typeof keep === 'number' ? this.#at.get(keep) : undefined
+    return describeCompaction(e, before?.shown, this.#marks.status(e.seq))
+  }
 }

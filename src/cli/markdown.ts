@@ -1,7 +1,7 @@
 import { asObject } from '../session/as-object.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
-import type { HistoryMarks } from './history-marks.js'
-import { contentText, describeCompaction, describeRewind, frameworkEvent, MESSAGE_TYPES, summaryText, toolCalls } from './render.js'
+import { HistoryCounter, type HistoryMarks } from './history-marks.js'
+import { contentText, frameworkEvent, summaryText, toolCalls } from './render.js'
 
 const fence = (s: string) => ['```', s, '```'].join('\n')
 
@@ -23,13 +23,13 @@ export function markdownHeader(meta: SessionMeta, events: number): string[] {
 export class MarkdownWriter {
   readonly #marks: HistoryMarks
   readonly #emit: (text: string) => void
-  readonly #counts = new Map<number, { all: number; shown: number }>()
-  #messages = { all: 0, shown: 0 }
+  readonly #counter: HistoryCounter
   #blank = 0
   #started = false
 
   constructor(options: { marks: HistoryMarks; emit: (text: string) => void }) {
     this.#marks = options.marks
+    this.#counter = new HistoryCounter(options.marks)
     this.#emit = options.emit
   }
 
@@ -39,27 +39,16 @@ export class MarkdownWriter {
   }
 
   event(e: SessionEvent): void {
-    if (this.#marks.countsWanted.has(e.seq)) this.#counts.set(e.seq, { ...this.#messages })
     const d = asObject(e.data)
-    const isMessage = MESSAGE_TYPES.has(e.type)
-    const rewound = isMessage && this.#marks.rewound(e.seq)
-    const compaction = this.#marks.inForce
-    if (isMessage) this.#messages = { all: this.#messages.all + 1, shown: this.#messages.shown + (rewound ? 0 : 1) }
+    const { rewound, compacted } = this.#counter.see(e)
     if (rewound) this.lines([`*(rewound: seq ${e.seq} is out of the model's history)*`, ''])
-    else if (isMessage && compaction !== undefined && e.seq < compaction.keep) {
-      this.lines([`*(compacted: seq ${e.seq} is replaced in the model's history by the summary at seq ${compaction.seq})*`, ''])
-    }
+    else if (compacted) this.lines([`*(compacted: seq ${e.seq} is replaced in the model's history by the summary at seq ${this.#marks.inForce!.seq})*`, ''])
     switch (e.type) {
-      case 'history/rewind': {
-        const to = d?.to
-        const before = typeof to === 'number' ? this.#counts.get(to) : undefined
-        this.lines([`*↶ ${describeRewind(e, before === undefined ? undefined : this.#messages.all - before.all)}.*`, ''])
+      case 'history/rewind':
+        this.lines([`*↶ ${this.#counter.rewindText(e)}.*`, ''])
         break
-      }
       case 'history/compact': {
-        const keep = d?.firstKeptSeq
-        const before = typeof keep === 'number' ? this.#counts.get(keep) : undefined
-        const text = describeCompaction(e, before?.shown, this.#marks.status(e.seq))
+        const text = this.#counter.compactionText(e)
         this.lines([`*⇤ ${text}.*`, ''])
         if (!text.endsWith(': ignored')) this.lines([`**Summary:** ${summaryText(e)}`, ''])
         break

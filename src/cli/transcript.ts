@@ -2,14 +2,11 @@ import type { LoadedSession } from '../persistence.js'
 import { asObject } from '../session/as-object.js'
 import { INTERRUPTED_TOOL_TEXT } from '../session/closers.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
-import { type HistoryMarks, marksOf } from './history-marks.js'
+import { HistoryCounter, type HistoryMarks, marksOf } from './history-marks.js'
 import {
   callText,
   contentText,
-  describeCompaction,
-  describeRewind,
   frameworkEvent,
-  MESSAGE_TYPES,
   oneLine,
   requestHeaderText,
   resultText,
@@ -30,12 +27,6 @@ interface UnknownRun {
   ignorable: boolean
   count: number
   first: SessionEvent
-}
-
-/** Messages before a seq: all of them, and those still in the model's history (not rewound). */
-interface MessageCounts {
-  all: number
-  shown: number
 }
 
 /** The lines above a transcript: the session, when and where it was made, and what a repair would do. */
@@ -70,30 +61,25 @@ export class TranscriptWriter {
   readonly #closers: CloserMarks | undefined
   readonly #emit: (line: string) => void
   readonly #chunks = new Map<string, number>()
-  readonly #counts = new Map<number, MessageCounts>()
-  #messages: MessageCounts = { all: 0, shown: 0 }
+  readonly #counter: HistoryCounter
   #run: UnknownRun | undefined
 
   constructor(options: { style: Style; marks: HistoryMarks; closers?: CloserMarks | undefined; emit: (line: string) => void }) {
     this.#style = options.style
     this.#marks = options.marks
+    this.#counter = new HistoryCounter(options.marks)
     this.#closers = options.closers
     this.#emit = options.emit
   }
 
   event(e: SessionEvent): void {
     const style = this.#style
-    if (this.#marks.countsWanted.has(e.seq)) this.#counts.set(e.seq, { ...this.#messages })
     const d = asObject(e.data)
-    const isMessage = MESSAGE_TYPES.has(e.type)
-    const rewound = isMessage && this.#marks.rewound(e.seq)
-    const compaction = this.#marks.inForce
-    const compacted = isMessage && !rewound && compaction !== undefined && e.seq < compaction.keep
+    const { rewound, compacted } = this.#counter.see(e)
     const mark =
       (this.#closers?.seqs.has(e.seq) ? style.yellow(this.#closers.persisted ? ' [written by repair]' : ' [a repair would write this]') : '') +
       (rewound ? style.dim(' [rewound]') : '') +
       (compacted ? style.dim(' [compacted]') : '')
-    if (isMessage) this.#messages = { all: this.#messages.all + 1, shown: this.#messages.shown + (rewound ? 0 : 1) }
     const key = `${String(d?.turn)}/${String(d?.step)}`
     switch (e.type) {
       case 'turn/start':
@@ -115,16 +101,11 @@ export class TranscriptWriter {
       case 'user/message':
         this.#push(`${style.cyan('user')}: ${contentText(d?.content)}${mark}`)
         break
-      case 'history/rewind': {
-        const to = asObject(d)?.to
-        const before = typeof to === 'number' ? this.#counts.get(to) : undefined
-        this.#push(style.yellow(`↶ ${describeRewind(e, before === undefined ? undefined : this.#messages.all - before.all)}`))
+      case 'history/rewind':
+        this.#push(style.yellow(`↶ ${this.#counter.rewindText(e)}`))
         break
-      }
       case 'history/compact': {
-        const keep = asObject(d)?.firstKeptSeq
-        const before = typeof keep === 'number' ? this.#counts.get(keep) : undefined
-        const text = describeCompaction(e, before?.shown, this.#marks.status(e.seq))
+        const text = this.#counter.compactionText(e)
         this.#push(style.yellow(`⇤ ${text}`))
         if (!text.endsWith(': ignored')) this.#push(`  ${style.cyan('summary')}: ${summaryText(e)}`)
         break

@@ -1,5 +1,6 @@
 import type { ModelMessage } from 'ai'
 import { z } from 'zod'
+import { type CompactionSummary, CompactionSummarySchema } from '../../session/compaction-summary.js'
 import { asObject } from '../../session/as-object.js'
 import { plainJsonProblem } from '../../session/json-check.js'
 import type { JsonValue, SessionEvent, SessionMeta } from '../../session/schema.js'
@@ -39,7 +40,7 @@ export type AiSdkTurnInput = string | ModelMessage | readonly ModelMessage[]
 /** A compaction the host made of its context (`history/compact`, docs/contract.md §2.1). */
 export interface AiSdkCompaction {
   /** What replaces the history before `firstKeptSeq`: text, or content blocks (text, image, file). */
-  summary: string | readonly { type: string; [key: string]: unknown }[]
+  summary: CompactionSummary
   /**
    * The seq of the first event whose message stays in the history (e.g. the `turn/start` of the
    * oldest turn to keep, from `events`). Default: the compaction's own seq (nothing is kept).
@@ -249,7 +250,7 @@ export class AiSdkSession {
 }
 
 const CompactionSchema = z.strictObject({
-  summary: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
+  summary: CompactionSummarySchema,
   firstKeptSeq: z.number().int().nonnegative().optional(),
 })
 

@@ -1,5 +1,6 @@
 import type { AgentInputItem, FunctionCallItem } from '@openai/agents'
 import { z } from 'zod'
+import { type CompactionSummary, CompactionSummarySchema } from '../../session/compaction-summary.js'
 import { asObject } from '../../session/as-object.js'
 import type { SessionPersistence } from '../../persistence.js'
 
@@ -26,13 +27,13 @@ export const OptionsSchema = z.object({
 /** What `JsonlSession.compact` records (`history/compact`, docs/contract.md §2.1). */
 export interface CompactOptions {
   /** What replaces the items before the kept ones: text, or content blocks (`text`, `input_*` parts). */
-  summary: string | readonly { type: string; [key: string]: unknown }[]
+  summary: CompactionSummary
   /** How many of the most recent items stay after the summary (default 0). */
   keepItems?: number
 }
 
 export const CompactOptionsSchema = z.strictObject({
-  summary: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
+  summary: CompactionSummarySchema,
   keepItems: z.number().int().nonnegative().optional(),
 })
 

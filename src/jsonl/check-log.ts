@@ -6,7 +6,7 @@ import { findOneLog } from './find-logs.js'
 import type { FileSystem } from './fs/file-system.js'
 import { planRepair, type RepairReport } from './repair-plan.js'
 import { scanLog } from './scan-log.js'
-import { createStoreContext } from './store-context.js'
+import { createStoreContext, type StoreContext } from './store-context.js'
 
 /** What `inspect` of a log would say of it, without its events (`verify`, §15.5). */
 export interface LogCheck {
@@ -25,21 +25,26 @@ export interface LogCheck {
  */
 export async function checkLog(root: string, id: string, options: { fs?: FileSystem } = {}): Promise<LogCheck> {
   const { ctx } = createStoreContext({ root, ...(options.fs ? { fs: options.fs } : {}) })
-  encodeSessionId(id)
   try {
-    const path = await findOneLog(ctx, id)
-    const handle = await ctx.fs.open(path, 'r')
-    try {
-      // The open turn followed event by event: what it keeps grows with that turn's pending
-      // calls, not with the log.
-      const openTurn = new OpenTurnTracker()
-      const scan = await scanLog(handle, { path, sessionId: id, keepEvents: false, onEvent: (event) => openTurn.add(event) })
-      const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn })
-      return { header: scan.header, events: scan.eventCount, repair: plan.report }
-    } finally {
-      await handle.close()
-    }
+    return await checkLogIn(ctx, id)
   } catch (err) {
     throw ioError(err, `inspect session '${id}'`) // as inspect words it
+  }
+}
+
+/** `checkLog` in a store's own context (a `migrate` dry run), its errors unwrapped; with the log's path. */
+export async function checkLogIn(ctx: StoreContext, id: string): Promise<LogCheck & { path: string }> {
+  encodeSessionId(id)
+  const path = await findOneLog(ctx, id)
+  const handle = await ctx.fs.open(path, 'r')
+  try {
+    // The open turn followed event by event: what it keeps grows with that turn's pending
+    // calls, not with the log.
+    const openTurn = new OpenTurnTracker()
+    const scan = await scanLog(handle, { path, sessionId: id, keepEvents: false, onEvent: (event) => openTurn.add(event) })
+    const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn })
+    return { header: scan.header, events: scan.eventCount, repair: plan.report, path }
+  } finally {
+    await handle.close()
   }
 }

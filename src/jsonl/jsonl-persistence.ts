@@ -12,7 +12,7 @@ import { openLog } from './open-log.js'
 import { logPath } from './paths.js'
 import { type PreparedBatch, prepareBatch } from '../session/prepare-batch.js'
 import { redactEvents } from '../session/redact.js'
-import { OpenTurnTracker } from '../session/closers.js'
+import { checkLogIn } from './check-log.js'
 import { rawLogFromBytes, rawLogToBytes } from '../session/raw-log.js'
 import { readRange } from './read-range.js'
 import { planRepair } from './repair-plan.js'
@@ -381,21 +381,14 @@ class JsonlPersistence implements JsonlSessionPersistence {
   async migrate(id: string, options?: { dryRun?: boolean }): Promise<MigrateReport> {
     const { dryRun } = parseMaintenanceOptions(options, 'migrate')
     if (dryRun) {
-      // Read as the migration would read it, keeping no event (memory bounded on a log of any size).
-      encodeSessionId(id)
+      // Read as the migration would read it (verify's check), keeping no event: memory bounded on a
+      // log of any size.
       try {
-        const path = await findOneLog(this.#ctx, id)
-        const h = await this.#ctx.fs.open(path, 'r')
-        try {
-          const openTurn = new OpenTurnTracker() // what the closers need, not the events
-          const scan = await scanLog(h, { path, sessionId: id, keepEvents: false, onEvent: (event) => openTurn.add(event) })
-          const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn })
-          const report: MigrateReport = { id, path, fromVersion: scan.header.version, migrated: false, events: scan.eventCount + plan.closers.length }
-          if (plan.report) report.repair = { persisted: false, ...plan.report }
-          return report
-        } finally {
-          await h.close()
-        }
+        const check = await checkLogIn(this.#ctx, id)
+        const closers = check.repair?.closers.length ?? 0
+        const report: MigrateReport = { id, path: check.path, fromVersion: check.header.version, migrated: false, events: check.events + closers }
+        if (check.repair) report.repair = { persisted: false, ...check.repair }
+        return report
       } catch (err) {
         throw this.#wrap(err, `migrate session '${id}' (dry run)`)
       }

@@ -77,6 +77,25 @@ describe('migrate', () => {
     for (const bad of [null, { dryRun: 'yes' }, { force: true }]) expect(await codeOf(p.migrate('a', bad as never))).toBe('E_CONFIG')
     expect(await codeOf(p.migrate('missing'))).toBe('E_NOT_FOUND')
   })
+
+  test('a version-0 event with a top-level crc of its own (written before crc was reserved) is refused, dry run too: E_INVALID_EVENT, the log untouched and still loading', async () => {
+    const root = await tmpRoot()
+    const path = await v0Session(root, 'c')
+    // As a release before v0.3 could write it: `crc` was not reserved then.
+    await appendFile(path, `${JSON.stringify({ seq: 8, type: 'note', time: 9, crc: 'abc', data: {} })}\n`)
+    const bytes = await readFile(path)
+    const p = createJsonlPersistence({ root })
+    for (const options of [{ dryRun: true }, undefined]) {
+      const err = await p.migrate('c', options).then(() => undefined, (e: unknown) => e as Error & { code?: string })
+      expect(err?.code).toBe('E_INVALID_EVENT')
+      expect(err?.message).toMatch(/seq 8.*'crc'.*stays version 0/)
+    }
+    expect(await readFile(path)).toEqual(bytes)
+    const loaded = await p.load('c')
+    expect(loaded.events.at(-1)).toMatchObject({ seq: 8, crc: 'abc' })
+    await p.close('c')
+    expect((await readdir(dirname(path))).filter((n) => n.startsWith('.tmp-'))).toEqual([])
+  })
 })
 
 describe('redact', () => {

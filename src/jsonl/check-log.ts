@@ -1,7 +1,7 @@
 import { ioError } from '../errors.js'
 import { OpenTurnTracker } from '../session/closers.js'
 import { encodeSessionId } from '../session/id-encoding.js'
-import type { SessionHeader } from '../session/schema.js'
+import type { SessionEvent, SessionHeader } from '../session/schema.js'
 import { findOneLog } from './find-logs.js'
 import type { FileSystem } from './fs/file-system.js'
 import { planRepair, type RepairReport } from './repair-plan.js'
@@ -32,8 +32,15 @@ export async function checkLog(root: string, id: string, options: { fs?: FileSys
   }
 }
 
-/** `checkLog` in a store's own context (a `migrate` dry run), its errors unwrapped; with the log's path. */
-export async function checkLogIn(ctx: StoreContext, id: string): Promise<LogCheck & { path: string }> {
+/**
+ * `checkLog` in a store's own context (a `migrate` dry run), its errors unwrapped; with the log's
+ * path. `onEvent` is told each valid event as it is read, and may refuse it by throwing.
+ */
+export async function checkLogIn(
+  ctx: StoreContext,
+  id: string,
+  options: { onEvent?: (event: SessionEvent, path: string) => void } = {},
+): Promise<LogCheck & { path: string }> {
   encodeSessionId(id)
   const path = await findOneLog(ctx, id)
   const handle = await ctx.fs.open(path, 'r')
@@ -41,7 +48,16 @@ export async function checkLogIn(ctx: StoreContext, id: string): Promise<LogChec
     // The open turn followed event by event: what it keeps grows with that turn's pending
     // calls, not with the log.
     const openTurn = new OpenTurnTracker()
-    const scan = await scanLog(handle, { path, sessionId: id, keepEvents: false, onEvent: (event) => openTurn.add(event) })
+    const { onEvent } = options
+    const scan = await scanLog(handle, {
+      path,
+      sessionId: id,
+      keepEvents: false,
+      onEvent: (event) => {
+        onEvent?.(event, path)
+        openTurn.add(event)
+      },
+    })
     const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn })
     return { header: scan.header, events: scan.eventCount, repair: plan.report, path }
   } finally {

@@ -30,7 +30,7 @@ import { readSessionRange } from './read-session.js'
 import { openJsonlRawStream, writeRawStream } from './raw-stream.js'
 import { checkRawHeaderLine } from '../session/raw-log.js'
 import { jsonlWatchSource } from './watch-log.js'
-import { copyBody, findDamage, keptAsideName, migratedBody, planRedaction, redactedBody, redactEvent, truncatedBody } from './maintenance.js'
+import { assertSealable, copyBody, findDamage, keptAsideName, migratedBody, planRedaction, redactedBody, redactEvent, truncatedBody } from './maintenance.js'
 import { rewriteLog, writeBeside } from './rewrite-log.js'
 import { readHeaderLine } from './read-session.js'
 import type { FileHandle } from './fs/file-system.js'
@@ -384,7 +384,8 @@ class JsonlPersistence implements JsonlSessionPersistence {
       // Read as the migration would read it (verify's check), keeping no event: memory bounded on a
       // log of any size.
       try {
-        const check = await checkLogIn(this.#ctx, id)
+        // An event version 1 cannot hold refuses the dry run as it refuses the migration.
+        const check = await checkLogIn(this.#ctx, id, { onEvent: (event, path) => assertSealable(event, id, path) })
         const closers = check.repair?.closers.length ?? 0
         const report: MigrateReport = { id, path: check.path, fromVersion: check.header.version, migrated: false, events: check.events + closers }
         if (check.repair) report.repair = { persisted: false, ...check.repair }

@@ -29,6 +29,20 @@ function jsonOf(line: string, version: FormatVersion): string {
 }
 
 /**
+ * Refuses an event that version 1 cannot hold: a version-0 log written before `crc` was reserved
+ * (§16) may carry a top-level `crc` of its own, which a sealed line would hold twice and every
+ * reader refuse. `E_INVALID_EVENT`, so that `migrate` leaves the log untouched in version 0.
+ */
+export function assertSealable(event: SessionEvent, id: string, path: string): void {
+  if ((event as { crc?: unknown }).crc === undefined) return
+  throw new SessionPersistenceError(
+    'E_INVALID_EVENT',
+    `event '${event.type}' (seq ${event.seq}) of ${basename(path)} has a top-level 'crc' field, reserved in version 1 (§16): the log cannot be migrated and stays version 0`,
+    { sessionId: id, path },
+  )
+}
+
+/**
  * The log as version 1 (§16), in one pass that also checks it as `load` does: the header
  * sealed, each valid event line sealed as it stands (its JSON text kept byte for byte), the
  * closers of an open turn after them. Damage is refused (`E_CORRUPT`: the body fails and its
@@ -51,6 +65,7 @@ export function migratedBody(
       sessionId: id,
       keepEvents: false,
       onEventLine: (buf, start, end, event) => {
+        assertSealable(event, id, path)
         out.add(buf, start, end)
         openTurn.add(event)
       },

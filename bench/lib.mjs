@@ -1,5 +1,5 @@
 // Shared helpers of the benchmark scripts: timing, statistics, event generation, scratch space.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -13,6 +13,22 @@ export function median(xs) {
 
 export function stats(xs) {
   return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), runs: xs.length }
+}
+
+/**
+ * This process's peak RSS, in bytes. On Linux `VmHWM`, the high-water mark of its own address
+ * space; `process.resourceUsage().maxRSS` (getrusage) is not used there, because a spawned child
+ * inherits its parent's high-water mark through fork + exec (a parent at 600 MiB made a child
+ * that peaked at 39 MiB report 604 MiB). Elsewhere getrusage, with that caveat.
+ */
+export function peakRssBytes() {
+  try {
+    const kb = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1]
+    if (kb !== undefined) return Number(kb) * 1024
+  } catch {
+    // not Linux
+  }
+  return process.resourceUsage().maxRSS * 1024
 }
 
 /** A scratch directory on the same file system as the test runs (never tmpfs unless TMPDIR says so). */

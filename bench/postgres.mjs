@@ -9,7 +9,7 @@ import pg from 'pg'
 import { createJsonlPersistence } from '../dist/index.js'
 import { createPostgresPersistence } from '../dist/postgres/index.js'
 import { startThrowawayPostgres } from '../dist/torture/postgres-server.js'
-import { cleanup, events, now, scratch, stats } from './lib.mjs'
+import { cleanup, events, now, peakRssBytes, scratch, stats } from './lib.mjs'
 
 if (process.argv[2] === '--load-child') {
   await loadChild(process.argv[3], process.argv[4])
@@ -405,6 +405,6 @@ async function loadChild(url, mode) {
     count = events.length
     await client.end()
   }
-  const peak = process.resourceUsage().maxRSS * 1024
+  const peak = peakRssBytes()
   process.stdout.write(JSON.stringify({ events: count, eventsPerSecond: count / (ms / 1000), peakRssAboveBaseline: peak - baseline }))
 }

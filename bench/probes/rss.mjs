@@ -2,6 +2,7 @@
 import { createReadStream, readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { createJsonlPersistence } from '../../dist/index.js'
+import { peakRssBytes } from '../lib.mjs'
 
 const [mode, root, path] = process.argv.slice(2)
 globalThis.gc?.()
@@ -26,5 +27,5 @@ if (mode === 'package') {
   }
   count = out.length
 }
-const peak = process.resourceUsage().maxRSS * 1024
+const peak = peakRssBytes()
 process.stdout.write(JSON.stringify({ count, ms: performance.now() - started, peakAboveBaseline: peak - before }))

@@ -2,7 +2,10 @@
 // read a page, watch a live log, pick among 100,000 sessions, each as a ratio against a baseline
 // measured in the same run, median of >= 5 runs (7 by default), targets printed beside the figures.
 //
-//   npm run build && node bench/scenarios/any-length.mjs [--runs N] [--only resume,read,watch,list] [--keep]
+//   npm run build && node bench/scenarios/any-length.mjs [--runs N] [--only resume,read,watch,list,list-cold] [--keep]
+//
+// `list-cold` (only when named: it needs root and empties the page, dentry and inode caches of the
+// whole machine before each timed call) measures the listing as a picker opened after a reboot does.
 //
 // Fixtures (a log of 1 GiB, one of ~1 MiB holding the same tail, 100,000 small logs) are written
 // directly, lines as the package writes them, under bench/.work/any-length/ (git-ignored; BENCH_DIR
@@ -36,7 +39,7 @@ import {
 import { cpus, totalmem } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { interleave, median, now, stats } from '../lib.mjs'
+import { interleave, median, now, peakRssBytes, stats } from '../lib.mjs'
 
 const SELF = fileURLToPath(import.meta.url)
 const DIST = process.env.SPJ_BENCH_DIST ? `${pathToFileURL(resolve(process.env.SPJ_BENCH_DIST)).href}/` : new URL('../../dist/', import.meta.url).href
@@ -275,7 +278,7 @@ const children = {
     }
     const ms = performance.now() - t
     const after = process.memoryUsage()
-    const peak = process.resourceUsage().maxRSS * 1024
+    const peak = peakRssBytes()
     globalThis.gc()
     const retained = process.memoryUsage()
     await p.closeAll()
@@ -641,6 +644,15 @@ async function main() {
           const n = rawSyncList(lf.root, true)
           if (n !== LIST_SESSIONS) throw new Error(`raw heads ${n}`)
         }],
+        // The same floor with both of this machine's cores: the buckets split between two threads.
+        ['rawStat2', async () => {
+          const n = await rawThreadsList(lf.root, false, 2)
+          if (n !== LIST_SESSIONS) throw new Error(`raw stat, 2 threads ${n}`)
+        }],
+        ['rawHeads2', async () => {
+          const n = await rawThreadsList(lf.root, true, 2)
+          if (n !== LIST_SESSIONS) throw new Error(`raw heads, 2 threads ${n}`)
+        }],
       ]
       for (let k = 0; k < contenders.length; k++) {
         const [name, fn] = contenders[(run + k) % contenders.length]
@@ -650,7 +662,7 @@ async function main() {
         r[name] = now() - t
       }
       runs.push(r)
-      process.stdout.write(`  run ${run + 1}/${RUNS}: list() ${fmt(r.full)} ms, picker ${fmt(r.picker)} ms, raw ${fmt(r.raw)} ms, raw sync stat ${fmt(r.rawStat)} ms, raw sync heads ${fmt(r.rawHeads)} ms\n`)
+      process.stdout.write(`  run ${run + 1}/${RUNS}: list() ${fmt(r.full)} ms, picker ${fmt(r.picker)} ms, raw ${fmt(r.raw)} ms, raw sync stat ${fmt(r.rawStat)} ms, raw sync heads ${fmt(r.rawHeads)} ms, on 2 threads ${fmt(r.rawStat2)} / ${fmt(r.rawHeads2)} ms\n`)
     }
     record(`list() of ${LIST_SESSIONS.toLocaleString('en')} sessions, ms`, runs.map((r) => r.full), 'ms')
     record("list({ orderBy: 'lastWrite', limit: 50 }), ms", runs.map((r) => r.picker), 'ms')
@@ -660,9 +672,59 @@ async function main() {
     record('raw, synchronous on one thread: readdir + stat of every log, ms', runs.map((r) => r.rawStat), 'ms')
     record('raw, synchronous on one thread: readdir + open/read 4 KiB/fstat/close of every log, ms', runs.map((r) => r.rawHeads), 'ms')
     record('floor of picker / list() under §15.4 (one stat a log): raw sync stat / raw sync heads', runs.map((r) => r.rawStat / r.rawHeads), '×')
+    record('raw on two threads (buckets split): readdir + stat of every log, ms', runs.map((r) => r.rawStat2), 'ms')
+    record('raw on two threads (buckets split): readdir + open/read 4 KiB/fstat/close, ms', runs.map((r) => r.rawHeads2), 'ms')
+    record('the same floor on two threads: raw stat / raw heads, both on two threads', runs.map((r) => r.rawStat2 / r.rawHeads2), '×')
+    record('raw stat on two threads / raw heads on one (a picker given both cores, a listing one)', runs.map((r) => r.rawStat2 / r.rawHeads), '×')
     const counted = countingFs()
     await createJsonlPersistence({ root: lf.root, fs: counted.fs }).list({ orderBy: 'lastWrite', limit: 50 })
     note("list({ orderBy: 'lastWrite', limit: 50 }): file-system calls", `${counted.stats} stat, ${counted.opens} open, ${counted.reads} read (${(counted.bytes / 1024).toFixed(0)} KiB)`)
+  }
+
+  if (only?.includes('list-cold')) {
+    console.log()
+    const lf = listFixture()
+    console.log(`list, cold caches: before each timed call, dirty pages written and the page, dentry and inode caches dropped (as after a reboot)`)
+    const dropCaches = () => {
+      execFileSync('sync')
+      writeFileSync('/proc/sys/vm/drop_caches', '3')
+    }
+    let canDrop = true
+    try {
+      dropCaches()
+    } catch (err) {
+      canDrop = false
+      console.log(`  skipped: cannot drop the caches here (${err.code ?? err.message}); it needs root on Linux`)
+    }
+    const runs = []
+    for (let run = 0; canDrop && run < RUNS; run++) {
+      const r = {}
+      const contenders = [
+        ['full', async () => (await createJsonlPersistence({ root: lf.root }).list()).length === LIST_SESSIONS],
+        ['picker', async () => (await createJsonlPersistence({ root: lf.root }).list({ orderBy: 'lastWrite', limit: 50 })).length === 50],
+        ['raw', async () => (await rawList(lf.root)) === LIST_SESSIONS],
+        ['rawStat', async () => rawSyncList(lf.root, false) === LIST_SESSIONS],
+        ['rawHeads', async () => rawSyncList(lf.root, true) === LIST_SESSIONS],
+      ]
+      for (let k = 0; k < contenders.length; k++) {
+        const [name, fn] = contenders[(run + k) % contenders.length]
+        dropCaches()
+        globalThis.gc?.()
+        const t = now()
+        if (!(await fn())) throw new Error(`cold ${name}: wrong count`)
+        r[name] = now() - t
+      }
+      runs.push(r)
+      process.stdout.write(`  run ${run + 1}/${RUNS}: list() ${fmt(r.full)} ms, picker ${fmt(r.picker)} ms, raw ${fmt(r.raw)} ms, raw sync stat ${fmt(r.rawStat)} ms, raw sync heads ${fmt(r.rawHeads)} ms\n`)
+    }
+    if (canDrop) {
+      record(`cold: list() of ${LIST_SESSIONS.toLocaleString('en')} sessions, ms`, runs.map((r) => r.full), 'ms')
+      record("cold: list({ orderBy: 'lastWrite', limit: 50 }), ms", runs.map((r) => r.picker), 'ms')
+      record('cold: raw readdir + open/read 4 KiB/close of every log, ms', runs.map((r) => r.raw), 'ms')
+      record("cold: list({ orderBy: 'lastWrite', limit: 50 }) / list()", runs.map((r) => r.picker / r.full), '×', ['<=', 0.25])
+      record('cold: list() / raw readdir + open/read 4 KiB/close', runs.map((r) => r.full / r.raw), '×', ['<=', 1.5])
+      record('cold: raw sync stat / raw sync heads (the floor of the picker ratio)', runs.map((r) => r.rawStat / r.rawHeads), '×')
+    }
   }
 
   // The file holds one invocation's figures (the sections it ran); a smoke test with smaller
@@ -849,6 +911,39 @@ function rawSyncList(root, heads) {
     }
   }
   return n
+}
+
+/**
+ * `rawSyncList` on `threads` worker threads, the buckets dealt out between them (each thread's
+ * readdirs and calls synchronous, as the package's listing worker makes them); its start-up included.
+ */
+async function rawThreadsList(root, heads, threads) {
+  const { Worker } = await import('node:worker_threads')
+  const buckets = readdirSync(root, { withFileTypes: true }).filter((b) => b.isDirectory() && !b.name.startsWith('.')).map((b) => join(root, b.name))
+  const source = `
+    const { parentPort, workerData } = require('node:worker_threads')
+    const fs = require('node:fs')
+    const buf = Buffer.allocUnsafe(4096)
+    let n = 0
+    for (const dir of workerData.buckets) {
+      for (const name of fs.readdirSync(dir)) {
+        if (!name.endsWith('.jsonl')) continue
+        const path = dir + '/' + name
+        if (workerData.heads) {
+          const fd = fs.openSync(path, 'r')
+          fs.readSync(fd, buf, 0, 4096, 0)
+          fs.fstatSync(fd)
+          fs.closeSync(fd)
+        } else fs.statSync(path)
+        n++
+      }
+    }
+    parentPort.postMessage(n)`
+  const shares = Array.from({ length: threads }, (_, k) => buckets.filter((_, i) => i % threads === k))
+  const counts = await Promise.all(
+    shares.map((share) => new Promise((ok, fail) => new Worker(source, { eval: true, workerData: { buckets: share, heads } }).once('message', ok).once('error', fail))),
+  )
+  return counts.reduce((a, b) => a + b, 0)
 }
 
 /** readdir of the root and of every bucket, then open/read 4 KiB/close of every log, 32 at a time (callback API). */

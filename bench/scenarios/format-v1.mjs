@@ -5,10 +5,13 @@
 //     the same lines (target ≥ 1.0× its speed) and vs the raw baseline without checksums
 //     (target ≥ 0.9×); version 0 beside it
 //   - migrate of a 1 GiB log vs a raw read + write + fsync of the same bytes (target ≥ 0.8× its
-//     speed), with the migrating process's peak RSS
+//     speed), with the migrating process's peak RSS, and the floors of a migrate that checks
+//     what it seals: the raw copy with a JSON.parse + crc32 of each line, on one thread and on
+//     every core
 // Usage: npm run build && node bench/scenarios/format-v1.mjs [--rounds N] [--migrate-mib N] [--skip-migrate]
 import { execFileSync, spawnSync } from 'node:child_process'
 import { closeSync, copyFileSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs'
+import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { crc32 } from 'node:zlib'
@@ -161,8 +164,74 @@ try {
         return [out, 0, o]
       })
     }
+    // The same checked copy with the parse and seal on `threads` worker threads (every core of
+    // this machine), this thread reading 4 MiB at a time, handing each piece of whole lines to
+    // the next worker and writing the sealed pieces back in order: the floor of a migrate that
+    // checks on every core. Worker start-up included, as a migrate would pay it.
+    const rawParallelCheckedCopy = async (threads) => {
+      const { Worker } = await import('node:worker_threads')
+      const source = `
+        const { parentPort } = require('node:worker_threads')
+        const { crc32 } = require('node:zlib')
+        const HEX = Buffer.from('0123456789abcdef', 'latin1')
+        parentPort.on('message', ({ id, bytes }) => {
+          const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+          let lines = 0
+          for (let at = b.indexOf(10); at !== -1; at = b.indexOf(10, at + 1)) lines++
+          const out = Buffer.allocUnsafe(b.length + lines * 17)
+          let o = 0
+          for (let at = 0, nl; (nl = b.indexOf(10, at)) !== -1; at = nl + 1) {
+            JSON.parse(b.toString('utf8', at, nl))
+            const c = crc32(b.subarray(at, nl - 1))
+            o += b.copy(out, o, at, nl - 1)
+            o += out.write(',"crc":"', o, 'latin1')
+            for (let k = 0; k < 8; k++) out[o + k] = HEX[(c >>> (28 - 4 * k)) & 15]
+            o += 8
+            out[o++] = 0x22
+            out[o++] = 0x7d
+            out[o++] = 0x0a
+          }
+          parentPort.postMessage({ id, out: out.subarray(0, o) }, [out.buffer])
+        })`
+      const s = now()
+      const workers = Array.from({ length: threads }, () => new Worker(source, { eval: true }))
+      const waiting = new Map()
+      for (const w of workers) w.on('message', ({ id, out }) => waiting.get(id)(out))
+      const from = openSync(src, 'r')
+      const to = openSync(join(dir, 'raw-copy'), 'w')
+      const inFlight = []
+      let carry = Buffer.alloc(0)
+      let id = 0
+      const writeOldest = async () => {
+        const out = await inFlight.shift()
+        writeSync(to, out, 0, out.length)
+      }
+      for (;;) {
+        const buf = Buffer.allocUnsafe(4 << 20)
+        const n = readSync(from, buf, 0, buf.length, null)
+        const chunk = carry.length ? Buffer.concat([carry, buf.subarray(0, n)]) : buf.subarray(0, n)
+        const end = n === 0 ? chunk.length : chunk.lastIndexOf(10) + 1
+        carry = Buffer.from(chunk.subarray(end))
+        if (end > 0) {
+          const bytes = new Uint8Array(end)
+          bytes.set(chunk.subarray(0, end))
+          const k = id++
+          inFlight.push(new Promise((ok) => waiting.set(k, ok)))
+          workers[k % threads].postMessage({ id: k, bytes }, [bytes.buffer])
+        }
+        while (inFlight.length > (n === 0 ? 0 : 2 * threads)) await writeOldest()
+        if (n === 0) break
+      }
+      fsyncSync(to)
+      closeSync(from)
+      closeSync(to)
+      await Promise.all(workers.map((w) => w.terminate()))
+      const ms = now() - s
+      rmSync(join(dir, 'raw-copy'))
+      return ms
+    }
     // The CLI migrates a copy of the source log in a child process, which reports its peak RSS.
-    const REPORT_RSS = 'data:text/javascript,process.on("exit",()=>console.error("RSS",process.resourceUsage().maxRSS))'
+    const REPORT_RSS = new URL('../probes/report-peak-rss.mjs', import.meta.url).href
     const cli = new URL('../../dist/cli/main.js', import.meta.url).pathname
     const migrateOnce = () => {
       const root = join(dir, 'migrate-root')
@@ -180,14 +249,19 @@ try {
     const vsChecked = []
     const floor = []
     const rss = []
-    const ms = { raw: [], checked: [], migrate: [] }
+    const parallelFloor = []
+    const THREADS = Math.max(2, cpus().length)
+    const ms = { raw: [], checked: [], parallel: [], migrate: [] }
     for (let r = 0; r < Math.max(3, Math.min(ROUNDS, 5)); r++) {
       const rawMs = rawCopy()
       const checkedMs = rawCheckedCopy()
+      const parallelMs = await rawParallelCheckedCopy(THREADS)
       const m = migrateOnce()
       speed.push(rawMs / m.ms)
       vsChecked.push(checkedMs / m.ms)
       floor.push(rawMs / checkedMs)
+      parallelFloor.push(rawMs / parallelMs)
+      ms.parallel.push(parallelMs)
       rss.push(m.rssKb)
       ms.raw.push(rawMs)
       ms.checked.push(checkedMs)
@@ -196,6 +270,7 @@ try {
     console.log(`migrate of a ${(size / 2 ** 30).toFixed(2)} GiB log (${seq} events): speed vs raw read + write + fsync ${ratios(speed)} (target ≥ 0.8×); peak RSS of the migrating process ${(median(rss) / 1024).toFixed(0)} MiB (median)`)
     console.log(`  medians: raw copy ${median(ms.raw).toFixed(0)} ms, raw copy with a JSON.parse + crc32 of each line ${median(ms.checked).toFixed(0)} ms, migrate (CLI process) ${median(ms.migrate).toFixed(0)} ms`)
     console.log(`  the floor of a checking migrate: raw copy / raw checked copy ${ratios(floor)}; migrate vs the raw checked copy ${ratios(vsChecked)}`)
+    console.log(`  on every core: raw copy / raw checked copy on ${THREADS} worker threads (${median(ms.parallel).toFixed(0)} ms) ${ratios(parallelFloor)}`)
     rmSync(src, { force: true })
   }
 } finally {

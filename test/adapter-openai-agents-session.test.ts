@@ -226,6 +226,36 @@ describe('bad input', () => {
     await session.close()
   })
 
+  it('refuses an item holding a function or a Symbol with E_NOT_JSON naming the path, and writes nothing', async () => {
+    const root = await newRoot()
+    const persistence = createJsonlPersistence({ root })
+    const session = new JsonlSession({ persistence, sessionId: 'clone' })
+    const good: AgentInputItem = { type: 'message', role: 'user', content: 'ok' }
+    await session.addItems([good])
+    const before = await readFile(logPath(persistence, 'clone'))
+    const refusal = async (items: unknown[]) => {
+      try {
+        await session.addItems(items as AgentInputItem[])
+        return 'resolved'
+      } catch (err) {
+        return isSessionPersistenceError(err) ? `${err.code}: ${err.message}` : `foreign: ${String(err)}`
+      }
+    }
+    expect(await refusal([{ ...good, extra: () => 1 }])).toBe('E_NOT_JSON: addItems: items[0].extra is a function')
+    expect(await refusal([good, { ...good, extra: Symbol('x') }])).toBe('E_NOT_JSON: addItems: items[1].extra is a Symbol')
+    expect(await refusal([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'a', f() {} }] }])).toBe(
+      'E_NOT_JSON: addItems: items[0].content[0].f is a function',
+    )
+    expect((await readFile(logPath(persistence, 'clone'))).equals(before)).toBe(true)
+    expect(await session.getItems()).toEqual([good])
+    await session.close()
+    // Refused before the session is even opened: a fresh one creates nothing.
+    const fresh = new JsonlSession({ persistence, sessionId: 'fresh' })
+    expect(await codeOf(fresh.addItems([{ ...good, extra: Symbol('y') } as never]))).toBe('E_NOT_JSON')
+    expect(await fresh.getItems()).toEqual([])
+    await fresh.close()
+  })
+
   it('trackToolCalls refuses what is not an agent or a JsonlSession', async () => {
     const session = new JsonlSession({ persistence: createMemoryPersistence(), sessionId: 't' })
     expect(await codeOf(() => trackToolCalls({} as never, session))).toBe('E_CONFIG')

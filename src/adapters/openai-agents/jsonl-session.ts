@@ -107,6 +107,9 @@ export class JsonlSession implements Session {
       throw new SessionPersistenceError('E_INVALID_EVENT', 'addItems: expects an array of item objects', { sessionId: this.#id })
     }
     if (items.length === 0) return
+    // Checked before the clone, which would throw a DataCloneError on a function or a Symbol.
+    const problem = isPlainJson(items) ? undefined : plainJsonProblem(items, 'items')
+    if (problem) throw new SessionPersistenceError('E_NOT_JSON', `addItems: ${problem}`, { sessionId: this.#id })
     // Captured now: changing the items after the call must not change what is written.
     const batch = structuredClone(items)
     await this.#queue.add(async () => {

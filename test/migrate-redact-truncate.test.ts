@@ -242,6 +242,29 @@ describe('repair --truncate-at-damage', () => {
     expect(await codeOf(createJsonlPersistence({ root }).truncateAtDamage('h'))).toBe('E_LOCKED')
     await holder.close('h')
   })
+
+  test('a zeroed line before the damaged one: the log is cut at the zeroed line, and the report and log/truncated say so', async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    await p.create(meta('z'))
+    await p.append('z', [...turn(0, 1), ...turn(4, 2), ...turn(8, 3)])
+    await p.close('z')
+    const path = p.locate(meta('z')).path
+    const lines = (await readFile(path, 'utf8')).split('\n')
+    const offsetOf = (i: number) => Buffer.byteLength(lines.slice(0, i).join('\n')) + 1
+    // line 4 (seq 2) zeroed as a crash leaves blocks never synced; line 8 (seq 6) one flipped character
+    lines[3] = '\0'.repeat(lines[3]!.length)
+    lines[7] = lines[7]!.replace('answer 2', 'answer 3')
+    await writeFile(path, lines.join('\n'))
+    expect(await p.truncateAtDamage('z', { dryRun: true })).toMatchObject({ cut: { line: 4, byteOffset: offsetOf(3) }, keptEvents: 2 })
+    const report = await p.truncateAtDamage('z')
+    expect(report.cut).toMatchObject({ line: 4, byteOffset: offsetOf(3) })
+    expect(report.cut!.reason).toMatch(/NUL bytes/)
+    const loaded = await p.load('z')
+    await p.close('z')
+    expect(loaded.events.map((e) => e.type)).toEqual(['turn/start', 'user/message', 'turn/end', 'log/truncated'])
+    expect(loaded.events.at(-1)).toMatchObject({ data: { line: 4, byteOffset: offsetOf(3), reason: report.cut!.reason } })
+  })
 })
 
 describe('the in-memory backend', () => {

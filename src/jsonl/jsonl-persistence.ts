@@ -466,7 +466,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
         const size = (await handle.stat()).size
         const keptAt = keptAsideName(path)
         const plan = await truncatedBody(handle, path, id, cut, keptAt, Date.now(), size)
-        const report: TruncateReport = { id, path, cut, keptAt, keptEvents: plan.kept, closers: plan.closers, record: plan.record }
+        const report: TruncateReport = { id, path, cut: plan.cut, keptAt, keptEvents: plan.kept, closers: plan.closers, record: plan.record }
         if (dryRun) return report
         // The whole log first, beside it and durable; then the cut log replaces it.
         const lock = this.#sessions.get(id)!.lock!

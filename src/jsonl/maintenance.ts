@@ -339,10 +339,13 @@ export async function truncatedBody(
   keptAt: string,
   now: number,
   fileSize: number,
-): Promise<{ body: BodyWriter; kept: number; closers: SessionEvent[]; record: SessionEvent }> {
+): Promise<{ body: BodyWriter; cut: DamageCut; kept: number; closers: SessionEvent[]; record: SessionEvent }> {
   const openTurn = new OpenTurnTracker() // what the closers need, not the events
   const scan = await scanLog(handle, { path, sessionId: id, to: cut.byteOffset, keepEvents: false, onEvent: (event) => openTurn.add(event) })
   const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn })
+  // The prefix before the damage may itself end in what a load cuts (a torn or zeroed line
+  // before a later damaged one): the log is then cut there, and that is where it says it cut.
+  const at: DamageCut = plan.keepBytes < cut.byteOffset && scan.defect ? { line: scan.defect.line, byteOffset: scan.defect.byteOffset, reason: scan.defect.reason } : cut
   const version = scan.header.version
   const last = openTurn.last()
   const { closers } = plan
@@ -351,7 +354,7 @@ export async function truncatedBody(
     type: 'log/truncated',
     time: Math.max(closers.at(-1)?.time ?? last?.time ?? scan.header.createdAt, now),
     ignorable: true,
-    data: { at: now, line: cut.line, byteOffset: cut.byteOffset, reason: cut.reason, droppedBytes: fileSize - plan.keepBytes, keptAt },
+    data: { at: now, line: at.line, byteOffset: at.byteOffset, reason: at.reason, droppedBytes: fileSize - plan.keepBytes, keptAt },
   }
   const keep = plan.keepBytes
   const tail = [...closers, record].map((e) => `${sealLine(JSON.stringify(e), version)}\n`).join('')
@@ -359,6 +362,6 @@ export async function truncatedBody(
     await copyBody(handle, keep)(write)
     await write(Buffer.from(tail, 'utf8'))
   }
-  return { body, kept: scan.eventCount, closers, record }
+  return { body, cut: at, kept: scan.eventCount, closers, record }
 }
 

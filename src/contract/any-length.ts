@@ -106,6 +106,29 @@ export function anyLengthTests({ open }: ContractContext): void {
       expect((await a.inspect('open-tail')).events).toHaveLength(18)
     })
 
+    test('a turn still open that started before the kept part and the last request header starts the tail, though its closers end it', async () => {
+      const a = await open()
+      await a.create(meta('early-open'))
+      const events = [
+        ...turns(0, 1, 1),
+        ev(4, 'turn/start', { turn: 2 }),
+        ev(5, 'user/message', { content: 'c' }),
+        ev(6, 'request/header', { header: { model: 'm' }, reason: 'change' }),
+        ev(7, 'assistant/message', { turn: 2, step: 0, content: [{ type: 'text', text: 'd' }] }),
+        ev(8, 'history/compact', { summary: 'turn 1 in short', firstKeptSeq: 7 }),
+        ev(9, 'user/message', { content: 'e' }),
+      ]
+      await a.append('early-open', events)
+      await a.close('early-open')
+      const inspected = await a.inspect('early-open')
+      const tail = await a.load('early-open', { from: 'last-compaction' })
+      expect(tail.firstSeq).toBe(4)
+      expect(tail.events.map((e) => e.seq)).toEqual([4, 5, 6, 7, 8, 9, 10])
+      expect(tail.repair?.closers.map((c) => c.type)).toEqual(['turn/end'])
+      expect(toModelHistory(tail.events)).toEqual(toModelHistory(inspected.events))
+      await a.close('early-open')
+    })
+
     test("a bad 'from' is E_CONFIG and leaves the session neither open nor locked", async () => {
       const a = await open()
       await a.create(meta('bad-from'))

@@ -221,7 +221,9 @@ class MemoryPersistence implements SessionStore {
     }
     if (closers.length > 0) this.#store.changes.emit('change', id)
     this.#track(stored.meta, all.length, stored, stored.version)
-    const firstSeq = from === 'last-compaction' ? tailStartOf(all) : 0
+    // Found in the stored events, as a load from disk finds it before its repair: a turn still
+    // open at their end starts the tail (§15.1), though the closers now end it.
+    const firstSeq = from === 'last-compaction' ? tailStartOf(events) : 0
     const loaded: LoadedSession = { meta: structuredClone(stored.meta), events: firstSeq > 0 ? all.slice(firstSeq) : all, firstSeq }
     if (closers.length > 0) {
       loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }

@@ -147,3 +147,14 @@ describe('items <-> events', () => {
     )
   })
 })
+
+describe('itemKey (what tells a repeated item from a new one)', () => {
+  it('is the same whatever the key order, and tells apart items that differ only in a field named __proto__', async () => {
+    const { itemKey } = await import('../src/adapters/openai-agents/item-kind.js')
+    expect(itemKey({ type: 'message', role: 'user', content: 'a' })).toBe(itemKey({ content: 'a', role: 'user', type: 'message' }))
+    const plain = { type: 'message', role: 'user', content: 'a', providerData: {} }
+    const withProto = JSON.parse('{"type":"message","role":"user","content":"a","providerData":{"__proto__":{"x":1}}}')
+    expect(itemKey(withProto)).not.toBe(itemKey(plain))
+    expect(itemKey(withProto)).toContain('"__proto__":{"x":1}')
+  })
+})

@@ -142,6 +142,21 @@ describe('redact', () => {
     })
   }
 
+  test('a field named __proto__ (an own field of parsed JSON) is kept, redacted inside like any other', async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    await p.create(meta('proto'))
+    const event = JSON.parse(`{"seq":0,"type":"note","time":1,"__proto__":{"top":"${secret}"},"data":{"__proto__":{"x":"keep"},"msg":"${secret}"}}`) as SessionEvent
+    await p.append('proto', [event])
+    await p.close('proto')
+    expect(await p.redact('proto', { pattern: secret })).toMatchObject({ matches: 2, seqs: [0] })
+    const loaded = await p.load('proto')
+    await p.close('proto')
+    const stored = loaded.events[0] as unknown as Record<string, unknown>
+    expect(Object.keys(stored)).toEqual(['seq', 'type', 'time', '__proto__', 'data'])
+    expect(JSON.stringify(stored)).toBe('{"seq":0,"type":"note","time":1,"__proto__":{"top":"[REDACTED]"},"data":{"__proto__":{"x":"keep"},"msg":"[REDACTED]"}}')
+  })
+
   test('a locked session is skipped; a pattern that matches the empty string, or is not one, is E_CONFIG', async () => {
     const root = await tmpRoot()
     const p = createJsonlPersistence({ root })

@@ -6,6 +6,7 @@ import { OpenTurnTracker } from '../session/closers.js'
 import { headerLine, metaFromHeader } from '../session/meta.js'
 import type { JsonValue, SessionEvent, SessionHeader } from '../session/schema.js'
 import { isEnvelopeKey } from '../session/envelope.js'
+import { setField } from '../session/as-object.js'
 import type { FileHandle } from './fs/file-system.js'
 import type { BodyWriter } from './materialize.js'
 import type { RepairReport } from '../persistence.js'
@@ -91,7 +92,7 @@ function redactValue(value: JsonValue, pattern: RegExp, replacement: string, cou
   if (Array.isArray(value)) return value.map((v) => redactValue(v, pattern, replacement, count))
   if (value !== null && typeof value === 'object') {
     const out: { [k: string]: JsonValue } = {}
-    for (const [k, v] of Object.entries(value)) out[k] = redactValue(v, pattern, replacement, count)
+    for (const [k, v] of Object.entries(value)) setField(out, k, redactValue(v, pattern, replacement, count))
     return out
   }
   return value
@@ -104,7 +105,7 @@ function redactValue(value: JsonValue, pattern: RegExp, replacement: string, cou
 export function redactEvent(event: SessionEvent, pattern: RegExp, replacement: string): { event: SessionEvent; matches: number } {
   const count = { n: 0 }
   const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(event)) out[k] = isEnvelopeKey(k) || v === undefined ? v : redactValue(v as JsonValue, pattern, replacement, count)
+  for (const [k, v] of Object.entries(event)) setField(out, k, isEnvelopeKey(k) || v === undefined ? v : redactValue(v as JsonValue, pattern, replacement, count))
   return { event: out as SessionEvent, matches: count.n }
 }
 

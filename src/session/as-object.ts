@@ -5,3 +5,13 @@ export type JsonObject = Record<string, unknown>
 export function asObject(v: unknown): JsonObject | undefined {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : undefined
 }
+
+/**
+ * `o[key] = value` as an own, enumerable property, also for the key `__proto__`: plain assignment
+ * of that key (which `JSON.parse` makes an own property) changes the object's prototype instead,
+ * and the field vanishes from a copy and from its JSON.
+ */
+export function setField(o: JsonObject, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(o, key, { value, writable: true, enumerable: true, configurable: true })
+  else o[key] = value
+}

@@ -1,5 +1,5 @@
 import type { AgentInputItem } from '@openai/agents'
-import { asObject, type JsonObject } from '../../session/as-object.js'
+import { asObject, type JsonObject, setField } from '../../session/as-object.js'
 import type { JsonValue } from '../../session/schema.js'
 
 /**
@@ -119,7 +119,7 @@ export function itemKey(value: unknown): string | undefined {
       const o = asObject(v)
       if (!o) return v
       const sorted: JsonObject = {}
-      for (const k of Object.keys(o).sort()) sorted[k] = o[k]
+      for (const k of Object.keys(o).sort()) setField(sorted, k, o[k])
       return sorted
     })
   } catch {

@@ -1,4 +1,5 @@
-import { appendFile, stat } from 'node:fs/promises'
+import { appendFile, readdir, readFile, stat } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import { expect, test } from 'vitest'
 import { createJsonlPersistence } from '../src/index.js'
 import { MAX_LINE_BYTES } from '../src/session/prepare-batch.js'
@@ -59,4 +60,47 @@ test('a log holding a line longer than 64 MiB is E_CORRUPT naming its size, wher
   expect((await p.list()).map((l) => l.meta.id)).toEqual(['bad'])
   // a page that ends before the damage does not read it (§12: a read checks only what it reads)
   expect((await p.read('bad', { fromSeq: 0, toSeq: 3 })).events.map((e) => e.type)).toEqual(['turn/start', 'user/message', 'assistant/message'])
+}, 120_000)
+
+/** A version-0 event whose line (no checksum) is exactly `bytes` long, its text holding `marker` once. */
+function v0ResultOfLineBytes(seq: number, bytes: number, marker = '') {
+  const shell = JSON.stringify({ seq, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text: marker }] } })
+  return { seq, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text: marker + 'r'.repeat(bytes - shell.length) }] } }
+}
+
+test('a line a few bytes longer than 64 MiB is refused whatever the read boundaries (it was accepted when its end fell past the start of a read)', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, sync: 'none', formatVersion: 0 })
+  await p.create(meta('near'))
+  await p.append('near', turn(0, 1))
+  await p.close('near')
+  const path = p.locate(meta('near')).path
+  const start = (await stat(path)).size
+  const line = JSON.stringify(v0ResultOfLineBytes(4, MAX_LINE_BYTES + 10))
+  expect(line.length).toBe(MAX_LINE_BYTES + 10)
+  // Its newline lies well inside a 1 MiB read: before, what was carried into that read (< 64 MiB) was all that was counted.
+  expect((start + line.length) % 2 ** 20).toBeGreaterThan(10)
+  await appendFile(path, `${line}\n`)
+  const err = await p.load('near').catch((e: unknown) => e as Error & { code?: string; line?: number })
+  expect(err).toMatchObject({ code: 'E_CORRUPT', line: 6 })
+  expect(err.message).toContain(`a line of ${MAX_LINE_BYTES + 10} bytes, longer than`)
+}, 120_000)
+
+test('migrate refuses a version-0 line that its checksum would make longer than 64 MiB; redact one that its replacement would: E_INVALID_EVENT, the log untouched and loading', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, sync: 'none', formatVersion: 0 })
+  await p.create(meta('m'))
+  await p.append('m', [...turn(0, 1), v0ResultOfLineBytes(4, MAX_LINE_BYTES - 5, 'sk-secret'), ...turn(5, 2)])
+  await p.close('m')
+  const path = p.locate(meta('m')).path
+  const bytes = await readFile(path)
+  for (const attempt of [() => p.migrate('m'), () => p.redact('m', { pattern: 'sk-secret', replacement: '[REDACTED SECRET KEY]' })]) {
+    const err = await attempt().then(() => undefined, (e: unknown) => e as Error & { code?: string })
+    expect(err?.code).toBe('E_INVALID_EVENT')
+    expect(err?.message).toMatch(/seq 4\) .* would be rewritten as a line of \d+ bytes; a line holds at most 67108864/)
+    expect((await readFile(path)).equals(bytes)).toBe(true)
+  }
+  expect((await readdir(dirname(path))).filter((n) => n.startsWith('.'))).toEqual([])
+  expect((await p.load('m')).events).toHaveLength(9)
+  await p.close('m')
 }, 120_000)

@@ -436,7 +436,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
         if (dryRun || plan.matches === 0) return report
         const lock = this.#sessions.get(id)!.lock!
         await lock.assertHeld()
-        const body = redactedBody(handle, plan, { pattern, replacement, now: Date.now(), done: (record) => (report.record = record) })
+        const body = redactedBody(handle, plan, { path, pattern, replacement, now: Date.now(), done: (record) => (report.record = record) })
         // A lock lost while the new log was written must replace nothing.
         await rewriteLog(this.#ctx, path, body, async () => await lock.assertHeld())
         report.rewritten = true

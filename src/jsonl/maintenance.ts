@@ -3,6 +3,7 @@ import { isSessionPersistenceError, SessionPersistenceCorruptionError, SessionPe
 import { type FormatVersion, SealedLines, sealLine, unsealText } from '../session/line-codec.js'
 import { LineBuffer } from '../session/line-buffer.js'
 import { OpenTurnTracker } from '../session/closers.js'
+import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
 import { headerLine, metaFromHeader } from '../session/meta.js'
 import type { JsonValue, SessionEvent, SessionHeader } from '../session/schema.js'
 import { isEnvelopeKey } from '../session/envelope.js'
@@ -27,6 +28,20 @@ const WRITE_BYTES = 1 << 20
 /** The JSON text of a stored line of a log of `version` (its checksum removed). */
 function jsonOf(line: string, version: FormatVersion): string {
   return version === 1 ? unsealText(line) : line
+}
+
+/**
+ * Refuses a line a rewrite would make longer than a line may be (§15.5: `append` refuses such an
+ * event, and every reader reports a log holding one): the rewrite fails before anything is
+ * replaced. `bytes` is the line's length without its `\n`.
+ */
+function assertLineFits(bytes: number, event: SessionEvent, id: string, path: string, outcome: string): void {
+  if (bytes <= MAX_LINE_BYTES) return
+  throw new SessionPersistenceError(
+    'E_INVALID_EVENT',
+    `event '${event.type}' (seq ${event.seq}) of ${basename(path)} would be rewritten as a line of ${bytes} bytes; a line holds at most ${MAX_LINE_BYTES} (64 MiB): ${outcome}`,
+    { sessionId: id, path },
+  )
 }
 
 /**
@@ -67,7 +82,10 @@ export function migratedBody(
       keepEvents: false,
       onEventLine: (buf, start, end, event) => {
         assertSealable(event, id, path)
+        const before = out.length
         out.add(buf, start, end)
+        // Its checksum makes the line 17 bytes longer: a line near the limit would outgrow it.
+        assertLineFits(out.length - before - 1, event, id, path, 'the log cannot be migrated and stays version 0')
         openTurn.add(event)
       },
       afterChunk: async () => {
@@ -208,9 +226,9 @@ export async function planRedaction(handle: FileHandle, path: string, id: string
 export function redactedBody(
   handle: FileHandle,
   plan: RedactionPlan,
-  options: { pattern: RegExp; replacement: string; now: number; done: (record: SessionEvent) => void },
+  options: { path: string; pattern: RegExp; replacement: string; now: number; done: (record: SessionEvent) => void },
 ): BodyWriter {
-  const { pattern, replacement } = options
+  const { path, pattern, replacement } = options
   const { header, seqs } = plan
   const version = header.version
   const changed = (why: string) => new Error(`the log changed while it was redacted (${why}): nothing was replaced`)
@@ -220,12 +238,19 @@ export function redactedBody(
     let seq = 0 // line i after the header holds seq i (the plan's pass checked it)
     let next = 0 // the next planned seq
     let matches = 0
+    /** The redacted event's line (with its `\n`), refused when it would outgrow a line. */
+    const lineOf = (event: SessionEvent): string => {
+      const line = `${sealLine(JSON.stringify(event), version)}\n`
+      // A replacement longer than what it replaces grows the line: a line near the limit would outgrow it.
+      if (line.length * 3 > MAX_LINE_BYTES) assertLineFits(Buffer.byteLength(line) - 1, event, plan.header.id, path, 'nothing was replaced')
+      return line
+    }
     const redactLine = (json: string): string => {
       const event = JSON.parse(json) as SessionEvent
       const redacted = redactEvent(event, pattern, replacement)
       if (event.seq !== seq || redacted.matches === 0) throw changed(`seq ${seq}`)
       matches += redacted.matches
-      return `${sealLine(JSON.stringify(redacted.event), version)}\n`
+      return lineOf(redacted.event)
     }
     let failure: Error | undefined
     await forEachLine(
@@ -260,7 +285,7 @@ export function redactedBody(
       if (closer.seq === seqs[next]) {
         const redacted = redactEvent(closer, pattern, replacement)
         matches += redacted.matches
-        out.addText(`${sealLine(JSON.stringify(redacted.event), version)}\n`)
+        out.addText(lineOf(redacted.event))
         next++
       } else out.addText(`${sealLine(JSON.stringify(closer), version)}\n`)
       seq++
@@ -273,7 +298,8 @@ export function redactedBody(
       ignorable: true,
       data: { at: options.now, matches, seqs, replacement },
     }
-    out.addText(`${sealLine(JSON.stringify(record), version)}\n`)
+    // It lists every seq that matched: a log with millions of them would outgrow a line too.
+    out.addText(lineOf(record))
     await write(out.take())
     options.done(record)
   }

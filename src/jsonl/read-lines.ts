@@ -109,11 +109,22 @@ async function readLines(
     if (carry.length > 0) {
       const nl = view.indexOf(10)
       if (nl !== -1) {
-        carry.push(view.subarray(0, nl))
-        const line = Buffer.concat(carry)
-        carry = []
-        carried = 0
-        const keepGoing = visit(line, 0, line.length, lineOffset, true)
+        let keepGoing: boolean | void
+        if (carried + nl > MAX_LINE_BYTES) {
+          // Longer than a line may be, though what came before this chunk was not: the same
+          // verdict whatever the chunk boundaries (its bytes not joined).
+          const prefix = Buffer.concat(carry, Math.min(OVERSIZED_PREFIX, carried))
+          const length = carried + nl
+          carry = []
+          carried = 0
+          keepGoing = visit(prefix, 0, prefix.length, lineOffset, true, undefined, length)
+        } else {
+          carry.push(view.subarray(0, nl))
+          const line = Buffer.concat(carry)
+          carry = []
+          carried = 0
+          keepGoing = visit(line, 0, line.length, lineOffset, true)
+        }
         lineOffset = pos + nl + 1
         i = nl + 1
         if (keepGoing === false) return lineOffset

@@ -104,6 +104,63 @@ function suite(name: string, factory: BackendFactory): void {
       expect(uuids(await store.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3'])
     })
 
+    it('captures the batch at the call: entries changed right after append() are stored as they were, uuid included (first append, queued append, open session)', async () => {
+      const store = storeOn((await backend()).persistence)
+      // Changes what the caller passed in every way it can: a nested field, the uuid, the array.
+      const spoil = (batch: SessionStoreEntry[]) => {
+        for (const e of batch) {
+          ;(e.message as { content: string }).content = 'MUTATED'
+          e.uuid = 'changed'
+        }
+        batch.push(entry(99))
+      }
+      // The first append of a key: the session is opened (created) before anything is written.
+      const first = [entry(1), entry(2)]
+      const p1 = store.append(key, first)
+      spoil(first)
+      // Queued behind the first: it reaches the backend only after the open and that write.
+      const queued = [entry(3)]
+      const p2 = store.append(key, queued)
+      spoil(queued)
+      await Promise.all([p1, p2])
+      // The session open and nothing queued.
+      const later = [entry(4)]
+      const p3 = store.append(key, later)
+      spoil(later)
+      await p3
+      expect(await store.load(key)).toEqual([entry(1), entry(2), entry(3), entry(4)])
+      // The uuids remembered are the ones stored: the entries again are not stored twice.
+      await store.append(key, [entry(1), entry(3), entry(4)])
+      expect(uuids(await store.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3', 'uuid-4'])
+    })
+
+    it('the captured batch is refused as the entries would be: E_NOT_JSON at the path on a first append and on a queued one, nothing of the batch stored', async () => {
+      const store = storeOn((await backend()).persistence)
+      class Point {
+        x = 1
+      }
+      const cyclic: Record<string, unknown> = { type: 'user', uuid: 'c' }
+      cyclic.self = cyclic
+      const bads: Record<string, unknown>[] = [
+        { type: 'user', uuid: 'x', fn: () => 1 },
+        { type: 'user', uuid: 'x', s: Symbol('s') },
+        { type: 'user', uuid: 'x', message: { content: [new Point()] } },
+        { type: 'user', uuid: 'x', when: new Date(0) },
+        { type: 'user', uuid: 'x', big: 10n },
+        cyclic,
+      ]
+      for (const [i, bad] of bads.entries()) {
+        const k = { ...key, sessionId: `not-json-${i}` }
+        const err = await rejection(store.append(k, [entry(1), bad as SessionStoreEntry]))
+        expect([err.code, err.message.includes('claudeEntry')]).toEqual(['E_NOT_JSON', true])
+        const ahead = store.append(k, [entry(2)])
+        const queued = rejection(store.append(k, [entry(3), bad as SessionStoreEntry]))
+        await ahead
+        expect((await queued).code).toBe('E_NOT_JSON')
+        expect(uuids(await store.load(k))).toEqual(['uuid-2'])
+      }
+    })
+
     it('appends to several keys in turn, each to its own session (other keys, subpaths, an equal key object each time)', async () => {
       const store = storeOn((await backend()).persistence)
       const other = { ...key, sessionId: 'another' }

@@ -2,7 +2,7 @@ import { isAbsolute } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { isSessionPersistenceError, SessionPersistenceError, type SessionEvent, type SessionMeta } from '../../index.js'
 import { assertEntry, entryError, entryEvent, entryOf } from './entry-events.js'
-import { isPlainObject } from '../../session/json-check.js'
+import { isPlainJson, isPlainObject } from '../../session/json-check.js'
 import {
   assertKey,
   describeKey,
@@ -45,6 +45,41 @@ interface Tracked {
 const BATCH_REFUSALS = new Set(['E_NOT_JSON', 'E_INVALID_EVENT'])
 const noop = () => {}
 const MAX_REMEMBERED_IDS = 4096
+
+/**
+ * A copy of `value`'s plain JSON parts (arrays and plain objects, cycles kept as cycles); what
+ * is not plain JSON stays as it is, so the backend refuses it (`E_NOT_JSON`, at its path) as it
+ * would the original.
+ */
+function copyJsonParts(value: unknown, copies: Map<object, unknown>): unknown {
+  if (typeof value !== 'object' || value === null) return value
+  const done = copies.get(value)
+  if (done !== undefined) return done
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype) return value
+    const out: unknown[] = []
+    copies.set(value, out)
+    for (let i = 0; i < value.length; i++) out.push(copyJsonParts(value[i], copies))
+    return out
+  }
+  if (!isPlainObject(value)) return value
+  const out: Record<string, unknown> = {}
+  copies.set(value, out)
+  for (const key of Object.keys(value)) {
+    // Defined, not assigned: an own `__proto__` key (JSON.parse makes them) stays a key.
+    Object.defineProperty(out, key, { value: copyJsonParts(value[key], copies), enumerable: true, writable: true, configurable: true })
+  }
+  return out
+}
+
+/**
+ * The batch as it is at the call, for an append that reaches the backend later (after an open,
+ * or queued behind another): changing the entries after the call changes nothing stored.
+ */
+function captured(entries: readonly Record<string, unknown>[]): Record<string, unknown>[] {
+  // structuredClone would turn a class instance into a plain object, and throws on a function.
+  return (isPlainJson(entries) ? structuredClone(entries) : copyJsonParts(entries, new Map())) as Record<string, unknown>[]
+}
 
 /** Whether `key` (not yet checked) is an object with exactly the parts of `k`. */
 function hasParts(key: unknown, k: StoredKey): boolean {
@@ -99,6 +134,7 @@ class Store implements ClaudeSessionStore {
    */
   append(key: SessionKey, entries: SessionStoreEntry[]): Promise<void> {
     let t: Tracked
+    let batch: Record<string, unknown>[]
     try {
       // The SDK appends to one key after another: the last key's parts, checked then, are
       // compared, not checked and hashed again.
@@ -117,14 +153,16 @@ class Store implements ClaudeSessionStore {
         this.#last = open
         return this.#run(open, () => this.#write(open, entries as Record<string, unknown>[], true))
       }
-      // Otherwise they are checked before the key is tracked or anything is queued.
+      // Otherwise they are checked before the key is tracked or anything is queued, and
+      // captured: the backend sees them only after an open or the appends ahead of them.
       for (let i = 0; i < entries.length; i++) assertEntry(entries[i], i, id)
+      batch = captured(entries as Record<string, unknown>[])
       t = k === undefined ? last! : this.#track(id, k)
       this.#last = t
     } catch (err) {
       return Promise.reject(err)
     }
-    return this.#run(t, () => this.#append(t, entries as Record<string, unknown>[]))
+    return this.#run(t, () => this.#append(t, batch))
   }
 
   /** The entries appended under `key`, deep-equal and in order; `null` for a key never written. */

@@ -46,6 +46,34 @@ describe('session-jsonl migrate', () => {
     expect((await runCli(['--root', root, 'migrate'])).code).toBe(2) // ids or --all
     expect((await runCli(['--root', root, 'migrate', 'a', '--all'])).code).toBe(2)
   })
+
+  test('a log whose header is damaged or of a newer version is refused with its own code, by id and with --all (never passed over, never E_NOT_FOUND)', async () => {
+    const root = await tmpRoot()
+    const pathOf = await sessions(root, 0, ['good', 'hdr', 'newer'])
+    const hdr = (await readFile(pathOf('hdr'), 'utf8')).replace('"type":"session"', '"type":"sessio"')
+    await writeFile(pathOf('hdr'), hdr)
+    const newer = (await readFile(pathOf('newer'), 'utf8')).replace('"version":0', '"version":7')
+    await writeFile(pathOf('newer'), newer)
+
+    const one = await runCli(['--root', root, 'migrate', 'hdr'])
+    expect(one.code).toBe(1)
+    expect(one.stderr).toMatch(/^refused hdr: E_CORRUPT: /)
+    const v7 = await runCli(['--root', root, 'redact', 'newer', '--pattern', 'question'])
+    expect(v7.code).toBe(1)
+    expect(v7.stderr).toMatch(/^refused newer: E_FORMAT_UNSUPPORTED: /)
+    expect((await runCli(['--root', root, 'migrate', 'nosuch'])).stderr).toMatch(/^refused nosuch: E_NOT_FOUND: /)
+
+    const all = await runCli(['--root', root, 'migrate', '--all', '--json'])
+    expect(all.code).toBe(1)
+    const outcomes = JSON.parse(all.stdout).migrate as { id?: string; path?: string; status: string; code?: string }[]
+    expect(outcomes.map((o) => [o.id ?? o.path, o.code ?? o.status]).sort()).toEqual([[pathOf('hdr'), 'E_CORRUPT'], ['good', 'done'], [pathOf('newer'), 'E_FORMAT_UNSUPPORTED']].sort())
+    expect(await readFile(pathOf('hdr'), 'utf8')).toBe(hdr)
+    expect(await readFile(pathOf('newer'), 'utf8')).toBe(newer)
+    const text = await runCli(['--root', root, 'migrate', '--all'])
+    expect(text.code).toBe(1)
+    expect(text.stderr).toContain(`refused ${pathOf('hdr')}: E_CORRUPT`)
+    expect(text.stdout).toContain('migrate: 0 done, 1 unchanged, 0 skipped, 2 refused')
+  })
 })
 
 describe('session-jsonl redact', () => {

@@ -167,6 +167,18 @@ describe('redact', () => {
     for (const bad of [{ pattern: 'x*' }, { pattern: '' }, { pattern: '(' }, { pattern: 3 }, {}, { pattern: 'sk', replacement: 1 }]) {
       expect(await codeOf(p.redact('l', bad as never))).toBe('E_CONFIG')
     }
+    // No match of '' itself, but empty matches inside the text (a word boundary, a lookahead):
+    // they would insert the replacement. Refused, dry run too, nothing written.
+    const path = p.locate(meta('l')).path
+    const bytes = await readFile(path)
+    for (const pattern of ['\\b', '(?=live)', 'sk|(?=0123)']) {
+      for (const dryRun of [true, false]) {
+        const err = await p.redact('l', { pattern, dryRun }).then(() => undefined, (e: unknown) => e as Error & { code?: string })
+        expect(err?.code).toBe('E_CONFIG')
+        expect(err?.message).toMatch(/matches an empty string in event seq \d+/)
+      }
+    }
+    expect((await readFile(path)).equals(bytes)).toBe(true)
   })
 
   test('the backend redact option is applied before serialization, also through the plugin: a secret never reaches the disk', async () => {

@@ -44,6 +44,16 @@ export async function resolveListedIds(p: SessionStore, given: readonly string[]
   return resolved
 }
 
+/**
+ * Several ids (or prefixes), each resolved once against one listing; an id that matches no
+ * listed session is kept as given, for the operation to say what is wrong with it (a damaged
+ * or unsupported header, no such session).
+ */
+export async function resolveIds(p: SessionStore, given: readonly string[]): Promise<string[]> {
+  const ids = (await p.list({ onProblem: () => {} })).map((l) => l.meta.id)
+  return [...new Set(given.map((g) => matchId(ids, g)))]
+}
+
 function matchId(ids: readonly string[], given: string): string {
   if (ids.includes(given)) return given
   const matches = ids.filter((id) => id.startsWith(given))

@@ -4,13 +4,14 @@ import { realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { isSessionPersistenceError } from '../errors.js'
-import { fork, type Io, ls, repair, resolveId, resolveListed, resolveListedIds, tree, verify } from './commands.js'
+import { fork, type Io, ls, repair, resolveId, resolveIds, resolveListed, resolveListedIds, tree, verify } from './commands.js'
 import { exportSession, show, type ShowPage } from './show.js'
 import { tail } from './tail.js'
 import { copy, parseDuration, prune, rm } from './maintenance.js'
 import { isPostgresUrl, openRoot, type OpenedRoot } from './open-root.js'
 import { terminalIo } from './terminal-io.js'
 import { migrate, redact, truncateAtDamage } from './rewrites.js'
+import type { ListProblem } from '../persistence.js'
 
 const USAGE = `usage: session-jsonl [--root DIR|URL] <command> [options]
 
@@ -195,13 +196,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         return await repair(root, io, await needId(), { json: values.json, dryRun: values['dry-run'] })
       case 'migrate': {
         if (values.all === (arg !== undefined)) throw new UsageError('migrate takes session ids or --all (not both, not neither)')
-        const ids = values.all ? (await p.list({ onProblem: () => {} })).map((l) => l.meta.id) : await resolveListedIds(p, [arg!, ...extra])
-        return await migrate(root, io, ids, { json: values.json, dryRun: values['dry-run'] })
+        // With --all, a log that cannot be listed (a damaged or unsupported header) is refused, not passed over.
+        const problems: ListProblem[] = []
+        const ids = values.all ? (await p.list({ onProblem: (pr) => problems.push(pr) })).map((l) => l.meta.id) : await resolveIds(p, [arg!, ...extra])
+        return await migrate(root, io, ids, { json: values.json, dryRun: values['dry-run'], problems })
       }
       case 'redact': {
         if (arg === undefined) throw new UsageError('redact needs session ids')
         if (!values.pattern) throw new UsageError('redact needs --pattern <regex>')
-        const ids = await resolveListedIds(p, [arg, ...extra])
+        const ids = await resolveIds(p, [arg, ...extra])
         return await redact(root, io, ids, { json: values.json, dryRun: values['dry-run'], pattern: values.pattern, replacement: values.replace })
       }
       case 'fork': {

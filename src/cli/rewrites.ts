@@ -1,5 +1,5 @@
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
-import type { JsonlSessionPersistence, SessionStore } from '../persistence.js'
+import type { JsonlSessionPersistence, ListProblem, SessionStore } from '../persistence.js'
 import type { Io } from './commands.js'
 import type { OpenedRoot } from './open-root.js'
 import { oneLine } from './render.js'
@@ -19,16 +19,29 @@ function jsonlStore(root: OpenedRoot, command: string): JsonlSessionPersistence 
 }
 
 interface Outcome {
-  id: string
+  /** The session's id; a log that could not be listed (its header damaged) has only its `path`. */
+  id?: string
+  path?: string
   status: 'done' | 'unchanged' | 'skipped' | 'refused'
   code?: string
   message?: string
   [detail: string]: unknown
 }
 
-/** Runs `each` over `ids`, one at a time, and reports; exit 1 when any was refused. */
-async function forEachSession(io: Io, what: string, ids: readonly string[], json: boolean, each: (id: string) => Promise<Outcome>): Promise<number> {
-  const outcomes: Outcome[] = []
+/**
+ * Runs `each` over `ids`, one at a time, and reports; exit 1 when any was refused. `unlisted`
+ * are logs the listing reported as problems (with --all): each is reported refused.
+ */
+async function forEachSession(
+  io: Io,
+  what: string,
+  ids: readonly string[],
+  json: boolean,
+  each: (id: string) => Promise<Outcome>,
+  unlisted: readonly ListProblem[] = [],
+): Promise<number> {
+  const outcomes: Outcome[] = unlisted.map((pr) => ({ path: pr.path, status: 'refused', code: pr.code, message: pr.message }))
+  if (!json) for (const pr of unlisted) io.err(`refused ${pr.path}: ${pr.code}: ${oneLine(pr.message, 200)}\n`)
   for (const [i, id] of ids.entries()) {
     let outcome: Outcome
     try {
@@ -43,11 +56,11 @@ async function forEachSession(io: Io, what: string, ids: readonly string[], json
   }
   const n = (s: Outcome['status']) => outcomes.filter((o) => o.status === s).length
   if (json) io.out(`${JSON.stringify({ [what]: outcomes }, null, 2)}\n`)
-  else if (ids.length > 1) io.out(`${what}: ${n('done')} done, ${n('unchanged')} unchanged, ${n('skipped')} skipped, ${n('refused')} refused\n`)
+  else if (outcomes.length > 1) io.out(`${what}: ${n('done')} done, ${n('unchanged')} unchanged, ${n('skipped')} skipped, ${n('refused')} refused\n`)
   return n('refused') > 0 ? 1 : 0
 }
 
-export async function migrate(root: OpenedRoot, io: Io, ids: readonly string[], opts: { json: boolean; dryRun: boolean }): Promise<number> {
+export async function migrate(root: OpenedRoot, io: Io, ids: readonly string[], opts: { json: boolean; dryRun: boolean; problems?: readonly ListProblem[] }): Promise<number> {
   const store = jsonlStore(root, 'migrate')
   return forEachSession(io, 'migrate', ids, opts.json, async (id) => {
     const r = await store.migrate(id, { dryRun: opts.dryRun })
@@ -58,7 +71,7 @@ export async function migrate(root: OpenedRoot, io: Io, ids: readonly string[], 
     }
     if (!opts.json) io.out(opts.dryRun ? `${id}: version 0, ${r.events} events: would be rewritten as version 1${repaired.replace('repaired', 'would be repaired')}\n` : `${id}: migrated to version 1 (${r.events} events)${repaired}\n`)
     return { id, status: opts.dryRun ? 'unchanged' : 'done', events: r.events, fromVersion: 0 }
-  })
+  }, opts.problems)
 }
 
 export async function redact(root: OpenedRoot, io: Io, ids: readonly string[], opts: { json: boolean; dryRun: boolean; pattern: string; replacement: string | undefined }): Promise<number> {

@@ -127,24 +127,39 @@ export function redactEvent(event: SessionEvent, pattern: RegExp, replacement: s
   return { event: out as SessionEvent, matches: count.n }
 }
 
-/** Counts the matches of `pattern` in the string values of `value` (never keys), building nothing. */
+/** Counts the matches of `pattern` in the string values of `value` (never keys), building nothing; -1 at an empty match. */
 function countInValue(value: JsonValue, pattern: RegExp): number {
   if (typeof value === 'string') {
     let n = 0
-    // As `replace` counts them (an empty match advances by one), without building the result.
-    for (const _ of value.matchAll(pattern)) n++
+    for (const m of value.matchAll(pattern)) {
+      // A pattern that matches no text but a place (`\b`, a lookahead) would insert the
+      // replacement there: a redaction replaces text, never adds it.
+      if (m[0] === '') return -1
+      n++
+    }
     return n
   }
   let n = 0
-  if (Array.isArray(value)) for (const v of value) n += countInValue(v, pattern)
-  else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) n += countInValue(v, pattern)
+  const add = (v: JsonValue) => {
+    const k = n < 0 ? -1 : countInValue(v, pattern)
+    n = k < 0 ? -1 : n + k
+  }
+  if (Array.isArray(value)) for (const v of value) add(v)
+  else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) add(v)
   return n
 }
 
-/** The matches `redactEvent` would replace in an event. */
+/** The matches `redactEvent` would replace in an event; `E_CONFIG` when the pattern matches an empty string in it. */
 function countInEvent(event: SessionEvent, pattern: RegExp): number {
   let n = 0
-  for (const [k, v] of Object.entries(event)) if (!isEnvelopeKey(k) && v !== undefined) n += countInValue(v as JsonValue, pattern)
+  for (const [k, v] of Object.entries(event)) {
+    if (isEnvelopeKey(k) || v === undefined) continue
+    const m = countInValue(v as JsonValue, pattern)
+    if (m < 0) {
+      throw new SessionPersistenceError('E_CONFIG', `redact: the pattern ${pattern} matches an empty string in event seq ${event.seq}: a redaction replaces text, it never inserts any`)
+    }
+    n += m
+  }
   return n
 }
 

@@ -1,4 +1,5 @@
 import { mkdir, open, stat, writeFile } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { expect, test } from 'vitest'
 import {
@@ -12,7 +13,7 @@ import {
   type SessionListing,
 } from '../src/index.js'
 import { PEEK_MIN_FILES } from '../src/jsonl/list-sessions.js'
-import { peekFilesInWorker, peekWorkersAlive, WORKER_SOURCE } from '../src/jsonl/fs/peek-files.js'
+import { peekFilesInWorker, peekWorkerCount, peekWorkersAlive, WORKER_SOURCE } from '../src/jsonl/fs/peek-files.js'
 import { headerLine } from '../src/session/meta.js'
 import { meta } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
@@ -119,6 +120,32 @@ test('a peekFiles iteration ended early terminates its worker, even one waiting 
   // Read to the end, it exits by itself.
   expect((await collect(peekFilesInWorker(paths, 0))).length).toBe(8)
   for (let i = 0; i < 100 && peekWorkersAlive() > 0; i++) await new Promise((r) => setTimeout(r, 5))
+  expect(peekWorkersAlive()).toBe(0)
+})
+
+test('with many files several workers share the batches, which are still handed over in order; ending early terminates them all', async () => {
+  const most = Math.min(4, Math.max(2, availableParallelism()))
+  expect([2047, 4096, 8191, 8192, 16_384, 100_000].map((n) => peekWorkerCount(n))).toEqual([1, 1, 1, 2, Math.min(4, most), most])
+  expect([4096, 8192, 100_000].map((n) => peekWorkerCount(n, 0))).toEqual([1, 2, 2])
+  const dir = await tmpRoot()
+  // Mostly missing files (fast, an ENOENT each), a real one every 997 files at a known place.
+  const paths = Array.from({ length: 16_384 + 300 }, (_, i) => join(dir, i % 997 === 0 ? `real-${i}` : `missing-${i}`))
+  for (let i = 0; i < paths.length; i += 997) await writeFile(paths[i]!, `line ${i}\n`)
+  const batches = await collect(peekFilesInWorker(paths, 64))
+  expect(batches.map((b) => b.start)).toEqual(Array.from({ length: 33 }, (_, b) => b * 512))
+  const files = batches.flatMap((b) => b.files)
+  expect(files).toHaveLength(paths.length)
+  files.forEach((f, i) => {
+    if (i % 997 === 0) expect([i, f.head?.toString(), f.headEnd]).toEqual([i, `line ${i}`, 'line'])
+    else expect([i, f.error?.code]).toEqual([i, 'ENOENT'])
+  })
+  for (let i = 0; i < 100 && peekWorkersAlive() > 0; i++) await new Promise((r) => setTimeout(r, 5))
+  expect(peekWorkersAlive()).toBe(0)
+  for await (const b of peekFilesInWorker(paths, 0)) {
+    expect(b.start).toBe(0)
+    await new Promise((r) => setTimeout(r, 50)) // the workers run ahead, then wait
+    break
+  }
   expect(peekWorkersAlive()).toBe(0)
 })
 

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 import { SessionPersistenceCorruptionError } from '../errors.js'
 import type { SessionRange } from '../persistence.js'
 import { envelopeProblem } from '../session/envelope.js'
@@ -37,9 +38,14 @@ export async function readHeaderLine(handle: FileHandle, path: string, sessionId
   return found
 }
 
-/** An event line parsed, or undefined when the bytes are not one (checksum in version 1, JSON, envelope). */
+/**
+ * An event line parsed, or undefined when the bytes are not one as a load judges a line (scan-log.ts):
+ * the checksum in version 1, valid UTF-8 (decoding invalid bytes would turn them into U+FFFD and
+ * make a line a load cuts look valid), JSON, no `crc` of its own inside a sealed line, the envelope.
+ */
 export function parseEventLine(line: Buffer, version: FormatVersion): SessionEvent | undefined {
   if (version === 1 && checkLine(line, 0, line.length) !== 'ok') return undefined
+  if (!isUtf8(line)) return undefined
   let value: unknown
   try {
     const text = line.toString('utf8')
@@ -47,6 +53,7 @@ export function parseEventLine(line: Buffer, version: FormatVersion): SessionEve
   } catch {
     return undefined
   }
+  if (version === 1 && (value as { crc?: unknown } | null)?.crc !== undefined) return undefined
   return envelopeProblem(value) === undefined ? (value as SessionEvent) : undefined
 }
 

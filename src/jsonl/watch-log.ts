@@ -1,6 +1,8 @@
 import { dirname } from 'node:path'
+import { isDeepStrictEqual } from 'node:util'
 import { isSessionPersistenceError } from '../errors.js'
-import type { SessionEvent } from '../session/schema.js'
+import { metaFromHeader } from '../session/meta.js'
+import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
 import { findOneLog, listBuckets } from './find-logs.js'
 import { forEachLine } from './read-lines.js'
@@ -33,6 +35,10 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
     await h?.close().catch(() => {})
   }
   let point: SeqPoint | undefined // where the next unread line starts, and its seq
+  // The meta of the log as first opened. A rewrite (§16: migrate, redact, truncate-at-damage)
+  // keeps it and only `version` may change; another file under the name with other meta is
+  // another session (deleted and re-created under the same id): the watch ends there.
+  let identity: SessionMeta | undefined
   const watchers = new Map<string, { close(): void }>()
   let dirty = false
   let wake: (() => void) | undefined
@@ -75,16 +81,24 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
     }
   }
 
-  /** The complete valid lines from `from` (up to `to`, or to where a read comes back short), advancing `point`. */
-  async function readFrom(handle: FileHandle, version: FormatVersion, from: SeqPoint, next: number, to: number): Promise<SessionEvent[]> {
+  /**
+   * The complete valid lines from `from` (up to `to`, or to where a read comes back short),
+   * advancing `point`; `refused` when the read stopped at a complete line that is not the next
+   * event (a defect a repair will cut, or bytes rewritten under `point`).
+   */
+  async function readFrom(handle: FileHandle, version: FormatVersion, from: SeqPoint, next: number, to: number): Promise<{ events: SessionEvent[]; refused: boolean }> {
     const events: SessionEvent[] = []
     let at = from
+    let refused = false
     await forEachLine(
       handle,
       (buf, start, end, offset, complete) => {
         if (!complete) return false
         const event = parseEventLine(buf.subarray(start, end), version)
-        if (!event || event.seq !== at.seq) return false
+        if (!event || event.seq !== at.seq) {
+          refused = true
+          return false
+        }
         at = { offset: offset + end - start + 1, seq: event.seq + 1 }
         if (event.seq >= next) events.push(event)
         return events.length < POLL_EVENTS
@@ -92,7 +106,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
       { from: from.offset, to, chunkBytes: WATCH_CHUNK, stopAtShortRead: true },
     )
     point = at
-    return events
+    return { events, refused }
   }
 
   return {
@@ -108,13 +122,15 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
       }
       const byNotification = notified
       notified = false
-      // A notification with the log open where it was left: one read from there, nothing else.
-      // Whether the name still holds that file (deleted, or replaced by a rewrite) is looked at
-      // by the safety poll's stat, at most SAFETY_POLL_MS later.
+      // A notification with the log open where it was left: one read from there, nothing else
+      // when it finds events. One that finds none may be the log's delete or its replacement
+      // (a rewrite, or another session under the id): the stat below looks at once.
       if (byNotification && open && point?.seq === next) {
-        const events = await readFrom(open.handle, open.version, point, next, Number.POSITIVE_INFINITY)
-        if (events.length > 0) seen = undefined
-        return { kind: 'events', events }
+        const { events } = await readFrom(open.handle, open.version, point, next, Number.POSITIVE_INFINITY)
+        if (events.length > 0) {
+          seen = undefined
+          return { kind: 'events', events }
+        }
       }
       // One stat a wake: the log's name (deleted, or another file under it) and its size. The
       // descriptor and the header's length are kept while the file stays the same.
@@ -136,22 +152,41 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
           if ((err as { code?: unknown }).code === 'ENOENT') return { kind: 'missing' }
           throw err
         }
+        let meta: SessionMeta
         try {
           const { header, headerBytes } = await readHeaderLine(handle, path, id)
+          meta = metaFromHeader(header)
           // Opened after the stat: the inode the handle holds is the one to follow.
           open = { handle, ino: (await handle.stat()).ino, version: header.version, headerBytes }
-          point = undefined // another file under that name (or the first look): start over by seq
+          point = undefined // a rewrite under that name (or the first look): start over by seq
         } catch (err) {
           await handle.close()
           throw err
         }
+        if (identity === undefined) identity = meta
+        else if (!isDeepStrictEqual(meta, identity)) {
+          // Another session under the id: the one watched was deleted.
+          await release()
+          return { kind: 'missing' }
+        }
       }
       const { handle, version, headerBytes } = open
       const size = open.ino === st.ino ? st.size : (await handle.stat()).size
-      if (point === undefined || point.seq !== next || point.offset > size) {
+      const seek = async () => {
         point = next === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, size, next)
       }
-      const events = await readFrom(handle, version, point, next, size)
+      const sought = point === undefined || point.seq !== next || point.offset > size
+      if (sought) await seek()
+      const read = await readFrom(handle, version, point!, next, size)
+      let { events } = read
+      if (read.refused && events.length === 0 && !sought) {
+        // Stopped at a complete line that is not the next event, where it read before: the bytes
+        // there may have been rewritten in place (a repair that cut what this watcher had read
+        // past). Found again by seq; where nothing moved, it waits at the same line.
+        const at = point!.offset
+        await seek()
+        if (point!.offset !== at) ({ events } = await readFrom(handle, version, point!, next, size))
+      }
       seen = events.length < POLL_EVENTS && open.ino === st.ino ? { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } : undefined
       return { kind: 'events', events }
     },

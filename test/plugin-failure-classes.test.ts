@@ -234,4 +234,23 @@ describe('re-adoption and malformed host input', () => {
     expect(await stored('sloppy')).toEqual(s.events.slice(0, before))
     await plugin.dispose().catch(() => {})
   })
+
+  test('regression: a seed holding a non-object event is refused once (E_INVALID_EVENT): the events before it are written, nothing after, and flush rejects', async () => {
+    const { plugin, host, errors, stored } = await pluginSetup()
+    const meta = (id: string) => ({ id, createdAt: 1, delegationDepth: 0, cwd: '/project' })
+    const first = { seq: 0, type: 'turn/start', time: 1 }
+    host.sessionEvents.emit('session/created', meta('null-seed'), [null] as never)
+    host.sessionEvents.emit('session/created', meta('late-null'), [first, null] as never)
+    for (const id of ['null-seed', 'late-null']) {
+      for (let seq = 1; seq <= 3; seq++) host.sessionEvents.emit('session/event', id, Object.freeze({ seq, type: seq === 3 ? 'turn/end' : 'note', time: 1 }))
+      await expect(plugin.flush(id)).rejects.toMatchObject({ code: 'E_INVALID_EVENT', sessionId: id })
+    }
+    expect(errors.map((e) => [e.code, e.sessionId])).toEqual([
+      ['E_INVALID_EVENT', 'null-seed'],
+      ['E_INVALID_EVENT', 'late-null'],
+    ])
+    expect(await stored('null-seed')).toEqual([])
+    expect(await stored('late-null')).toEqual([first])
+    await expect(plugin.dispose()).rejects.toBeInstanceOf(AggregateError)
+  })
 })

@@ -126,9 +126,20 @@ export class HostIntake {
       )
       return undefined
     }
-    const ch = new SessionChannel(meta, seed, this.#budget, firstSeq)
+    // A seed event that is not an object is refused as a later one is (#onEvent): the events
+    // before it are written, it and everything after are not, and the refusal is reported once.
+    const bad = seed.findIndex((event) => typeof event !== 'object' || event === null)
+    const ch = new SessionChannel(meta, bad < 0 ? seed : seed.slice(0, bad), this.#budget, firstSeq)
     for (const old of this.closing) if (old.id === meta.id) ch.after = old.closing
     this.channels.set(meta.id, ch)
+    if (bad >= 0) {
+      const error = new SessionPersistenceError(
+        'E_INVALID_EVENT',
+        `session '${meta.id}': event ${bad} of the host's seed is ${String(seed[bad])}, not an event; the ${bad} before it are written, nothing more is written for this session`,
+        { sessionId: meta.id },
+      )
+      this.#drainer.halt(ch, error, { dropBuffered: false })
+    }
     return ch
   }
 

@@ -42,14 +42,16 @@ export class EventRefusedError extends SessionPersistenceError {
   readonly eventType: string
 
   constructor(sessionId: string, event: SessionEvent, refusal: SessionPersistenceError) {
+    // The refused event may be no object at all (a null the host sent): its seq and type are whatever it holds.
+    const { seq, type } = (typeof event === 'object' && event !== null ? event : {}) as Partial<SessionEvent>
     super(
       refusal.code,
-      `session '${sessionId}': the backend refused event ${event.seq} (${event.type}): ${refusal.message}; the events before it are written, nothing from seq ${event.seq} on is written until the host disposes and re-creates the session`,
+      `session '${sessionId}': the backend refused event ${String(seq)} (${String(type)}): ${refusal.message}; the events before it are written, nothing from seq ${String(seq)} on is written until the host disposes and re-creates the session`,
       { sessionId, cause: refusal },
     )
     this.name = 'EventRefusedError'
-    this.seq = event.seq
-    this.eventType = event.type
+    this.seq = seq as number
+    this.eventType = type as string
   }
 }
 

@@ -167,8 +167,8 @@ export class SessionDrainer {
         cause = error
       }
     }
-    const refused = suspects[0]
-    if (refused) this.halt(ch, new EventRefusedError(ch.id, refused, cause), { dropBuffered: true })
+    // One suspect is left, refused: judged by the count, since a refused "event" may be falsy (a null).
+    if (suspects.length === 1) this.halt(ch, new EventRefusedError(ch.id, suspects[0]!, cause), { dropBuffered: true })
   }
 
   /** A passing failure: reported when it starts or its code changes, retried with backoff. */

@@ -235,6 +235,21 @@ describe('re-adoption and malformed host input', () => {
     await plugin.dispose().catch(() => {})
   })
 
+  test('regression: a seed that is not an array is reported (E_INVALID_META) and the session not tracked, not thrown into the host\'s emit', async () => {
+    const { plugin, host, errors, stored, scripted } = await pluginSetup()
+    const meta = { id: 'no-seed', createdAt: 1, delegationDepth: 0, cwd: '/project' }
+    expect(() => host.sessionEvents.emit('session/created', meta, undefined as never)).not.toThrow()
+    expect(() => host.sessionEvents.emit('session/created', { ...meta, id: 'object-seed' }, {} as never)).not.toThrow()
+    expect(errors.map((e) => [e.code, e.sessionId])).toEqual([
+      ['E_INVALID_META', 'no-seed'],
+      ['E_INVALID_META', 'object-seed'],
+    ])
+    await expect(plugin.flush('no-seed')).rejects.toMatchObject({ code: 'E_NOT_FOUND' })
+    await plugin.dispose()
+    expect(scripted.calls.filter((c) => c.op === 'create')).toEqual([])
+    expect(await stored('no-seed')).toEqual([])
+  })
+
   test('regression: a seed holding a non-object event is refused once (E_INVALID_EVENT): the events before it are written, nothing after, and flush rejects', async () => {
     const { plugin, host, errors, stored } = await pluginSetup()
     const meta = (id: string) => ({ id, createdAt: 1, delegationDepth: 0, cwd: '/project' })

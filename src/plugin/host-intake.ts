@@ -150,20 +150,20 @@ export class HostIntake {
 
 /**
  * The seq the seed starts at: 0, or the `firstSeq` of `session/created`'s third argument, a
- * non-negative safe integer that the seed's own seqs agree with. Anything else is refused like a
- * bad meta (`E_INVALID_META`, not tracked).
+ * non-negative safe integer that the seed's own seqs agree with. Anything else, or a seed that is
+ * not an array, is refused like a bad meta (`E_INVALID_META`, not tracked).
  */
 function seedStart(sessionId: string, seed: readonly SessionEvent[], options: SeedOptions | undefined): number {
-  if (options === undefined) return 0
   const bad = (why: string) =>
     new SessionPersistenceError('E_INVALID_META', `session/created of '${sessionId}': ${why}; the session is not tracked`, { sessionId })
+  if (!Array.isArray(seed)) throw bad(`the seed must be an array of events (empty for a new session), got ${seed === null ? 'null' : typeof seed}`)
+  if (options === undefined) return 0
   if (typeof options !== 'object' || options === null) throw bad(`the seed options must be an object like { firstSeq }, got ${String(options)}`)
   const { firstSeq } = options
   if (firstSeq === undefined) return 0
   if (typeof firstSeq !== 'number' || !Number.isSafeInteger(firstSeq) || firstSeq < 0) {
     throw bad(`firstSeq must be a non-negative integer, got ${typeof firstSeq === 'number' ? firstSeq : typeof firstSeq}`)
   }
-  if (!Array.isArray(seed)) throw bad('the seed must be an array of events')
   for (let i = 0; i < seed.length; i++) {
     const seq = (seed[i] as { seq?: unknown } | null)?.seq
     if (seq !== firstSeq + i) throw bad(`the seed starts at firstSeq ${firstSeq}, so its event ${i} must have seq ${firstSeq + i}, not ${String(seq)}`)

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest'
 import { createJsonlPersistence, isSessionPersistenceError, jsonlPath, sessionPersistencePlugin } from '../src/index.js'
 import { createMemoryPersistence, createReferenceHost, MUTATING_OPS } from '../src/testing/index.js'
 import { oneTurn, pluginSetup } from './helpers/plugin-setup.js'
+import { tmpRoot } from './helpers/tmp-root.js'
 
 // The flush delay and retries run on faked timeouts; drains and I/O run for real, and the tests
 // wait for backend calls (explicit synchronization), never for time to pass.
@@ -127,6 +128,35 @@ describe('plugin write path', () => {
     expect(listing.find((l) => l.meta.id === sub.meta.id)?.meta).toMatchObject({ parentSession: parent.meta.id, delegationDepth: 1 })
     await plugin.dispose()
   })
+
+  test.each(['jsonl', 'memory'] as const)(
+    'regression (%s): a session the host created, or forked at 0, through plugin.persistence and wrote nothing to is written from seq 0 by the plugin',
+    async (kind) => {
+      const persistence = kind === 'jsonl' ? createJsonlPersistence({ root: await tmpRoot() }) : createMemoryPersistence()
+      const plugin = sessionPersistencePlugin({ persistence, flushDelayMs: 10_000 })
+      const errors: string[] = []
+      plugin.on('error', (e) => errors.push(e.code))
+      const host = createReferenceHost()
+      await plugin.apply(host)
+      const parent = host.startSession({ id: 'parent' })
+      parent.runTurn(oneTurn(1))
+      await plugin.flush('parent')
+      const created = { id: 'created', createdAt: 1, delegationDepth: 0 }
+      await plugin.persistence.create(created)
+      const forked = await plugin.persistence.fork('parent', { id: 'forked', seedLength: 0 })
+      for (const meta of [created, forked]) {
+        host.sessionEvents.emit('session/created', meta, [])
+        for (const [seq, type] of ['turn/start', 'user/message', 'turn/end'].entries()) {
+          host.sessionEvents.emit('session/event', meta.id, Object.freeze({ seq, type, time: 1, data: { n: seq } }))
+        }
+        await plugin.flush(meta.id)
+        expect((await persistence.read(meta.id)).events.map((e) => e.type)).toEqual(['turn/start', 'user/message', 'turn/end'])
+      }
+      expect((await persistence.inspect('forked')).meta).toMatchObject({ parentSession: 'parent', seedLength: 0 })
+      expect(errors).toEqual([])
+      await plugin.dispose()
+    },
+  )
 
   test('a repeated session/created changes nothing', async () => {
     const { plugin, host, stored } = await pluginSetup()

@@ -101,7 +101,17 @@ export class SessionAdopter {
       if (isSessionPersistenceError(err, 'E_NOT_FOUND') && !ch.everOpened && ch.firstSeq > 0) return noLogForTail(ch)
       if (ch.everOpened || !isSessionPersistenceError(err, 'E_SESSION_LIVE')) throw err
       // The host opened it through the backend itself: count what is stored (closers are not).
-      const inspected = await this.#backend.inspect(ch.id)
+      // Nothing stored: the host created it (or forked it at 0) and wrote nothing; the first
+      // append materializes it, unless the seed is a tail, whose events a log must hold.
+      let inspected: LoadedSession
+      try {
+        inspected = await this.#backend.inspect(ch.id)
+      } catch (inspectErr) {
+        if (!isSessionPersistenceError(inspectErr, 'E_NOT_FOUND')) throw inspectErr
+        if (ch.firstSeq > 0) return noLogForTail(ch)
+        ch.openedAt(0)
+        return undefined
+      }
       ch.openedAt((inspected.firstSeq ?? 0) + inspected.events.length - (inspected.repair?.closers.length ?? 0))
       return undefined
     }

@@ -129,6 +129,34 @@ describe('plugin write path', () => {
     await plugin.dispose()
   })
 
+  test('regression: the reference host refuses a fork point the backends refuse (past the end, inside an open turn: E_BAD_FORK_POINT; negative: E_INVALID_META) and announces no such fork', async () => {
+    const { plugin, host, errors, scripted } = await pluginSetup()
+    const parent = host.startSession({ id: 'forked-parent' })
+    parent.runTurn(oneTurn(1))
+    const ended = parent.events.length
+    parent.beginTurn('second')
+    const created: string[] = []
+    host.sessionEvents.on('session/created', (meta) => created.push(meta.id))
+    const codeOf = (seedLength: number, id: string) => {
+      try {
+        host.fork(parent, { id, seedLength })
+        return 'forked'
+      } catch (err) {
+        return isSessionPersistenceError(err) ? err.code : String(err)
+      }
+    }
+    expect(codeOf(parent.events.length + 5, 'past')).toBe('E_BAD_FORK_POINT')
+    expect(codeOf(parent.events.length, 'open')).toBe('E_BAD_FORK_POINT')
+    expect(codeOf(-1, 'negative')).toBe('E_INVALID_META')
+    expect(codeOf(ended, 'good')).toBe('forked')
+    expect(created).toEqual(['good'])
+    await plugin.flush()
+    expect(await plugin.persistence.fork('forked-parent', { id: 'good-too', seedLength: ended }).then(() => 'ok')).toBe('ok')
+    expect(scripted.calls.filter((c) => c.op === 'create').map((c) => c.id)).toEqual(['forked-parent', 'good'])
+    expect(errors).toEqual([])
+    await plugin.dispose()
+  })
+
   test.each(['jsonl', 'memory'] as const)(
     'regression (%s): a session the host created, or forked at 0, through plugin.persistence and wrote nothing to is written from seq 0 by the plugin',
     async (kind) => {

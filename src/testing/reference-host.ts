@@ -3,6 +3,7 @@ import { EventEmitter } from 'eventemitter3'
 import type { JsonValue, SessionEvent, SessionMeta } from '../session/schema.js'
 import type { LoadedSession } from '../persistence.js'
 import type { AgentHost, HostSessionEvents, LiveSession } from '../plugin/host.js'
+import { assertSeedLength, forkMeta } from '../session/fork-point.js'
 
 export interface ToolCallScript {
   name: string
@@ -211,7 +212,12 @@ export function createReferenceHost(options: ReferenceHostOptions = {}): Referen
         // A fork's seed is the parent's first events, which a session resumed from a tail does not hold.
         throw new Error(`the reference host cannot fork '${parent.meta.id}' with a seed: it holds only its events from seq ${parent.firstSeq} on`)
       }
-      return open({ ...childOf(parent, id), seedLength, delegationDepth: parent.meta.delegationDepth }, parent.events.slice(0, seedLength))
+      // The fork point is checked as the backends check it (E_INVALID_META, E_BAD_FORK_POINT):
+      // the host never starts a fork the persistence would refuse.
+      const child = { ...childOf(parent, id), seedLength }
+      assertSeedLength(child)
+      const meta = forkMeta({ id: parent.meta.id, path: `reference-host:${parent.meta.id}`, scan: { events: parent.events, header: { ...parent.meta, type: 'session', version: 0 } } }, child)
+      return open(meta, parent.events.slice(0, seedLength))
     },
     delegate(parent, { id } = {}) {
       return open({ ...childOf(parent, id), delegationDepth: parent.meta.delegationDepth + 1 }, [])

@@ -5,7 +5,7 @@ import PQueue from 'p-queue'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { ListProblem, LoadedSession, RepairReport, SessionListing, SessionStore } from '../persistence.js'
 import { checkLog } from '../jsonl/check-log.js'
-import { formatBytes, formatTime, oneLine, type Style } from './render.js'
+import { formatBytes, formatTime, oneLine, shown, type Style } from './render.js'
 import { describeLocation } from '../session/location.js'
 import type { OpenedRoot } from './open-root.js'
 import { describeLockVerdict, lockVerdicts } from './lock-verdicts.js'
@@ -74,12 +74,12 @@ export async function ls({ store: p }: OpenedRoot, io: Io, opts: { json: boolean
   }
   const byLastWrite = opts.limit !== undefined
   const rows = listing.map((l) => [
-    l.meta.id,
+    shown(l.meta.id, true),
     ...(byLastWrite ? [formatTime(l.mtimeMs)] : []),
     formatTime(l.meta.createdAt),
-    l.meta.cwd ?? '-',
+    l.meta.cwd === undefined ? '-' : shown(l.meta.cwd, true),
     formatBytes(l.sizeBytes),
-    l.meta.parentSession ? (l.meta.seedLength !== undefined ? `fork of ${l.meta.parentSession}@${l.meta.seedLength}` : `sub of ${l.meta.parentSession}`) : '-',
+    l.meta.parentSession ? (l.meta.seedLength !== undefined ? `fork of ${shown(l.meta.parentSession, true)}@${l.meta.seedLength}` : `sub of ${shown(l.meta.parentSession, true)}`) : '-',
     String(l.meta.delegationDepth),
   ])
   const header = ['ID', ...(byLastWrite ? ['LAST WRITE (UTC)'] : []), 'CREATED (UTC)', 'CWD', 'SIZE', 'PARENT', 'DEPTH']
@@ -89,7 +89,7 @@ export async function ls({ store: p }: OpenedRoot, io: Io, opts: { json: boolean
   io.out(`${io.style.bold(fmt(header))}\n`)
   for (const r of rows) io.out(`${fmt(r)}\n`)
   if (rows.length === 0) io.out(io.style.dim('(no sessions)\n'))
-  for (const pr of problems) io.err(`warning: skipped ${pr.path}: ${pr.code}\n`)
+  for (const pr of problems) io.err(`warning: skipped ${shown(pr.path, true)}: ${pr.code}\n`)
   return 0
 }
 
@@ -151,7 +151,7 @@ export async function tree({ store: p, name }: OpenedRoot, io: Io, id: string | 
   const print = (n: Node, prefix: string, last: boolean, depth: number) => {
     const branch = depth === 0 ? '' : last ? '└─ ' : '├─ '
     const rel = n.relation === 'root' ? '' : io.style.dim(` (${n.relation})`)
-    io.out(`${prefix}${branch}${n.id}${rel}\n`)
+    io.out(`${prefix}${branch}${shown(n.id, true)}${rel}\n`)
     const next = depth === 0 ? '' : prefix + (last ? '   ' : '│  ')
     n.children.forEach((c, i) => print(c, next, i === n.children.length - 1, depth + 1))
   }
@@ -225,16 +225,17 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
   }
   const s = io.style
   for (const v of verdicts) {
-    const name = v.id ?? v.path
+    const name = shown(v.id ?? v.path, true)
+    const path = shown(v.path, true)
     if (v.status === 'ok') io.out(`${s.green('ok')}           ${name} (${v.events} events)\n`)
     else if (v.status === 'repairable') {
       const cut = v.truncateAt !== undefined ? `would cut ${v.cutBytes} bytes in ${v.cutLines} line(s) at byte ${v.truncateAt} (${v.reason})` : 'nothing to cut'
       io.out(`${s.yellow('repairable')}   ${name}: ${cut}; would write ${v.closers} closing event(s)${v.droppedTurnEnds ? `; ${v.droppedTurnEnds} committed turn end(s) lost to zeroed blocks` : ''}\n`)
     } else if (v.status === 'corrupt') {
-      io.out(`${s.red('corrupt')}      ${name}: ${v.path}${v.line !== undefined ? ` line ${v.line}, byte ${v.byteOffset}` : ''}: ${oneLine(v.reason, 160)}\n`)
+      io.out(`${s.red('corrupt')}      ${name}: ${path}${v.line !== undefined ? ` line ${v.line}, byte ${v.byteOffset}` : ''}: ${oneLine(v.reason, 160)}\n`)
     } else io.out(`${s.red('unsupported')}  ${name}: ${oneLine(v.reason, 160)}\n`)
   }
-  for (const t of temps) io.out(`${s.dim('temp file')}    ${t} (left by an interrupted write; safe to delete when no writer runs)\n`)
+  for (const t of temps) io.out(`${s.dim('temp file')}    ${shown(t, true)} (left by an interrupted write; safe to delete when no writer runs)\n`)
   for (const l of locks) io.out(`${describeLockVerdict(l)}\n`)
   io.out(`${summary.logs} log(s): ${summary.ok} ok, ${summary.repairable} repairable, ${summary.corrupt} corrupt, ${summary.unsupported} unsupported${temps.length ? `; ${temps.length} temporary file(s)` : ''}\n`)
   return failed ? 1 : 0
@@ -299,6 +300,6 @@ export async function repair({ store: p }: OpenedRoot, io: Io, id: string, opts:
 export async function fork({ store: p }: OpenedRoot, io: Io, id: string, opts: { json: boolean; at: number; newId: string | undefined }): Promise<number> {
   const meta = await p.fork(id, { id: opts.newId ?? randomUUID(), seedLength: opts.at })
   await p.closeAll()
-  io.out(opts.json ? `${JSON.stringify(meta, null, 2)}\n` : `${meta.id}\n`)
+  io.out(opts.json ? `${JSON.stringify(meta, null, 2)}\n` : `${shown(meta.id, true)}\n`)
   return 0
 }

@@ -1,5 +1,5 @@
 import { type LockEntry, readLockEntries } from '../jsonl/lock/lock-report.js'
-import { formatTime } from './render.js'
+import { formatTime, shown } from './render.js'
 
 // What `verify` shows of a root's lock directory: a dead writer's lock, a takeover marker or a
 // temporary lock file a crash left can delay loads for up to staleLockMs, and an operator who
@@ -35,7 +35,7 @@ function lockVerdict(e: LockEntry): LockVerdict {
 export function describeLockVerdict(l: LockVerdict): string {
   const who = l.holder ? `pid ${l.holder.pid} on ${l.holder.host} since ${formatTime(l.holder.since)}` : 'an unreadable record'
   const state = l.stale ? 'stale: the next load steps over it' : l.writer === 'alive' ? 'alive' : `refreshed ${Math.round(l.ageMs / 1000)} s ago`
-  if (l.kind === 'lock') return `lock         ${l.sessionId ?? l.path}: held by ${who} (${state})`
-  if (l.kind === 'marker') return `marker       ${l.path}: takeover by ${who} (${state})`
-  return `lock temp    ${l.path} (left by an interrupted lock write; safe to delete when no writer runs)`
+  if (l.kind === 'lock') return `lock         ${shown(l.sessionId ?? l.path, true)}: held by ${who} (${state})`
+  if (l.kind === 'marker') return `marker       ${shown(l.path, true)}: takeover by ${who} (${state})`
+  return `lock temp    ${shown(l.path, true)} (left by an interrupted lock write; safe to delete when no writer runs)`
 }

@@ -10,6 +10,7 @@ import { tail } from './tail.js'
 import { copy, parseDuration, prune, rm } from './maintenance.js'
 import { isPostgresUrl, openRoot, type OpenedRoot } from './open-root.js'
 import { terminalIo } from './terminal-io.js'
+import { printable } from './render.js'
 import { migrate, redact, truncateAtDamage } from './rewrites.js'
 import type { ListProblem } from '../persistence.js'
 
@@ -306,11 +307,11 @@ if (invokedAs === fileURLToPath(import.meta.url)) {
     },
     (err: unknown) => {
       if (err instanceof UsageError) {
-        process.stderr.write(`session-jsonl: ${err.message} (see session-jsonl --help)\n`)
+        process.stderr.write(`session-jsonl: ${printable(err.message, true)} (see session-jsonl --help)\n`)
         process.exitCode = 2
       } else if (isSessionPersistenceError(err)) {
         const hint = HINTS[err.code]
-        process.stderr.write(`session-jsonl: ${err.code}: ${err.message}${hint ? ` — ${hint}` : ''}\n`)
+        process.stderr.write(`session-jsonl: ${err.code}: ${printable(err.message, true)}${hint ? ` — ${hint}` : ''}\n`)
         process.exitCode = 1
       } else {
         const e = err as NodeJS.ErrnoException

@@ -4,7 +4,7 @@ import type { ListProblem, SessionListing } from '../persistence.js'
 import type { Io } from './commands.js'
 import type { OpenedRoot } from './open-root.js'
 import { transferRaw } from './raw-stream.js'
-import { formatBytes, formatTime, oneLine } from './render.js'
+import { formatBytes, formatTime, oneLine, shown } from './render.js'
 
 // The commands that remove or copy whole sessions: `rm`, `prune` and `copy` (docs/contract.md §11).
 
@@ -22,7 +22,7 @@ export async function rm(root: OpenedRoot, io: Io, id: string, opts: { json: boo
   const listed = (await root.store.list({ onProblem: () => {} })).find((l) => l.meta.id === id)
   await root.store.delete(id)
   const where = listed ? describeLocation(listed.location) : root.name
-  io.out(opts.json ? `${JSON.stringify({ removed: id, location: listed?.location ?? null }, null, 2)}\n` : `removed ${id} (${where})\n`)
+  io.out(opts.json ? `${JSON.stringify({ removed: id, location: listed?.location ?? null }, null, 2)}\n` : `removed ${shown(id, true)} (${shown(where, true)})\n`)
   return 0
 }
 
@@ -51,7 +51,7 @@ export async function prune(
   stale.sort((a, b) => a.mtimeMs - b.mtimeMs || (a.meta.id < b.meta.id ? -1 : 1))
   const removed: SessionListing[] = []
   const skipped: Skipped[] = []
-  const describe = (l: SessionListing) => `${l.meta.id} (last write ${formatTime(l.mtimeMs)} UTC, ${formatBytes(l.sizeBytes)})`
+  const describe = (l: SessionListing) => `${shown(l.meta.id, true)} (last write ${formatTime(l.mtimeMs)} UTC, ${formatBytes(l.sizeBytes)})`
   for (const [i, l] of stale.entries()) {
     if (opts.dryRun) {
       removed.push(l)
@@ -68,11 +68,11 @@ export async function prune(
       if (!isSessionPersistenceError(err)) throw err
       const message = err.code === 'E_SESSION_LIVE' ? WRITTEN_SINCE_LISTED : err.message
       skipped.push({ id: l.meta.id, code: err.code, message })
-      if (!opts.json) io.err(`skipped ${l.meta.id}: ${err.code}: ${oneLine(message, 200)}\n`)
+      if (!opts.json) io.err(`skipped ${shown(l.meta.id, true)}: ${err.code}: ${oneLine(message, 200)}\n`)
     }
     io.progress?.('prune', i + 1, stale.length)
   }
-  for (const p of problems) io.err(`warning: not considered ${p.path}: ${p.code}\n`)
+  for (const p of problems) io.err(`warning: not considered ${shown(p.path, true)}: ${p.code}\n`)
   const failed = skipped.some((s) => !EXPECTED_SKIPS.has(s.code))
   if (opts.json) {
     const entry = (l: SessionListing) => ({ id: l.meta.id, location: l.location, mtimeMs: l.mtimeMs, sizeBytes: l.sizeBytes })
@@ -107,18 +107,18 @@ export async function copy(
   for (const [i, id] of ids.entries()) {
     if (present.includes(id)) {
       skipped.push({ id, code: 'E_EXISTS', message: `already at ${to.name}` })
-      if (!opts.json) io.out(`skipped ${id} (already at the target)\n`)
+      if (!opts.json) io.out(`skipped ${shown(id, true)} (already at the target)\n`)
     } else {
       try {
         const events = await transferRaw(from.store, to.store, id)
         copied.push({ id, events })
-        if (!opts.json) io.out(`copied ${id} (${events} events)\n`)
+        if (!opts.json) io.out(`copied ${shown(id, true)} (${events} events)\n`)
       } catch (err) {
         if (!isSessionPersistenceError(err)) throw err
         const entry = { id, code: err.code, message: err.message }
         if (opts.skipExisting && err.code === 'E_EXISTS') skipped.push(entry)
         else failed.push(entry)
-        if (!opts.json) io.err(`${opts.skipExisting && err.code === 'E_EXISTS' ? 'skipped' : 'not copied'} ${id}: ${err.code}: ${oneLine(err.message, 200)}\n`)
+        if (!opts.json) io.err(`${opts.skipExisting && err.code === 'E_EXISTS' ? 'skipped' : 'not copied'} ${shown(id, true)}: ${err.code}: ${oneLine(err.message, 200)}\n`)
       }
     }
     io.progress?.('copy', i + 1, ids.length)

@@ -1,16 +1,16 @@
 import { asObject } from '../session/as-object.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { HistoryCounter, type HistoryMarks } from './history-marks.js'
-import { contentText, frameworkEvent, summaryText, toolCalls } from './render.js'
+import { contentText, frameworkEvent, printable, shown, summaryText, toolCalls } from './render.js'
 
 const fence = (s: string) => ['```', s, '```'].join('\n')
 
 /** The lines above a Markdown export: the session's id, origin and size. */
 export function markdownHeader(meta: SessionMeta, events: number): string[] {
   const m = meta
-  const out: string[] = [`# Session ${m.id}`, '', `- created: ${new Date(m.createdAt).toISOString()}`]
-  if (m.cwd) out.push(`- cwd: \`${m.cwd}\``)
-  if (m.parentSession) out.push(`- parent: ${m.parentSession}${m.seedLength !== undefined ? ` (fork at ${m.seedLength})` : ''}`)
+  const out: string[] = [`# Session ${shown(m.id, true)}`, '', `- created: ${new Date(m.createdAt).toISOString()}`]
+  if (m.cwd) out.push(`- cwd: \`${shown(m.cwd, true)}\``)
+  if (m.parentSession) out.push(`- parent: ${shown(m.parentSession, true)}${m.seedLength !== undefined ? ` (fork at ${m.seedLength})` : ''}`)
   out.push(`- delegation depth: ${m.delegationDepth}`, `- events: ${events}`, '')
   return out
 }
@@ -54,7 +54,7 @@ export class MarkdownWriter {
         break
       }
       case 'turn/start':
-        this.lines([`## Turn ${String(d?.turn)}`, ''])
+        this.lines([`## Turn ${shown(d?.turn, true)}`, ''])
         break
       case 'system/message':
         this.lines([`**System:** ${contentText(d?.content)}`, ''])
@@ -65,14 +65,14 @@ export class MarkdownWriter {
       case 'assistant/message': {
         const text = contentText(d?.content)
         if (text) this.lines([`**Assistant:** ${text}`, ''])
-        for (const call of toolCalls(d?.content)) this.lines([`Tool call \`${call.name}\` (${call.callId}):`, '', fence(JSON.stringify(call.arguments, null, 2)), ''])
+        for (const call of toolCalls(d?.content)) this.lines([`Tool call \`${shown(call.name, true)}\` (${shown(call.callId, true)}):`, '', fence(printable(JSON.stringify(call.arguments, null, 2))), ''])
         break
       }
       case 'tool/result':
-        this.lines([`Result of ${String(d?.callId)}${d?.isError ? ' (error)' : ''}:`, '', fence(contentText(d?.content)), ''])
+        this.lines([`Result of ${shown(d?.callId, true)}${d?.isError ? ' (error)' : ''}:`, '', fence(contentText(d?.content)), ''])
         break
       case 'turn/end':
-        this.lines([`*Turn ended: ${String(asObject(d?.reason)?.kind ?? '?')}*`, ''])
+        this.lines([`*Turn ended: ${shown(asObject(d?.reason)?.kind ?? '?', true)}*`, ''])
         break
       default: {
         const framework = frameworkEvent(e)

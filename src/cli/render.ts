@@ -20,24 +20,49 @@ export function makeStyle(enabled: boolean): Style {
   return { dim: wrap(2, 22), bold: wrap(1, 22), red: wrap(31, 39), yellow: wrap(33, 39), green: wrap(32, 39), cyan: wrap(36, 39) }
 }
 
+// What a terminal would act on rather than show: C0 controls but \n and \t, DEL, C1, and the
+// bidirectional overrides and isolates (text shown in another order than it is stored).
+const UNPRINTABLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
+const UNPRINTABLE_OR_BREAK = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
+const ESCAPES: Record<string, string> = { '\n': '\\n', '\t': '\\t', '\r': '\\r' }
+
+/**
+ * Stored text as the human views print it (never --json, never raw output): every character a
+ * terminal would act on instead of showing (an escape sequence setting the title, clearing the
+ * screen, writing the clipboard or hiding text; a carriage return or backspace overwriting what
+ * was printed; a bidi override reordering it) becomes a visible escape, `\x1b` or `\u202e`.
+ * Applied to the data before the CLI's own styling, so its colours still work. `\n` and `\t`
+ * are kept, unless `singleLine` is set (ids, paths, table cells: they are escaped too).
+ */
+export function printable(s: string, singleLine = false): string {
+  return s.replace(singleLine ? UNPRINTABLE_OR_BREAK : UNPRINTABLE, (c) => {
+    const code = c.charCodeAt(0)
+    return ESCAPES[c] ?? (code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`)
+  })
+}
+
+/** Any stored value as printable text (`printable(String(value))`). */
+export const shown = (value: unknown, singleLine = false): string => printable(String(value), singleLine)
+
+/** A value on one line, whitespace runs folded, printable, at most `max` characters. */
 export function oneLine(value: unknown, max = 100): string {
   const s = typeof value === 'string' ? value : JSON.stringify(value)
-  const flat = (s ?? '').replace(/\s+/g, ' ')
+  const flat = printable((s ?? '').replace(/\s+/g, ' '))
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
 }
 
-/** The text of a message's content: strings as they are, text blocks joined, other blocks named. */
+/** The text of a message's content, printable: strings as they are, text blocks joined, other blocks named. */
 export function contentText(content: unknown): string {
-  if (typeof content === 'string') return content
+  if (typeof content === 'string') return printable(content)
   if (!Array.isArray(content)) return oneLine(content)
   return content
     .map((block) => {
       const b = asObject(block)
       if (!b) return oneLine(block)
-      if (b.type === 'text' && typeof b.text === 'string') return b.text
+      if (b.type === 'text' && typeof b.text === 'string') return printable(b.text)
       if (b.type === 'reasoning') return ''
       if (b.type === 'tool-call') return ''
-      return `[${String(b.type)}]`
+      return `[${shown(b.type, true)}]`
     })
     .filter(Boolean)
     .join('\n')
@@ -54,7 +79,8 @@ export function toolCalls(content: unknown): { callId: string; name: string; arg
 
 /** An event of a framework adapter (LangGraph, Claude Agent SDK) that its own renderer knows. */
 export function frameworkEvent(e: SessionEvent): { text: string; markdown: string } | undefined {
-  return renderLangGraphEvent(e) ?? renderClaudeAgentSdkEvent(e)
+  const r = renderLangGraphEvent(e) ?? renderClaudeAgentSdkEvent(e)
+  return r && { text: printable(r.text), markdown: printable(r.markdown) }
 }
 
 export const MESSAGE_TYPES = new Set(['system/message', 'user/message', 'assistant/message', 'tool/result'])
@@ -76,17 +102,17 @@ export function formatBytes(n: number): string {
 export function requestHeaderText(data: JsonObject | undefined): string {
   const h = asObject(data?.header)
   const tools = Array.isArray(h?.tools) ? `${h.tools.length} tools` : ''
-  return `request header (${String(data?.reason)}): ${[h?.model ? `model ${String(h.model)}` : '', tools].filter(Boolean).join(', ') || oneLine(data?.header, 80)}`
+  return `request header (${shown(data?.reason, true)}): ${[h?.model ? `model ${shown(h.model, true)}` : '', tools].filter(Boolean).join(', ') || oneLine(data?.header, 80)}`
 }
 
 /** A tool call as the transcript and `tail` show it: `→ name args [callId]`. */
 export function callText(call: { callId: string; name: string; arguments: JsonValue }, style: Style): string {
-  return `→ ${style.bold(call.name)} ${oneLine(call.arguments, 80)} ${style.dim(`[${call.callId}]`)}`
+  return `→ ${style.bold(shown(call.name, true))} ${oneLine(call.arguments, 80)} ${style.dim(`[${shown(call.callId, true)}]`)}`
 }
 
 /** A tool result: `← [callId] text`, its error marked. */
 export function resultText(data: JsonObject | undefined, style: Style): string {
-  return `← ${style.dim(`[${String(data?.callId)}]`)} ${data?.isError ? style.red('error: ') : ''}${oneLine(contentText(data?.content), 100)}`
+  return `← ${style.dim(`[${shown(data?.callId, true)}]`)} ${data?.isError ? style.red('error: ') : ''}${oneLine(contentText(data?.content), 100)}`
 }
 
 /**
@@ -140,16 +166,16 @@ function eventBody(e: SessionEvent, style: Style): string {
   const d = asObject(e.data)
   switch (e.type) {
     case 'turn/start':
-      return style.bold(`── turn ${String(d?.turn)} ──`)
+      return style.bold(`── turn ${shown(d?.turn, true)} ──`)
     case 'turn/end': {
-      const kind = String(asObject(d?.reason)?.kind ?? '?')
-      const text = `── end of turn ${String(d?.turn)} (${kind})`
+      const kind = shown(asObject(d?.reason)?.kind ?? '?', true)
+      const text = `── end of turn ${shown(d?.turn, true)} (${kind})`
       return kind === 'interrupted' ? style.yellow(text) : style.dim(text)
     }
     case 'step/start':
-      return style.dim(`step ${String(d?.step)} starts`)
+      return style.dim(`step ${shown(d?.step, true)} starts`)
     case 'step/end':
-      return style.dim(`step ${String(d?.step)} ends`)
+      return style.dim(`step ${shown(d?.step, true)} ends`)
     case 'request/header':
       return style.dim(requestHeaderText(d))
     case 'system/message':
@@ -174,7 +200,7 @@ function eventBody(e: SessionEvent, style: Style): string {
     default: {
       const framework = frameworkEvent(e)
       if (framework) return oneLine(framework.text, 200)
-      return style.dim(`(${e.type}${e.ignorable ? ', ignorable' : ''}) ${oneLine(e.data ?? null, 100)}`)
+      return style.dim(`(${shown(e.type, true)}${e.ignorable ? ', ignorable' : ''}) ${oneLine(e.data ?? null, 100)}`)
     }
   }
 }

@@ -2,7 +2,7 @@ import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js
 import type { JsonlSessionPersistence, ListProblem, SessionStore } from '../persistence.js'
 import type { Io } from './commands.js'
 import type { OpenedRoot } from './open-root.js'
-import { oneLine } from './render.js'
+import { oneLine, shown } from './render.js'
 
 // The operator's rewrites of closed logs (docs/contract.md §16, §11): `migrate`, `redact` and
 // `repair --truncate-at-damage`. They rewrite files, so they work on a JSONL root only.
@@ -41,7 +41,7 @@ async function forEachSession(
   unlisted: readonly ListProblem[] = [],
 ): Promise<number> {
   const outcomes: Outcome[] = unlisted.map((pr) => ({ path: pr.path, status: 'refused', code: pr.code, message: pr.message }))
-  if (!json) for (const pr of unlisted) io.err(`refused ${pr.path}: ${pr.code}: ${oneLine(pr.message, 200)}\n`)
+  if (!json) for (const pr of unlisted) io.err(`refused ${shown(pr.path, true)}: ${pr.code}: ${oneLine(pr.message, 200)}\n`)
   for (const [i, id] of ids.entries()) {
     let outcome: Outcome
     try {
@@ -49,7 +49,7 @@ async function forEachSession(
     } catch (err) {
       if (!isSessionPersistenceError(err)) throw err
       outcome = { id, status: SKIPPED.has(err.code) ? 'skipped' : 'refused', code: err.code, message: err.message }
-      if (!json) io.err(`${outcome.status} ${id}: ${err.code}: ${oneLine(err.message, 200)}\n`)
+      if (!json) io.err(`${outcome.status} ${shown(id, true)}: ${err.code}: ${oneLine(err.message, 200)}\n`)
     }
     outcomes.push(outcome)
     io.progress?.(what, i + 1, ids.length)
@@ -66,10 +66,10 @@ export async function migrate(root: OpenedRoot, io: Io, ids: readonly string[], 
     const r = await store.migrate(id, { dryRun: opts.dryRun })
     const repaired = r.repair ? `; its tail repaired first (${r.repair.closers.length} closing event(s))` : ''
     if (r.fromVersion === 1) {
-      if (!opts.json) io.out(`${id}: already version 1\n`)
+      if (!opts.json) io.out(`${shown(id, true)}: already version 1\n`)
       return { id, status: 'unchanged', events: r.events }
     }
-    if (!opts.json) io.out(opts.dryRun ? `${id}: version 0, ${r.events} events: would be rewritten as version 1${repaired.replace('repaired', 'would be repaired')}\n` : `${id}: migrated to version 1 (${r.events} events)${repaired}\n`)
+    if (!opts.json) io.out(opts.dryRun ? `${shown(id, true)}: version 0, ${r.events} events: would be rewritten as version 1${repaired.replace('repaired', 'would be repaired')}\n` : `${shown(id, true)}: migrated to version 1 (${r.events} events)${repaired}\n`)
     return { id, status: opts.dryRun ? 'unchanged' : 'done', events: r.events, fromVersion: 0 }
   }, opts.problems)
 }
@@ -81,8 +81,8 @@ export async function redact(root: OpenedRoot, io: Io, ids: readonly string[], o
     const where = r.seqs.length > 0 ? ` in ${r.seqs.length} event(s) (seq ${r.seqs.slice(0, 20).join(', ')}${r.seqs.length > 20 ? ', …' : ''})` : ''
     const repaired = r.repair ? `; its tail ${r.repair.persisted ? 'repaired' : 'would be repaired'} first (${r.repair.closers.length} closing event(s))` : ''
     if (!opts.json) {
-      if (r.matches === 0) io.out(`${id}: no match\n`)
-      else io.out(opts.dryRun ? `${id}: ${r.matches} match(es)${where} would be redacted${repaired}\n` : `${id}: ${r.matches} match(es) redacted${where}; recorded as seq ${r.record?.seq}${repaired}\n`)
+      if (r.matches === 0) io.out(`${shown(id, true)}: no match\n`)
+      else io.out(opts.dryRun ? `${shown(id, true)}: ${r.matches} match(es)${where} would be redacted${repaired}\n` : `${shown(id, true)}: ${r.matches} match(es) redacted${where}; recorded as seq ${r.record?.seq}${repaired}\n`)
     }
     return { id, status: r.rewritten ? 'done' : 'unchanged', matches: r.matches, seqs: r.seqs, ...(r.repair ? { repair: r.repair } : {}) }
   })
@@ -92,13 +92,13 @@ export async function truncateAtDamage(root: OpenedRoot, io: Io, id: string, opt
   const store = jsonlStore(root, 'repair --truncate-at-damage')
   const r = await store.truncateAtDamage(id, { dryRun: opts.dryRun })
   if (opts.json) io.out(`${JSON.stringify({ ...r, dryRun: opts.dryRun }, null, 2)}\n`)
-  else if (!r.cut) io.out(`${id}: no damage found; nothing cut\n`)
+  else if (!r.cut) io.out(`${shown(id, true)}: no damage found; nothing cut\n`)
   else {
     const verb = opts.dryRun ? 'would cut' : 'cut'
     io.out(
-      `${id}: ${verb} at line ${r.cut.line} (byte ${r.cut.byteOffset}): ${r.cut.reason}\n` +
+      `${shown(id, true)}: ${verb} at line ${r.cut.line} (byte ${r.cut.byteOffset}): ${r.cut.reason}\n` +
         `  kept ${r.keptEvents} event(s), ${r.closers?.length ?? 0} closing event(s), then log/truncated (seq ${r.record?.seq})\n` +
-        `  the whole log ${opts.dryRun ? 'would be' : 'is'} kept beside it as ${r.keptAt}\n`,
+        `  the whole log ${opts.dryRun ? 'would be' : 'is'} kept beside it as ${shown(r.keptAt, true)}\n`,
     )
   }
   return 0

@@ -10,6 +10,7 @@ import {
   oneLine,
   requestHeaderText,
   resultText,
+  shown,
   type Style,
   summaryText,
   toolCalls,
@@ -32,17 +33,18 @@ interface UnknownRun {
 /** The lines above a transcript: the session, when and where it was made, and what a repair would do. */
 export function transcriptHeader(meta: SessionMeta, style: Style, notes: readonly string[]): string[] {
   const m = meta
-  const lineage = m.parentSession ? `  ${m.seedLength !== undefined ? `fork of ${m.parentSession} at ${m.seedLength}` : `delegated from ${m.parentSession}`}` : ''
+  const parent = shown(m.parentSession, true)
+  const lineage = m.parentSession ? `  ${m.seedLength !== undefined ? `fork of ${parent} at ${m.seedLength}` : `delegated from ${parent}`}` : ''
   return [
-    style.bold(`session ${m.id}`),
-    style.dim(`created ${new Date(m.createdAt).toISOString()}${m.cwd ? `  cwd ${m.cwd}` : ''}${lineage}  depth ${m.delegationDepth}`),
+    style.bold(`session ${shown(m.id, true)}`),
+    style.dim(`created ${new Date(m.createdAt).toISOString()}${m.cwd ? `  cwd ${shown(m.cwd, true)}` : ''}${lineage}  depth ${m.delegationDepth}`),
     ...notes,
   ]
 }
 
 /** What `inspect`'s repair report says, as the header line of a transcript. */
 export function repairNote(r: NonNullable<LoadedSession['repair']>, style: Style): string {
-  const cut = r.truncatedAtByte !== undefined ? `${r.droppedBytes} bytes in ${r.droppedLines} line(s) from byte ${r.truncatedAtByte} (${r.reason})` : 'nothing'
+  const cut = r.truncatedAtByte !== undefined ? `${r.droppedBytes} bytes in ${r.droppedLines} line(s) from byte ${r.truncatedAtByte} (${shown(r.reason, true)})` : 'nothing'
   return style.yellow(
     `${r.persisted ? 'repaired' : 'needs repair'}: cut ${cut}; ${r.closers.length} closing event(s)${r.persisted ? ' written' : ' would be written'}${r.droppedTurnEnds ? `; ${r.droppedTurnEnds} committed turn end(s) cut after zeroed blocks` : ''}`,
   )
@@ -84,11 +86,11 @@ export class TranscriptWriter {
     switch (e.type) {
       case 'turn/start':
         this.#chunks.clear() // chunks of a turn that ended without its message
-        this.#push('', style.bold(`── turn ${String(d?.turn)} ──`))
+        this.#push('', style.bold(`── turn ${shown(d?.turn, true)} ──`))
         break
       case 'turn/end': {
-        const kind = String(asObject(d?.reason)?.kind ?? '?')
-        const text = `── end of turn ${String(d?.turn)} (${kind})`
+        const kind = shown(asObject(d?.reason)?.kind ?? '?', true)
+        const text = `── end of turn ${shown(d?.turn, true)} (${kind})`
         this.#push((kind === 'interrupted' ? style.yellow(text) : style.dim(text)) + mark)
         break
       }
@@ -130,7 +132,7 @@ export class TranscriptWriter {
         break
       }
       case 'step/end':
-        if (this.#closers?.seqs.has(e.seq)) this.#push(style.dim(`  step ${String(d?.step)} ends`) + mark)
+        if (this.#closers?.seqs.has(e.seq)) this.#push(style.dim(`  step ${shown(d?.step, true)} ends`) + mark)
         break
       case 'step/start':
       case 'tool/call':
@@ -163,7 +165,7 @@ export class TranscriptWriter {
     const r = this.#run
     if (!r) return
     this.#run = undefined
-    this.#emit(this.#style.dim(`(${r.type}${r.count > 1 ? ` ×${r.count}` : ''}${r.ignorable ? ', ignorable' : ''}) ${oneLine(r.first.data ?? null, 80)}`))
+    this.#emit(this.#style.dim(`(${shown(r.type, true)}${r.count > 1 ? ` ×${r.count}` : ''}${r.ignorable ? ', ignorable' : ''}) ${oneLine(r.first.data ?? null, 80)}`))
   }
 }
 

@@ -1,15 +1,15 @@
 import { asObject } from '../session/as-object.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { HistoryCounter, type HistoryMarks } from './history-marks.js'
+import { codeSpan, fence, messageBlock } from './markdown-blocks.js'
 import { contentText, frameworkEvent, printable, shown, summaryText, toolCalls } from './render.js'
 
-const fence = (s: string) => ['```', s, '```'].join('\n')
 
 /** The lines above a Markdown export: the session's id, origin and size. */
 export function markdownHeader(meta: SessionMeta, events: number): string[] {
   const m = meta
   const out: string[] = [`# Session ${shown(m.id, true)}`, '', `- created: ${new Date(m.createdAt).toISOString()}`]
-  if (m.cwd) out.push(`- cwd: \`${shown(m.cwd, true)}\``)
+  if (m.cwd) out.push(`- cwd: ${codeSpan(shown(m.cwd, true))}`)
   if (m.parentSession) out.push(`- parent: ${shown(m.parentSession, true)}${m.seedLength !== undefined ? ` (fork at ${m.seedLength})` : ''}`)
   out.push(`- delegation depth: ${m.delegationDepth}`, `- events: ${events}`, '')
   return out
@@ -50,22 +50,22 @@ export class MarkdownWriter {
       case 'history/compact': {
         const text = this.#counter.compactionText(e)
         this.lines([`*⇤ ${text}.*`, ''])
-        if (!text.endsWith(': ignored')) this.lines([`**Summary:** ${summaryText(e)}`, ''])
+        if (!text.endsWith(': ignored')) this.message('Summary', summaryText(e))
         break
       }
       case 'turn/start':
         this.lines([`## Turn ${shown(d?.turn, true)}`, ''])
         break
       case 'system/message':
-        this.lines([`**System:** ${contentText(d?.content)}`, ''])
+        this.message('System', contentText(d?.content))
         break
       case 'user/message':
-        this.lines([`**User:** ${contentText(d?.content)}`, ''])
+        this.message('User', contentText(d?.content))
         break
       case 'assistant/message': {
         const text = contentText(d?.content)
-        if (text) this.lines([`**Assistant:** ${text}`, ''])
-        for (const call of toolCalls(d?.content)) this.lines([`Tool call \`${shown(call.name, true)}\` (${shown(call.callId, true)}):`, '', fence(printable(JSON.stringify(call.arguments, null, 2))), ''])
+        if (text) this.message('Assistant', text)
+        for (const call of toolCalls(d?.content)) this.lines([`Tool call ${codeSpan(shown(call.name, true))} (${shown(call.callId, true)}):`, '', fence(printable(JSON.stringify(call.arguments, null, 2))), ''])
         break
       }
       case 'tool/result':
@@ -79,6 +79,11 @@ export class MarkdownWriter {
         if (framework) this.lines([framework.markdown, ''])
       }
     }
+  }
+
+  /** A message under its role (`messageBlock`): nothing in its text starts a block of the document. */
+  message(role: string, text: string): void {
+    this.lines([messageBlock(role, text), ''])
   }
 
   /** Ends the document with one newline. */

@@ -1,4 +1,5 @@
 import type { SessionEvent } from '../index.js'
+import { codeSpan, fence, messageBlock } from './markdown-blocks.js'
 
 // Kept in step with src/adapters/claude-agent-sdk/entry-events.ts (the CLI never imports an adapter).
 const ENTRY_EVENT = 'claude/entry'
@@ -91,14 +92,14 @@ export function renderClaudeAgentSdkEvent(event: SessionEvent): { text: string; 
   const md: string[] = []
   const texts = described.parts.filter((p) => p.kind === 'text').map((p) => p.text)
   lines.push(`${described.role}${texts.length ? `: ${texts.join('\n')}` : ''}`)
-  if (texts.length) md.push(`**${described.role[0]!.toUpperCase()}${described.role.slice(1)}:** ${texts.join('\n')}`)
+  if (texts.length) md.push(messageBlock(flat(described.role[0]!.toUpperCase() + described.role.slice(1), 60), texts.join('\n')))
   for (const p of described.parts) {
     if (p.kind === 'call') {
       lines.push(`  → ${p.name} ${flat(p.text, 80)} [${p.id}]`)
-      md.push(`Tool call \`${p.name}\` (${p.id}):\n\n\`\`\`\n${p.text}\n\`\`\``)
+      md.push(`Tool call ${codeSpan(flat(p.name, 200))} (${flat(p.id, 200)}):\n\n${fence(p.text)}`)
     } else if (p.kind === 'result') {
       lines.push(`  ← [${p.id}] ${p.isError ? 'error: ' : ''}${flat(p.text, 100)}`)
-      md.push(`Result of ${p.id}${p.isError ? ' (error)' : ''}:\n\n\`\`\`\n${p.text}\n\`\`\``)
+      md.push(`Result of ${flat(p.id, 200)}${p.isError ? ' (error)' : ''}:\n\n${fence(p.text)}`)
     }
   }
   return { text: lines.join('\n'), markdown: md.join('\n\n') }

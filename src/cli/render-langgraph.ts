@@ -104,6 +104,8 @@ export function renderLangGraphEvent(event: SessionEvent): { text: string; markd
   else if (event.type === 'langgraph/writes') lines = writesLines(d)
   else return undefined
   const [first, ...rest] = lines
-  const markdown = [`**${first!.trim()}**`, ...rest.map((l) => `- \`${l.trim().replace(/`/g, "'")}\``)].join('\n')
+  // Each line on one line in Markdown too: a newline in a stored id or channel name must not start a block.
+  const md = (l: string) => l.replace(/\s+/g, ' ').trim()
+  const markdown = [`**${md(first!)}**`, ...rest.map((l) => `- \`${md(l).replace(/`/g, "'")}\``)].join('\n')
   return { text: lines.join('\n'), markdown }
 }

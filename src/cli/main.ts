@@ -56,7 +56,7 @@ const HELP: Record<string, string> = {
   repair: 'usage: session-jsonl repair <id> [--dry-run] [--json]\n       session-jsonl repair <id> --truncate-at-damage [--dry-run] [--json]\n\nLoads the session, which cuts a torn tail and closes an open turn durably, and prints what was cut and written. --dry-run prints the same without writing. A corrupt log is refused and left untouched.\n\n--truncate-at-damage is the way out of E_CORRUPT: it keeps the whole log beside it (a dot file, never listed nor loaded), cuts the log at its first damaged line, closes an open turn, and appends an ignorable log/truncated event saying where it cut and where the original is. It is the only command that cuts committed history. A damaged header cannot be cut.',
   migrate: 'usage: session-jsonl migrate <id>... [--dry-run] [--json]\n       session-jsonl migrate --all [--dry-run] [--json]\n\nRewrites version-0 logs as version 1 (a checksum on every line) under each session\'s lock: the tail repaired first, a temporary file written and synced, renamed over the log, the bucket synced; the events read back are the same. A session being written is skipped (E_LOCKED), a damaged one refused untouched (exit 1). --dry-run only reports. Readers older than v0.3 refuse version 1: upgrade them first.',
   redact: 'usage: session-jsonl redact <id>... --pattern <regex> [--replace <text>] [--dry-run] [--json]\n\nReplaces every match of the regular expression in the string values of each closed session\'s events (never keys or structure; default replacement [REDACTED]), by the same protocol as migrate, then appends an ignorable log/redacted event: when, how many matches and which seqs, never the matched text. A session being written is skipped. Forks hold their own copy of their seed: redact them too. --dry-run counts the matches and writes nothing.',
-  fork: 'usage: session-jsonl fork <id> --at <n> [--id <new>] [--json]\n\nCreates a child session that keeps the parent\'s first n events (n must be 0 or just after a turn end) and prints its id (a random UUID unless --id is given).',
+  fork: 'usage: session-jsonl fork <id> --at <n> [--id <new>] [--json]\n\nCreates a child session that keeps the parent\'s first n events (n at least 1, just after a turn end: an empty fork would not be stored) and prints its id (a random UUID unless --id is given).',
   export: 'usage: session-jsonl export <id> --format md|json [--out FILE]\n\nWrites the session as a Markdown transcript or as JSON to stdout or FILE. Messages a history/rewind took out of the model\'s history are marked. Never writes to the log.',
   rm: 'usage: session-jsonl rm <id> [--json]\n\nDeletes the session\'s log durably. Refused (E_LOCKED) while any process is writing the session. Forks of it keep their copied events.',
   prune: 'usage: session-jsonl prune --older-than <duration> [--dry-run] [--json]\n\nDeletes every session whose last write is older than <duration>: a number and a unit, s, m, h, d or w, e.g. 30d, 12h, 90m, 1d12h. Prints each removal. A session being written, or written since it was listed, is never deleted: it is reported and skipped. --dry-run lists what would be removed and deletes nothing. Exits 1 only when a removal failed for another reason.',
@@ -158,6 +158,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
   const limit = command === 'ls' && values.limit !== undefined ? count('--limit', values.limit, 1) : undefined
   const page = command === 'show' ? checkPage(values, values.raw) : undefined
   const tailLines = command === 'tail' ? (values.lines === undefined ? DEFAULT_TAIL_LINES : count('-n', values.lines, 0)) : 0
+  const forkAt = command === 'fork' ? checkForkAt(values.at) : 0
   // The JSONL backend reports unreadable files through list's onProblem; a PostgreSQL server's
   // warnings (fsync off) are worth a line on stderr.
   const loggerFor = (given: string) => ({ warn: isPostgresUrl(given) ? (message: string) => io.err(`warning: ${message}\n`) : () => {} })
@@ -208,11 +209,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         const ids = await resolveIds(p, [arg, ...extra])
         return await redact(root, io, ids, { json: values.json, dryRun: values['dry-run'], pattern: values.pattern, replacement: values.replace })
       }
-      case 'fork': {
-        const at = Number(values.at)
-        if (values.at === undefined || !Number.isSafeInteger(at) || at < 0) throw new UsageError('fork needs --at <n>, a non-negative integer')
-        return await fork(root, io, await needId(), { json: values.json, at, newId: values.id })
-      }
+      case 'fork':
+        return await fork(root, io, await needId(), { json: values.json, at: forkAt, newId: values.id })
       case 'export': {
         if (values.format !== 'md' && values.format !== 'json') throw new UsageError('export needs --format md or --format json')
         return await exportSession(root, io, await needListed(), { format: values.format, out: values.out })
@@ -276,6 +274,20 @@ function interruptSignal(): { signal: AbortSignal; dispose: () => void } {
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
   return { signal: controller.signal, dispose }
+}
+
+/**
+ * `fork --at`: digits only, at least 1. A fork at 0 would be an empty session, and an empty
+ * session is never stored (a log is written with its first event, §4.7, §5.1): the CLI would
+ * print an id that names nothing, so it refuses instead.
+ */
+function checkForkAt(at: string | undefined): number {
+  if (at === undefined) throw new UsageError('fork needs --at <n>: the number of events the child keeps, ending just after a turn end')
+  const n = count('--at', at, 0)
+  if (n === 0) {
+    throw new UsageError('fork --at 0 would create an empty session, which is not stored until its first event: give --at the number of events to keep (just after a turn end)')
+  }
+  return n
 }
 
 function checkPrune(olderThan: string | undefined): number {

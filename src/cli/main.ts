@@ -11,6 +11,7 @@ import { copy, parseDuration, prune, rm } from './maintenance.js'
 import { isPostgresUrl, openRoot, type OpenedRoot } from './open-root.js'
 import { terminalIo } from './terminal-io.js'
 import { printable } from './render.js'
+import { isExplained } from './cli-errors.js'
 import { migrate, redact, truncateAtDamage } from './rewrites.js'
 import type { ListProblem } from '../persistence.js'
 
@@ -322,7 +323,7 @@ if (invokedAs === fileURLToPath(import.meta.url)) {
         process.stderr.write(`session-jsonl: ${printable(err.message, true)} (see session-jsonl --help)\n`)
         process.exitCode = 2
       } else if (isSessionPersistenceError(err)) {
-        const hint = HINTS[err.code]
+        const hint = isExplained(err) ? undefined : HINTS[err.code]
         process.stderr.write(`session-jsonl: ${err.code}: ${printable(err.message, true)}${hint ? ` — ${hint}` : ''}\n`)
         process.exitCode = 1
       } else {

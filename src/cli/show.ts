@@ -7,7 +7,7 @@ import { MarkdownWriter, markdownHeader } from './markdown.js'
 import type { OpenedRoot } from './open-root.js'
 import { rawLinePages } from './raw-stream.js'
 import type { Style } from './render.js'
-import { fileSink, ioSink, type Sink } from './sink.js'
+import { fileSink, ioSink, refuseStoreTarget, type Sink } from './sink.js'
 import { INSPECT_MAX_BYTES, openSessionView, type SessionView, type ViewRange } from './session-view.js'
 import { repairNote, transcriptHeader, TranscriptWriter } from './transcript.js'
 
@@ -66,6 +66,10 @@ export async function show(root: OpenedRoot, io: Io, target: Listed, opts: { jso
 
 /** `export`: the whole session as Markdown or JSON, to stdout or a file, page by page. */
 export async function exportSession(root: OpenedRoot, io: Io, target: Listed, opts: { format: 'md' | 'json'; out: string | undefined }): Promise<number> {
+  if (opts.out) {
+    const location = target.listing?.location
+    await refuseStoreTarget(opts.out, root.directory, location?.kind === 'jsonl' ? location.path : undefined)
+  }
   const view = await openSessionView(root.store, target.id, { sizeBytes: target.listing?.sizeBytes })
   const sink = opts.out ? await fileSink(opts.out) : ioSink(io)
   try {

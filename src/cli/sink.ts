@@ -1,5 +1,7 @@
-import { type FileHandle, open, stat } from 'node:fs/promises'
-import { dirname, resolve } from 'node:path'
+import { type FileHandle, open, realpath, stat } from 'node:fs/promises'
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { SessionPersistenceError } from '../errors.js'
+import { explained } from './cli-errors.js'
 import type { Io } from './commands.js'
 
 /** Where a streamed view writes: text is held until `flush` (or about 64 KiB), then written with back-pressure. */
@@ -65,4 +67,36 @@ export async function fileSink(path: string): Promise<Sink> {
     },
     () => handle.close(),
   )
+}
+
+/**
+ * Refuses (E_CONFIG) an output file that would overwrite what the store keeps: the session's own
+ * log (by path, through symlinks, or as a hard link of it), or anything inside the JSONL root's
+ * subdirectories (its buckets of logs and temporary files, `.locks`). The path is judged as the
+ * file would be opened: the real path of its directory, plus its name (and the real path of the
+ * name when it exists). Any other existing file is overwritten, as `>` would.
+ */
+export async function refuseStoreTarget(out: string, rootDirectory: string | undefined, logPath: string | undefined): Promise<void> {
+  const given = resolve(out)
+  const dir = await realpath(dirname(given)).catch(() => undefined)
+  if (dir === undefined) return // fileSink says the directory is missing
+  const named = join(dir, basename(given))
+  const candidates = [named, await realpath(named).catch(() => named)]
+  const refuse = (why: string) => {
+    throw explained(new SessionPersistenceError('E_CONFIG', `refusing to write ${out}: ${why}; write the export outside the session root`))
+  }
+  if (logPath !== undefined) {
+    const log = await realpath(logPath).catch(() => resolve(logPath))
+    if (candidates.includes(log)) refuse("it is the session's own log")
+    const [a, b] = await Promise.all([stat(named).catch(() => undefined), stat(log).catch(() => undefined)])
+    if (a && b && a.dev === b.dev && a.ino === b.ino) refuse("it is the session's own log (a link to it)")
+  }
+  if (rootDirectory === undefined) return
+  const root = await realpath(rootDirectory).catch(() => resolve(rootDirectory))
+  for (const c of candidates) {
+    const rel = relative(root, c)
+    if (rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) && rel.split(sep).length >= 2) {
+      refuse(`it is inside ${join(root, rel.split(sep)[0]!)}, a directory of the session root ${root}`)
+    }
+  }
 }

@@ -98,14 +98,17 @@ export function isRewoundBy(ranges: readonly RewoundRange[]): (seq: number) => b
 
 /**
  * The conversation a model provider needs (docs/contract.md §7): one message per system, user
- * and assistant message and per tool result, in log order; chunks and every other type produce
- * none. Messages of events a `history/rewind` took out are left out (§2.1).
+ * and assistant message, in log order, each followed by the results of its tool calls; chunks and
+ * every other type produce none. Messages of events a `history/rewind` took out are left out
+ * (§2.1).
  *
- * The result stays balanced for a provider whatever a rewind cut: every tool call of a shown
- * assistant message gets exactly one tool message (a call whose result was rewound, or never
- * recorded, gets a synthetic error result right after the other results of its message), and a
- * result whose assistant message was rewound is left out with it, since a provider refuses a
- * result for a call it never saw.
+ * The result is balanced for a provider whatever the log holds (a rewind's cut, a result
+ * recorded late, twice, or for a call no event holds): every tool call of a shown assistant
+ * message gets exactly one tool message, right after its message, and no tool message lacks its
+ * call. A result answers the latest call with its id recorded before it (`pairResults`); the
+ * first result of a call is shown, in the order the results were recorded, wherever the log put
+ * it; a call with none gets a synthetic error result after them. A result whose call is not shown
+ * (rewound, before a compaction's `firstKeptSeq`, or never recorded) is left out.
  *
  * A `tool/call` that no assistant message of the log holds (a recorder writes the call before
  * the step's message, and a crash in the tool left only the call) is shown as a synthetic
@@ -114,82 +117,124 @@ export function isRewoundBy(ranges: readonly RewoundRange[]): (seq: number) => b
  */
 export function toModelHistory(all: readonly SessionEvent[]): ModelHistory {
   const { rewound, compaction, events } = historyWindow(all)
-  const shown = events.filter((e) => !rewound(e.seq))
-  const answered = new Set<string>()
-  const shownCalls = new Set<string>()
-  const hiddenCalls = new Set<string>()
-  const messageCalls = new Set<string>() // calls held by any assistant message, shown or not
-  for (const e of events) {
-    if (e.type === 'assistant/message') for (const id of toolCallIds(asObject(e.data)?.content)) messageCalls.add(id)
-  }
-  for (const e of events) {
-    const data = asObject(e.data)
-    if (e.type === 'tool/call') {
-      // A call only a `tool/call` records is shown (synthetic message below) unless rewound.
-      if (typeof data?.callId === 'string' && !messageCalls.has(data.callId)) (rewound(e.seq) ? hiddenCalls : shownCalls).add(data.callId)
-    } else if (e.type === 'assistant/message') {
-      for (const id of toolCallIds(data?.content)) (rewound(e.seq) ? hiddenCalls : shownCalls).add(id)
-    } else if (e.type === 'tool/result' && !rewound(e.seq) && typeof data?.callId === 'string') {
-      answered.add(data.callId)
-    }
-  }
-  const messages: ModelMessage[] = []
-  let unanswered: string[] = [] // calls of the last assistant message that no result will answer
-  const closeUnanswered = () => {
-    for (const callId of unanswered) {
-      messages.push({
-        role: 'tool',
-        callId,
-        isError: true,
-        synthetic: true,
-        content: [{ type: 'text', text: UNANSWERED_TOOL_TEXT }],
-      })
-    }
-    unanswered = []
-  }
   let requestHeader: JsonValue | undefined
   for (const e of all) {
     if (e.type !== 'request/header') continue
     const header = asObject(e.data)?.header
     if (header !== undefined) requestHeader = header as JsonValue
   }
-  let orphanCalls: ModelMessage | undefined // the synthetic assistant message still open to more calls
+  const messages: ModelMessage[] = []
   if (compaction) messages.push({ role: 'user', seq: compaction.seq, compaction: true, content: compaction.summary })
-  for (const e of shown) {
+  for (const entry of pairResults(events, rewound)) {
+    messages.push(entry.message)
+    if (!entry.calls) continue
+    // The results in the order they were recorded, then a synthetic one per call left unanswered.
+    for (const result of entry.results!) messages.push(result)
+    if (entry.results!.length === entry.calls.length) continue
+    for (const call of entry.calls) {
+      if (call.answered) continue
+      messages.push({
+        role: 'tool',
+        callId: call.callId,
+        isError: true,
+        synthetic: true,
+        content: [{ type: 'text', text: UNANSWERED_TOOL_TEXT }],
+      })
+    }
+  }
+  return { messages, requestHeader }
+}
+
+/** A tool call of a shown assistant message, and whether a result answers it. */
+interface ShownCall {
+  callId: string
+  entry: HistoryEntry
+  answered: boolean
+}
+
+/**
+ * A shown system, user or assistant message; an assistant one holding tool calls with its calls
+ * and the results that answer them, in the order they were recorded.
+ */
+interface HistoryEntry {
+  message: ModelMessage
+  calls?: ShownCall[]
+  results?: ModelMessage[]
+}
+
+/**
+ * The shown messages of a history window in log order, each assistant message (or synthetic one
+ * for lone `tool/call`s) with its calls and the result that answers each. A shown `tool/result`
+ * answers the latest call with its `callId` recorded before it, in an assistant message or a lone
+ * `tool/call`, shown or rewound; it is left out when that call was rewound, is already answered
+ * (the first result recorded wins), or does not exist. So a `callId` a later message uses again
+ * is a new call, answered only by results recorded after that message.
+ */
+function pairResults(events: readonly SessionEvent[], rewound: (seq: number) => boolean): HistoryEntry[] {
+  const messageCalls = new Set<string>() // calls held by any assistant message, shown or not
+  for (const e of events) {
+    if (e.type === 'assistant/message') for (const id of toolCallIds(asObject(e.data)?.content)) messageCalls.add(id)
+  }
+  const entries: HistoryEntry[] = []
+  const latest = new Map<string, ShownCall | null>() // callId -> its latest call so far (null: rewound)
+  let orphanCalls: HistoryEntry | undefined // the synthetic assistant message still open to more calls
+  for (const e of events) {
+    const data = asObject(e.data)
+    const hidden = rewound(e.seq)
     if (e.type === 'tool/call') {
-      const data = asObject(e.data)
       const callId = data?.callId
+      // A call an assistant message holds is shown there; a lone one, here.
       if (typeof callId !== 'string' || messageCalls.has(callId)) continue
-      const block = { type: 'tool-call', callId, name: String(data?.name ?? ''), arguments: (data?.arguments ?? null) as JsonValue }
-      if (orphanCalls && messages.at(-1) === orphanCalls) {
-        ;(orphanCalls.content as JsonValue[]).push(block)
-      } else {
-        closeUnanswered()
-        orphanCalls = { role: 'assistant', synthetic: true, content: [block] }
-        messages.push(orphanCalls)
+      if (hidden) {
+        latest.set(callId, null)
+        continue
       }
-      if (!answered.has(callId) && !unanswered.includes(callId)) unanswered.push(callId)
+      if (orphanCalls?.calls!.some((c) => c.callId === callId)) continue // the same call recorded again
+      const block = { type: 'tool-call', callId, name: String(data?.name ?? ''), arguments: (data?.arguments ?? null) as JsonValue }
+      if (orphanCalls) {
+        ;(orphanCalls.message.content as JsonValue[]).push(block)
+      } else {
+        orphanCalls = { message: { role: 'assistant', synthetic: true, content: [block] }, calls: [], results: [] }
+        entries.push(orphanCalls)
+      }
+      const call: ShownCall = { callId, entry: orphanCalls, answered: false }
+      orphanCalls.calls!.push(call)
+      latest.set(callId, call)
       continue
     }
     const role = ROLE_OF[e.type]
     if (!role) continue
-    const data = asObject(e.data)
-    const callId = typeof data?.callId === 'string' ? data.callId : undefined
-    // The result of a call whose assistant message was rewound: gone with its call.
-    if (role === 'tool' && callId !== undefined && hiddenCalls.has(callId) && !shownCalls.has(callId)) continue
-    // After a compaction, a result whose call lies before firstKeptSeq went with the summary.
-    if (role === 'tool' && compaction && (callId === undefined || !shownCalls.has(callId))) continue
-    if (role !== 'tool') closeUnanswered()
-    const message: ModelMessage = { role, seq: e.seq, content: (data?.content ?? null) as JsonValue }
-    if (role === 'tool') {
-      if (callId !== undefined) message.callId = callId
-      if (typeof data?.isError === 'boolean') message.isError = data.isError
+    if (role === 'assistant' && hidden) {
+      for (const id of toolCallIds(data?.content)) latest.set(id, null)
+      continue
     }
-    messages.push(message)
-    if (role === 'assistant') unanswered = toolCallIds(data?.content).filter((id) => !answered.has(id))
+    if (hidden) continue
+    if (role === 'tool') {
+      const callId = data?.callId
+      const call = typeof callId === 'string' ? latest.get(callId) : undefined
+      if (!call || call.answered) continue // no shown call before it, or a second result
+      const result: ModelMessage = { role, seq: e.seq, content: (data?.content ?? null) as JsonValue, callId: call.callId }
+      if (typeof data?.isError === 'boolean') result.isError = data.isError
+      call.answered = true
+      call.entry.results!.push(result)
+      orphanCalls = undefined
+      continue
+    }
+    orphanCalls = undefined
+    const entry: HistoryEntry = { message: { role, seq: e.seq, content: (data?.content ?? null) as JsonValue } }
+    const callIds = role === 'assistant' ? toolCallIds(data?.content) : []
+    if (callIds.length > 0) {
+      entry.calls = []
+      entry.results = []
+      for (const callId of callIds) {
+        const call: ShownCall = { callId, entry, answered: false }
+        entry.calls.push(call)
+        latest.set(callId, call)
+      }
+    }
+    entries.push(entry)
   }
-  closeUnanswered()
-  return { messages, requestHeader }
+  return entries
 }
 
 /** What a history view of a log starts from (§7): what rewinds took out, the compaction in force and the events that count. */

@@ -304,13 +304,28 @@ function checkCopy(to: string | undefined, all: boolean, firstId: string | undef
   if (!all && firstId === undefined) throw new UsageError('copy needs session ids, or --all')
 }
 
+/** A message with each errno code said once: Node's `ENOSPC: no space left…` after a `ENOSPC: ` prefix read `ENOSPC: ENOSPC: …`. */
+function onceEach(message: string): string {
+  return message.replace(/\b([A-Z][A-Z0-9_]{2,}): (?:\1: )+/g, '$1: ')
+}
+
+/** An error that is not the package's, as one line: its code (once) and its message. */
+function errnoText(e: NodeJS.ErrnoException): string {
+  const message = printable(String(e?.message ?? e), true)
+  return onceEach(e?.code && !message.startsWith(`${e.code}: `) ? `${e.code}: ${message}` : message)
+}
+
 // Run as the binary (not when imported by a test).
 const invokedAs = process.argv[1] ? realpathSync(process.argv[1]) : ''
 if (invokedAs === fileURLToPath(import.meta.url)) {
   // A reader that went away (`show … | head`, `tail -f | grep -m1 …`) is the end of the output,
   // not an error: exit quietly, as other command-line tools do.
+  // Any other write error (a full disk, `> /dev/full`) is one line on stderr and exit 1.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err
+    if (err.code !== 'EPIPE') {
+      process.stderr.write(`session-jsonl: ${errnoText(err)}\n`)
+      process.exit(1)
+    }
     process.exit(process.exitCode ?? 0)
   })
   const io = terminalIo(process.stdout, process.stderr, process.env)
@@ -324,11 +339,10 @@ if (invokedAs === fileURLToPath(import.meta.url)) {
         process.exitCode = 2
       } else if (isSessionPersistenceError(err)) {
         const hint = isExplained(err) ? undefined : HINTS[err.code]
-        process.stderr.write(`session-jsonl: ${err.code}: ${printable(err.message, true)}${hint ? ` — ${hint}` : ''}\n`)
+        process.stderr.write(`session-jsonl: ${err.code}: ${printable(onceEach(err.message), true)}${hint ? ` — ${hint}` : ''}\n`)
         process.exitCode = 1
       } else {
-        const e = err as NodeJS.ErrnoException
-        process.stderr.write(`session-jsonl: ${e.code ? `${e.code}: ` : ''}${e.message ?? String(err)}\n`)
+        process.stderr.write(`session-jsonl: ${errnoText(err as NodeJS.ErrnoException)}\n`)
         process.exitCode = 1
       }
     },

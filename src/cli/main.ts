@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // session-jsonl: the operator's view of a session root (docs/contract.md §11).
 import { realpathSync } from 'node:fs'
+import { stat } from 'node:fs/promises'
+import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { isSessionPersistenceError } from '../errors.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import { fork, type Io, ls, repair, resolveId, resolveIds, resolveListed, resolveListedIds, tree, verify } from './commands.js'
 import { exportSession, show, type ShowPage } from './show.js'
 import { tail } from './tail.js'
@@ -11,7 +13,7 @@ import { copy, parseDuration, prune, rm } from './maintenance.js'
 import { isPostgresUrl, openRoot, type OpenedRoot } from './open-root.js'
 import { terminalIo } from './terminal-io.js'
 import { printable } from './render.js'
-import { isExplained } from './cli-errors.js'
+import { explained, isExplained } from './cli-errors.js'
 import { migrate, redact, truncateAtDamage } from './rewrites.js'
 import type { ListProblem } from '../persistence.js'
 
@@ -163,6 +165,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
   // The JSONL backend reports unreadable files through list's onProblem; a PostgreSQL server's
   // warnings (fsync off) are worth a line on stderr.
   const loggerFor = (given: string) => ({ warn: isPostgresUrl(given) ? (message: string) => io.err(`warning: ${message}\n`) : () => {} })
+  // Every command reads its root: a directory that does not exist is a typo, not an empty root
+  // (verify and prune would report success on it). `copy --to` may still create its target.
+  if (!isPostgresUrl(rootArg)) await requireDirectory(rootArg)
   const root = await openRoot(rootArg, loggerFor(rootArg))
   const p = root.store
   let target: OpenedRoot | undefined
@@ -236,6 +241,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
 }
 
 const DEFAULT_TAIL_LINES = 10
+
+/** Refuses a root directory that does not exist (`E_NOT_FOUND`); anything else is the backend's to report. */
+async function requireDirectory(given: string): Promise<void> {
+  const path = resolve(given)
+  try {
+    await stat(path)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return
+    throw explained(new SessionPersistenceError('E_NOT_FOUND', `no such root directory ${path}`, { cause: err }))
+  }
+}
 
 /** A count given on the command line: digits only (no sign, no exponent), at least `min`. */
 function count(flag: string, text: string, min: number): number {

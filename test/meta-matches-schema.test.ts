@@ -2,9 +2,11 @@ import { readFile } from 'node:fs/promises'
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
 import { knownValidMeta } from '../src/session/meta-check.js'
-import { validateMeta } from '../src/session/meta.js'
+import { headerLine, validateMeta } from '../src/session/meta.js'
+import { MAX_HEADER_BYTES } from '../src/jsonl/read-session.js'
+import { createMemoryPersistence } from '../src/memory/memory-persistence.js'
 import { createJsonlPersistence, type SessionMeta, SessionMetaSchema } from '../src/index.js'
-import { codeOf } from './helpers/codes.js'
+import { codeOf, rejection } from './helpers/codes.js'
 import { meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
@@ -116,6 +118,39 @@ describe('through the backend', () => {
     await p.closeAll()
     const first = (await readFile(p.locate(meta('h', { cwd: '/w' })).path, 'utf8')).split('\n')[0]
     expect(first).toBe('{"type":"session","version":0,"id":"h","cwd":"/w","createdAt":1700000000000,"delegationDepth":0,"labels":{"team":"a"}}')
+  })
+
+  test('regression: a meta whose header line (version 1, checksum and newline included) would pass MAX_HEADER_BYTES is E_INVALID_META at create and fork, naming its size; one at the limit is read back everywhere', async () => {
+    // The largest meta whose header line fits: `big` grows the line byte for byte.
+    const sized = (id: string, n: number) => ({ ...meta(id), big: 'x'.repeat(n) }) as SessionMeta
+    const n = MAX_HEADER_BYTES - Buffer.byteLength(headerLine(sized('b', 0), 1))
+    expect(Buffer.byteLength(headerLine(sized('b', n), 1))).toBe(MAX_HEADER_BYTES)
+    for (const formatVersion of [0, 1] as const) {
+      const root = await tmpRoot()
+      const p = createJsonlPersistence({ root, formatVersion })
+      const events = turn(0, 1)
+      await p.create(sized('b', n))
+      await p.append('b', events)
+      await p.close('b')
+      const problems: unknown[] = []
+      expect((await p.list({ onProblem: (x) => problems.push(x) })).map((l) => l.meta.id)).toEqual(['b'])
+      expect(problems).toEqual([])
+      expect((await p.read('b')).events).toEqual(events)
+      expect((await p.load('b', { from: 'last-compaction' })).meta).toEqual(sized('b', n))
+      const over = await rejection(p.create(sized('c', n + 1)))
+      expect(over.code).toBe('E_INVALID_META')
+      expect(over.message).toContain(`${MAX_HEADER_BYTES + 1} bytes`)
+      expect(over.message).toContain(`${MAX_HEADER_BYTES} bytes`)
+      expect(await codeOf(p.fork('b', { id: 'f', seedLength: 0, cwd: `/${'d'.repeat(MAX_HEADER_BYTES)}` }))).toBe('E_INVALID_META')
+      expect(await codeOf(p.inspect('c'))).toBe('E_NOT_FOUND')
+      expect(await codeOf(p.inspect('f'))).toBe('E_NOT_FOUND')
+      await p.closeAll()
+    }
+    const memory = createMemoryPersistence()
+    expect(await codeOf(memory.create(sized('c', n + 1)))).toBe('E_INVALID_META')
+    await memory.create(sized('b', n))
+    await memory.append('b', turn(0, 1))
+    expect(await codeOf(memory.fork('b', { id: 'f', seedLength: 0, cwd: `/${'d'.repeat(MAX_HEADER_BYTES)}` }))).toBe('E_INVALID_META')
   })
 
   test.each([

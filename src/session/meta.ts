@@ -4,6 +4,8 @@ import { isPlainJson, plainJsonProblem } from './json-check.js'
 import { knownValidMeta } from './meta-check.js'
 import { type FormatVersion, sealLine } from './line-codec.js'
 import { describeZodError, type SessionHeader, type SessionMeta, SessionMetaSchema } from './schema.js'
+// The readers' limit on line 1 (only the constant: read-session.ts imports this module too).
+import { MAX_HEADER_BYTES } from '../jsonl/read-session.js'
 
 /**
  * Validates caller-given meta once, at the edge (docs/contract.md §2, §3.2): `E_INVALID_ID` for the id,
@@ -23,15 +25,39 @@ export function validateMeta(meta: unknown): SessionMeta {
   }
   // The common case without zod (meta-check.ts); zod judges the rest and words the error.
   const known = knownValidMeta(meta as Record<string, unknown>)
-  if (known) return known
+  if (known) return fitsHeaderLine(known)
   const result = SessionMetaSchema.safeParse(JSON.parse(JSON.stringify(meta)))
   if (!result.success) {
     throw new SessionPersistenceError('E_INVALID_META', `invalid session meta: ${describeZodError(result.error)}`, {
       sessionId: typeof id === 'string' ? id : undefined,
     })
   }
-  return result.data
+  return fitsHeaderLine(result.data)
 }
+
+/** What a checksum adds to a header line (§16): the same bytes whatever the meta. */
+let sealBytes: number | undefined
+
+/**
+ * `meta`, when its header line fits what every reader reads of line 1 (`MAX_HEADER_BYTES`, §4.2):
+ * the line as version 1 writes it, checksum and newline included, whatever version the backend
+ * writes (a log may be migrated to version 1, or copied to another backend). Else
+ * `E_INVALID_META`: a longer header would be written and then read as `E_CORRUPT`.
+ */
+function fitsHeaderLine(meta: SessionMeta): SessionMeta {
+  sealBytes ??= Buffer.byteLength(headerLine(SEAL_PROBE, 1)) - Buffer.byteLength(headerLine(SEAL_PROBE, 0))
+  const bytes = Buffer.byteLength(headerLine(meta, 0)) + sealBytes
+  if (bytes > MAX_HEADER_BYTES) {
+    throw new SessionPersistenceError(
+      'E_INVALID_META',
+      `session meta too large: its header line would be ${bytes} bytes (checksum and newline included), over the limit of ${MAX_HEADER_BYTES} bytes a header line may hold`,
+      { sessionId: meta.id },
+    )
+  }
+  return meta
+}
+
+const SEAL_PROBE: SessionMeta = { id: 'x', createdAt: 0, delegationDepth: 0 }
 
 const HEADER_ORDER = ['id', 'cwd', 'createdAt', 'parentSession', 'seedLength', 'delegationDepth'] as const
 

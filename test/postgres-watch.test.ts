@@ -127,6 +127,51 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     expect(await w.endedWithin(5_000)).toBe('ended')
   })
 
+  test('a watcher ends when its session is deleted and created again before it looks, even with the same header: it never goes on into the new session', async () => {
+    const writer = open()
+    const reader = open()
+    // Deletes `id` and puts the session `by` in its place under `id`, with `id`'s own header
+    // line, in one transaction: no watcher can see the session missing in between.
+    const replace = async (id: string, by: string) => {
+      const client = new pg.Client({ connectionString: url! })
+      await client.connect()
+      try {
+        await client.query('BEGIN')
+        const { rows } = await client.query<{ h: string }>(`SELECT header_line AS h FROM "${schema}".sessions WHERE session_id = $1`, [id])
+        await client.query(`DELETE FROM "${schema}".sessions WHERE session_id = $1`, [id])
+        await client.query(`UPDATE "${schema}".sessions SET session_id = $1, header_line = $2 WHERE session_id = $3`, [id, rows[0]!.h, by])
+        await client.query(`UPDATE "${schema}".events SET session_id = $1 WHERE session_id = $2`, [id, by])
+        await client.query('SELECT pg_notify($1, $2)', [changeChannel(schema), changePayload(id)])
+        await client.query('COMMIT')
+      } finally {
+        await client.end()
+      }
+    }
+    // 'again-legacy' is a row from before schema version 4 (no incarnation); its replacement has one.
+    for (const [id, longer] of [['again', true], ['again-short', false], ['again-legacy', true]] as const) {
+      const first = turns(0, 1, 2)
+      await writer.create(meta(id))
+      await writer.append(id, first)
+      await writer.close(id)
+      if (id === 'again-legacy') await sql(url!, `UPDATE "${schema}".sessions SET incarnation = NULL WHERE session_id = $1`, [id])
+      const w = collect(reader.watch(id))
+      expect(await w.until(8, 5_000)).toEqual(first)
+      const by = `${id}-next`
+      const second = longer ? turns(0, 10, 3) : turns(0, 10, 1)
+      await writer.create(meta(by))
+      await writer.append(by, second)
+      await writer.close(by)
+      await replace(id, by)
+      expect(await w.endedWithin(5_000)).toBe('ended')
+      expect(w.seen).toEqual(first)
+      // A new watcher follows the new session, from its start.
+      const after = collect(reader.watch(id))
+      expect(await after.until(second.length, 5_000)).toEqual(second)
+      await writer.delete(id)
+      expect(await after.endedWithin(5_000)).toBe('ended')
+    }
+  })
+
   test('a fork and an imported session wake the watchers waiting for them', async () => {
     const writer = open()
     const reader = open()

@@ -102,6 +102,19 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     CREATE INDEX events_markers ON "${s}".events (session_id, kind, seq) WHERE kind <> 0;
     CREATE INDEX events_history ON "${s}".events (session_id, seq) WHERE kind >= 4;
   `,
+  // 4: sessions.incarnation tells a session row from the one of the same id that replaced it (a
+  // session deleted and created again, with the same header or another): a watcher that saw one
+  // incarnation ends when the row carries another (watch-session.ts). The column's default draws
+  // from the writer_epochs sequence, so every insert gets a fresh value, whichever statement or
+  // release (an older one still running, an operator's SQL) sends it. It is added without a
+  // default, which gives the existing rows NULL without rewriting the table (a volatile default
+  // would rewrite it), then the default is set, which touches no existing row. Only sessions is
+  // locked; nothing is dropped.
+  (s) => `
+    LOCK TABLE "${s}".sessions IN ACCESS EXCLUSIVE MODE;
+    ALTER TABLE "${s}".sessions ADD COLUMN incarnation bigint;
+    ALTER TABLE "${s}".sessions ALTER COLUMN incarnation SET DEFAULT nextval('"${s}".writer_epochs');
+  `,
 ]
 
 /** The schema version this release writes and reads. */

@@ -8,8 +8,9 @@ import { parseEventLine, parseStoredHeader } from './read-session.js'
 // The session's length and its next lines, in one statement (one snapshot): no row means no
 // session. The lines come from the primary key, from `next` on, at most a page at a time. The
 // header line comes with the first row only (its format version says how to check the lines).
+// The incarnation tells this session row from one that replaced it (schema version 4).
 const POLL = (s: string) => `
-  SELECT s.length::float8 AS length, e.seq::float8 AS seq, e.line,
+  SELECT s.length::float8 AS length, s.incarnation::text AS incarnation, e.seq::float8 AS seq, e.line,
          CASE WHEN e.seq IS NOT DISTINCT FROM min(e.seq) OVER () THEN s.header_line END AS header_line
     FROM "${s}".sessions s
     LEFT JOIN LATERAL (
@@ -48,21 +49,33 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
   let wake: (() => void) | undefined
   let unsubscribe: (() => void) | undefined
   let checkedHeader: { line: string; version: FormatVersion } | undefined // the header last checked, and its version
+  // The session this watcher follows, from the first poll that found it: its row's incarnation
+  // (null for a row inserted before schema version 4) and the longest length seen. A row of
+  // another incarnation, or a shorter one, is a session deleted and created again under that
+  // id, perhaps before this watcher looked: the watch ends there (§15.3), as it would had it
+  // seen the delete, and never goes on into the new session's events.
+  let followed: { incarnation: string | null; length: number } | undefined
+  let ended = false
   return {
     async poll(next: number): Promise<WatchPoll> {
+      if (ended) return { kind: 'missing' }
       await deps.ready()
       const { rows } = await deps.limit(() =>
-        deps.db.query<{ length: number; seq: number | null; line: string | null; header_line: string | null }>(POLL(deps.schema), [
-          id,
-          next,
-          PAGE,
-        ]),
+        deps.db.query<{ length: number; incarnation: string | null; seq: number | null; line: string | null; header_line: string | null }>(
+          POLL(deps.schema),
+          [id, next, PAGE],
+        ),
       )
       if (rows.length === 0) return { kind: 'missing' }
+      const { incarnation, length } = rows[0]!
+      if (followed && (incarnation !== followed.incarnation || length < followed.length)) {
+        ended = true
+        return { kind: 'missing' }
+      }
+      followed = { incarnation, length }
       const events: SessionEvent[] = []
       if (rows[0]!.seq === null) return { kind: 'events', events }
-      // Its version says how to check the lines (§16): the header is checked again only when its
-      // line changed (a session deleted and created again), not at every poll.
+      // Its version says how to check the lines (§16), read once per session followed.
       const headerLine = rows[0]!.header_line!
       if (headerLine !== checkedHeader?.line) checkedHeader = { line: headerLine, version: parseStoredHeader(headerLine, id, deps.path).version }
       const { version } = checkedHeader

@@ -144,6 +144,23 @@ describe('session-jsonl verify: the verdicts inspect gives', () => {
     expect(lines.find((l) => l.startsWith('unsupported  '))).toMatch(/future\.jsonl/)
     expect(lines.at(-2)).toBe('14 log(s): 4 ok, 4 repairable, 5 corrupt, 1 unsupported')
   })
+
+  test('a log whose header cannot be listed is named by its path once in text, its reason kept whole in JSON', async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    const m = meta('hdr')
+    await p.create(m)
+    await p.append('hdr', turn(0, 1))
+    await p.closeAll()
+    const path = p.locate(m).path
+    const bytes = await readFile(path, 'utf8')
+    await writeFile(path, bytes.replace('"delegationDepth":0', '"delegationDepth":7')) // the header's checksum no longer matches
+    const json = JSON.parse((await runCli(['--root', root, 'verify', '--json'])).stdout) as { logs: Verdict[] }
+    expect(json.logs).toEqual([{ status: 'corrupt', path, reason: `corrupt session log ${path}: line 1 (byte 0): checksum mismatch in the header` }])
+    const text = await runCli(['--root', root, 'verify'])
+    expect(text.code).toBe(1)
+    expect(text.stdout).toBe(`corrupt      ${path}: line 1 (byte 0): checksum mismatch in the header\n1 log(s): 0 ok, 0 repairable, 1 corrupt, 0 unsupported\n`)
+  })
 })
 
 

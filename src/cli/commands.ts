@@ -232,7 +232,10 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
       const cut = v.truncateAt !== undefined ? `would cut ${v.cutBytes} bytes in ${v.cutLines} line(s) at byte ${v.truncateAt} (${v.reason})` : 'nothing to cut'
       io.out(`${s.yellow('repairable')}   ${name}: ${cut}; would write ${v.closers} closing event(s)${v.droppedTurnEnds ? `; ${v.droppedTurnEnds} committed turn end(s) lost to zeroed blocks` : ''}\n`)
     } else if (v.status === 'corrupt') {
-      io.out(`${s.red('corrupt')}      ${name}: ${path}${v.line !== undefined ? ` line ${v.line}, byte ${v.byteOffset}` : ''}: ${oneLine(v.reason, 160)}\n`)
+      // An unlisted log is named by its path already: said once, not again before and in its reason.
+      const where = v.id === undefined ? '' : `: ${path}${v.line !== undefined ? ` line ${v.line}, byte ${v.byteOffset}` : ''}`
+      const reason = v.id === undefined && v.reason.startsWith(`corrupt session log ${v.path}: `) ? v.reason.slice(`corrupt session log ${v.path}: `.length) : v.reason
+      io.out(`${s.red('corrupt')}      ${name}${where}: ${oneLine(reason, 160)}\n`)
     } else io.out(`${s.red('unsupported')}  ${name}: ${oneLine(v.reason, 160)}\n`)
   }
   for (const t of temps) io.out(`${s.dim('temp file')}    ${shown(t, true)} (left by an interrupted write; safe to delete when no writer runs)\n`)

@@ -5,7 +5,7 @@ import { renderTranscript } from '../src/cli/transcript.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import type { LoadedSession } from '../src/index.js'
 import { ev, meta } from './helpers/events.js'
-import { runCli } from './helpers/run-cli.js'
+import { runCli, startCli } from './helpers/run-cli.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 const ESC = '\u001b'
@@ -79,6 +79,25 @@ describe('printable: stored text cannot drive the terminal', () => {
     expect(ls.stdout).toContain('fork of id-\\x1b[31mRED@5')
     const tree = await runCli(['--root', root, 'tree'])
     expect(tree.stdout).toBe('id-\\x1b[31mRED\n└─ child\\x1b]0;T\\x07 (fork at 5)\n')
+  })
+
+  test('tail -f: a followed event and the deletion notice on stderr are escaped too', async () => {
+    const root = await evilRoot()
+    const p = createJsonlPersistence({ root })
+    await p.load(ID)
+    const tail = startCli(['--root', root, 'tail', 'id-', '-n', '1', '-f'])
+    try {
+      await tail.waitForLines(1)
+      await p.append(ID, [ev(5, 'turn/start', { turn: 2 }), ev(6, 'user/message', { content: `more${ESC}[2J` })])
+      expect((await tail.waitForLines(3)).slice(1)).toEqual(['#5 ── turn 2 ──', '#6 user: more\\x1b[2J'])
+      await p.closeAll()
+      await createJsonlPersistence({ root }).delete(ID)
+      expect(await tail.exit()).toEqual({ code: 0, signal: null })
+      expect(tail.stderr()).toBe("session 'id-\\x1b[31mRED' was deleted; stopped following\n")
+    } finally {
+      tail.child.kill()
+      await p.closeAll()
+    }
   })
 
   test('--json and show --raw keep the stored text as it is', async () => {

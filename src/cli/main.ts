@@ -164,7 +164,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
   const forkAt = command === 'fork' ? checkForkAt(values.at) : 0
   // The JSONL backend reports unreadable files through list's onProblem; a PostgreSQL server's
   // warnings (fsync off) are worth a line on stderr.
-  const loggerFor = (given: string) => ({ warn: isPostgresUrl(given) ? (message: string) => io.err(`warning: ${message}\n`) : () => {} })
+  const loggerFor = (given: string) => ({ warn: isPostgresUrl(given) ? (message: string) => io.err(`warning: ${printable(message, true)}\n`) : () => {} })
   // Every command reads its root: a directory that does not exist is a typo, not an empty root
   // (verify and prune would report success on it). `copy --to` may still create its target.
   if (!isPostgresUrl(rootArg)) await requireDirectory(rootArg)
@@ -228,7 +228,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
       case 'copy': {
         let ids: string[]
         if (values.all) {
-          ids = (await p.list({ onProblem: (pr) => io.err(`warning: not copied ${pr.path}: ${pr.code}\n`) })).map((l) => l.meta.id)
+          ids = (await p.list({ onProblem: (pr) => io.err(`warning: not copied ${printable(pr.path, true)}: ${pr.code}\n`) })).map((l) => l.meta.id)
         } else ids = await resolveListedIds(p, [arg!, ...extra])
         target = await openRoot(values.to!, loggerFor(values.to!))
         return await copy(root, target, io, ids, { json: values.json, skipExisting: values['skip-existing'] })

@@ -1,6 +1,6 @@
 import type { Io } from './commands.js'
 import type { OpenedRoot } from './open-root.js'
-import { eventLine } from './render.js'
+import { eventLine, shown } from './render.js'
 import type { SessionEvent } from '../session/schema.js'
 
 /**
@@ -19,6 +19,6 @@ export async function tail(root: OpenedRoot, io: Io, id: string, opts: { json: b
     print(e)
     await io.drain?.()
   }
-  if (!signal.aborted) io.err(`session '${id}' was deleted; stopped following\n`)
+  if (!signal.aborted) io.err(`session '${shown(id, true)}' was deleted; stopped following\n`)
   return 0
 }

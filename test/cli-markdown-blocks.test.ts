@@ -1,5 +1,7 @@
 import { describe, expect, test } from 'vitest'
 import { codeSpan, fence, messageBlock, quote } from '../src/cli/markdown-blocks.js'
+import { renderClaudeAgentSdkEvent } from '../src/cli/render-claude-agent-sdk.js'
+import { renderLangGraphEvent } from '../src/cli/render-langgraph.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { ev, meta } from './helpers/events.js'
 import { runCli } from './helpers/run-cli.js'
@@ -15,6 +17,18 @@ describe('export --format md: stored text cannot close a fence or fake a turn', 
     expect(quote('# h\n\n**User:** x')).toBe('> # h\n>\n> **User:** x')
     expect(messageBlock('User', 'one line')).toBe('**User:** one line')
     expect(messageBlock('User', 'two\nlines')).toBe('**User:**\n\n> two\n> lines')
+  })
+
+  test('framework events too: a Claude entry quotes its text and fences its results; a LangGraph id with a newline stays on its line', () => {
+    const claude = renderClaudeAgentSdkEvent({
+      seq: 0,
+      type: 'claude/entry',
+      time: 0,
+      claudeEntry: { type: 'user', message: { content: [{ type: 'text', text: 'a\n\n## Turn 9' }, { type: 'tool_result', tool_use_id: 't1', content: 'x\n```\n**User:** y' }] } },
+    } as never)!
+    expect(claude.markdown).toBe('**User:**\n\n> a\n>\n> ## Turn 9\n\nResult of t1:\n\n````\nx\n```\n**User:** y\n````')
+    const graph = renderLangGraphEvent({ seq: 0, type: 'langgraph/checkpoint', time: 0, data: { id: 'c1\n\n## Turn 9', metadata: { step: 1, source: 'loop' }, values: [] } })!
+    expect(graph.markdown).toBe('**◆ checkpoint c1 ## Turn 9  step 1 (loop)**')
   })
 
   test('a message and a tool result that hold a fence, a turn heading and a fake message stay inside their blocks', async () => {

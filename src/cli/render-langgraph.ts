@@ -105,7 +105,7 @@ export function renderLangGraphEvent(event: SessionEvent): { text: string; markd
   else return undefined
   const [first, ...rest] = lines
   // Each line on one line in Markdown too: a newline in a stored id or channel name must not start a block.
-  const md = (l: string) => l.replace(/\s+/g, ' ').trim()
+  const md = (l: string) => l.replace(/[\r\n]+/g, ' ').trim()
   const markdown = [`**${md(first!)}**`, ...rest.map((l) => `- \`${md(l).replace(/`/g, "'")}\``)].join('\n')
   return { text: lines.join('\n'), markdown }
 }

@@ -48,6 +48,40 @@ describe('layout and lines (docs/contract.md §3)', () => {
     expect((await p.read('v1')).events).toEqual([{ time: 1, seq: 0, type: 'turn/start', data: { turn: 1, text: 'é' } }])
   })
 
+  test('a batch of over a million characters (written straight into its buffer) has the same lines, both versions, first append and later ones', async () => {
+    for (const version of [0, 1] as const) {
+      const root = await tmpRoot()
+      const p = createJsonlPersistence({ root, formatVersion: version, sync: 'none' })
+      const m = { id: `big${version}`, createdAt: 5, delegationDepth: 0 }
+      await p.create(m)
+      const big = (seq: number, text: string): SessionEvent => ({ seq, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text }] } })
+      const first = [big(0, 'é'.repeat(700_000)), big(1, 'small "quoted" \\ line')]
+      const later = [big(2, 'x'), big(3, '😀'.repeat(300_000))]
+      await p.append(m.id, first)
+      await p.append(m.id, later)
+      await p.closeAll()
+      const line = (e: SessionEvent) => (version === 1 ? specSeal(JSON.stringify(e)) : JSON.stringify(e))
+      const header = JSON.stringify({ type: 'session', version, id: m.id, createdAt: 5, delegationDepth: 0 })
+      expect(await readFile(p.locate(m).path, 'utf8')).toBe([version === 1 ? specSeal(header) : header, ...[...first, ...later].map(line)].join('\n') + '\n')
+      expect((await p.read(m.id)).events).toEqual([...first, ...later])
+    }
+  })
+
+  test('an event nested deeper than JSON.stringify can go is E_NOT_JSON, nothing written', async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    await p.create(meta('deep'))
+    await p.append('deep', turn(0, 1))
+    let nested: unknown = 'leaf'
+    for (let i = 0; i < 200_000; i++) nested = [nested]
+    const err = await p.append('deep', [{ seq: 4, type: 'x', time: 1, data: nested as never }]).then(() => undefined, (e: unknown) => e as Error & { code?: string })
+    expect(err?.code).toBe('E_NOT_JSON')
+    expect(err?.message).toMatch(/nested too deeply/)
+    await p.append('deep', [{ seq: 4, type: 'x', time: 1 }])
+    await p.closeAll()
+    expect((await p.read('deep')).events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4])
+  })
+
   describe('permissions, whatever the umask', () => {
     let old: number
     beforeEach(() => {

@@ -6,7 +6,7 @@ import { assertSeedLength, forkMeta } from '../session/fork-point.js'
 import { encodeSessionId } from '../session/id-encoding.js'
 import { listSessions } from './list-sessions.js'
 import { LogWriter } from './log-writer.js'
-import { materialize } from './materialize.js'
+import { type BodyWriter, materialize } from './materialize.js'
 import { headerLine, metaFromHeader, validateMeta } from '../session/meta.js'
 import { openLog } from './open-log.js'
 import { logPath } from './paths.js'
@@ -54,6 +54,26 @@ import type {
   SessionRange,
   WatchOptions,
 } from '../persistence.js'
+
+/** Above this, a new log's first lines are written after its header instead of joined to it. */
+const JOIN_MAX = 1 << 20
+
+/**
+ * A new log's first bytes: its header and first lines, one buffer when they are small; a large
+ * batch (a huge tool result, §15.5) is written after the header, never copied to join it.
+ */
+function firstBody(header: string, lines: Buffer): { bytes: Buffer | BodyWriter; length: number } {
+  const head = Buffer.from(header)
+  const length = head.length + lines.length
+  if (lines.length < JOIN_MAX) return { bytes: Buffer.concat([head, lines], length), length }
+  return {
+    bytes: async (write) => {
+      await write(head)
+      await write(lines)
+    },
+    length,
+  }
+}
 
 /** Never reached: a first append sets what its link waits for before its first await. */
 function notYetLocked(): Promise<never> {
@@ -137,9 +157,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     // await, long before the materialization asks for it).
     const { writer, path } = s
     let mayPublish: Promise<void> | undefined
-    const materializing = writer
-      ? undefined
-      : this.#materialize(s, path, Buffer.concat([Buffer.from(headerLine(s.meta, s.version)), batch.bytes]), () => mayPublish ?? notYetLocked())
+    const materializing = writer ? undefined : this.#materialize(s, path, firstBody(headerLine(s.meta, s.version), batch.bytes), () => mayPublish ?? notYetLocked())
     materializing?.catch(() => {}) // awaited below
     const locked = s.lock ? (earlyLockCheck ?? s.lock.assertHeld()) : this.#locks.acquire(s.id).then((l) => void (s.lock = l))
     try {
@@ -159,10 +177,10 @@ class JsonlPersistence implements JsonlSessionPersistence {
   }
 
   /** `mayPublish` resolves once the lock is held and no other bucket holds this id. */
-  async #materialize(s: Tracked, path: string, bytes: Buffer, mayPublish: () => Promise<void>): Promise<LogWriter> {
+  async #materialize(s: Tracked, path: string, body: { bytes: Buffer | BodyWriter; length: number }, mayPublish: () => Promise<void>): Promise<LogWriter> {
     try {
-      const handle = await materialize(this.#ctx, path, bytes, { sessionId: s.id, beforeLink: mayPublish })
-      return new LogWriter(this.#ctx, s.id, path, handle, bytes.length)
+      const handle = await materialize(this.#ctx, path, body.bytes, { sessionId: s.id, beforeLink: mayPublish })
+      return new LogWriter(this.#ctx, s.id, path, handle, body.length)
     } catch (err) {
       if ((err as { published?: unknown }).published === true) {
         s.broken = new SessionPersistenceError(
@@ -278,8 +296,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
       if (child.seedLength === 0) return meta // nothing to write: the lock is taken at the first append
       s.lock = await this.#locks.acquire(meta.id)
       const seed = await readRange(this.#ctx, parentPath, scan.headerBytes, scan.eventEnds?.[child.seedLength - 1] ?? 0)
-      const bytes = Buffer.concat([Buffer.from(headerLine(meta, scan.header.version)), seed])
-      s.writer = await this.#materialize(s, path, bytes, () => this.#assertNoLog(meta.id, path))
+      s.writer = await this.#materialize(s, path, firstBody(headerLine(meta, scan.header.version), seed), () => this.#assertNoLog(meta.id, path))
       return meta
     })
   }

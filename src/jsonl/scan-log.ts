@@ -187,6 +187,7 @@ export async function scanLog(
       // Version 1 (§16): a complete line that fails its checksum and holds no NUL byte is damage
       // wherever it lies, past the commit boundary too: no crash leaves such a line.
       let checked = preChecked
+      let unsealedHere = false
       if (sealed && complete && !preChecked) {
         const check = checkLine(buf, start, end)
         if (check !== 'ok') {
@@ -197,7 +198,15 @@ export async function scanLog(
             if (defect === undefined) throw new SessionPersistenceCorruptionError(lineNo, offset, reason, { path, sessionId: context.sessionId })
             damage ??= { line: lineNo, byteOffset: offset, reason, hasNul: false }
           }
-        } else checked = true
+        } else {
+          checked = true
+          // A line that spanned reads comes joined in a buffer of its own: unsealed there, it
+          // parses without a copy of its text (a 64 MiB line, §15.5, held one more copy).
+          if (decoded === undefined && !onEventLine && defect === undefined) {
+            unsealLineInPlace(buf, end)
+            unsealedHere = true
+          }
+        }
       }
       if (defect !== undefined) {
         droppedLines++
@@ -220,7 +229,7 @@ export async function scanLog(
           reason = 'invalid UTF-8'
         } else {
           const text = decoded ?? buf.toString('utf8', start, end)
-          const parsed = parseJson(sealed && !preChecked ? unsealText(text) : text)
+          const parsed = parseJson(sealed && !preChecked && !unsealedHere ? unsealText(text) : text)
           if (!parsed.ok) {
             reason = `not JSON: ${parsed.message}`
           } else {

@@ -3,6 +3,9 @@ import { SessionFormatUnsupportedError, SessionPersistenceCorruptionError } from
 import { checkLine, checksumReason, hasCrcSuffix, unsealText } from './line-codec.js'
 import { describeZodError, SessionHeaderSchema, type SessionHeader } from './schema.js'
 
+/** A header line longer than this is refused (a real header is a few hundred bytes; §4.2 refuses a meta that would make one). */
+export const MAX_HEADER_BYTES = 1 << 20
+
 function parseJson(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
   try {
     return { ok: true, value: JSON.parse(text) }

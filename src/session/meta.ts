@@ -5,7 +5,7 @@ import { knownValidMeta } from './meta-check.js'
 import { type FormatVersion, sealLine } from './line-codec.js'
 import { describeZodError, type SessionHeader, type SessionMeta, SessionMetaSchema } from './schema.js'
 // The readers' limit on line 1 (only the constant: read-session.ts imports this module too).
-import { MAX_HEADER_BYTES } from '../jsonl/read-session.js'
+import { MAX_HEADER_BYTES } from './header-line.js'
 
 /**
  * Validates caller-given meta once, at the edge (docs/contract.md §2, §3.2): `E_INVALID_ID` for the id,

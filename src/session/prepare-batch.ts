@@ -1,7 +1,7 @@
 import { SessionPersistenceError } from '../errors.js'
 import { envelopeProblem, isEnvelopeKey } from './envelope.js'
 import { isPlainJson, pathKey, plainJsonProblem } from './json-check.js'
-import { CRC_FIELD_BYTES, type FormatVersion, sealBatch, sealLine } from './line-codec.js'
+import { CRC_FIELD_BYTES, type FormatVersion, sealBatch, sealLine, writeLines } from './line-codec.js'
 import type { SessionEvent } from './schema.js'
 
 /** The longest line an event may serialize to, without its `\n` (§15.5). */
@@ -19,32 +19,42 @@ export interface PreparedBatch {
  * content (`E_NOT_JSON`, naming type, seq and path) and contiguity inside the batch
  * (`E_SEQ_NOT_CONTIGUOUS`). Whether the first seq continues the log is checked at write time.
  */
+/**
+ * Above this many characters of JSON a batch is written straight into its buffer (`writeLines`):
+ * memory for one huge line stays about twice its size. Below, the joined text is encoded at once
+ * and sealed in one pass (a checksum over each line's bytes), the cheaper way for small batches.
+ */
+const DIRECT_CHARS = 1 << 20
+
 export function prepareBatch(sessionId: string, events: readonly SessionEvent[], version: FormatVersion = 0): PreparedBatch {
-  // Version 1 seals the batch's bytes in one pass (a checksum over each line's bytes, no string a line).
-  const { firstSeq, count, text } = serializeLines(sessionId, events, version === 1 ? CRC_FIELD_BYTES : 0, (json) => json)
-  const plain = Buffer.from(text, 'utf8')
+  const { firstSeq, count, jsons, chars } = serializeLines(sessionId, events, version === 1 ? CRC_FIELD_BYTES : 0)
+  if (chars >= DIRECT_CHARS) return { firstSeq, count, bytes: writeLines(jsons, version) }
+  if (count === 0) return { firstSeq, count, bytes: Buffer.alloc(0) }
+  const plain = Buffer.from(`${jsons.join('\n')}\n`, 'utf8')
   return { firstSeq, count, bytes: version === 1 ? sealBatch(plain, count) : plain }
 }
 
 /** What `prepareBatch` checks and writes, as text: each event's line followed by `\n`. */
 export function serializeEvents(sessionId: string, events: readonly SessionEvent[], version: FormatVersion = 0): { firstSeq: number; count: number; text: string } {
-  return serializeLines(sessionId, events, 0, (json) => sealLine(json, version))
+  const { firstSeq, count, jsons } = serializeLines(sessionId, events, 0)
+  return { firstSeq, count, text: jsons.map((json) => `${sealLine(json, version)}\n`).join('') }
 }
 
 /**
- * Checks a batch and joins its lines, each `line(JSON.stringify(event))` and `\n`; the size
- * limit counts `extra` bytes more a line (a checksum added afterwards).
+ * Checks a batch and serializes each event (`JSON.stringify`, keys in the caller's order); the
+ * size limit counts `extra` bytes more a line (a checksum added afterwards). `chars` is their
+ * total length in UTF-16 units.
  */
 function serializeLines(
   sessionId: string,
   events: readonly SessionEvent[],
   extra: number,
-  line: (json: string) => string,
-): { firstSeq: number; count: number; text: string } {
+): { firstSeq: number; count: number; jsons: string[]; chars: number } {
   if (!Array.isArray(events)) {
     throw new SessionPersistenceError('E_INVALID_EVENT', 'append expects an array of events', { sessionId })
   }
-  let text = ''
+  const jsons: string[] = new Array(events.length)
+  let chars = 0
   let firstSeq = 0
   for (let i = 0; i < events.length; i++) {
     const event: unknown = events[i]
@@ -62,7 +72,13 @@ function serializeLines(
         if (isEnvelopeKey(key)) continue
         const value = (e as Record<string, unknown>)[key]
         if (value === undefined) continue
-        const problem = plainJsonProblem(value, pathKey('', key))
+        let problem: string | undefined
+        try {
+          problem = plainJsonProblem(value, pathKey('', key))
+        } catch (err) {
+          if (!(err instanceof RangeError)) throw err
+          problem = `${pathKey('', key)} is nested too deeply to check (${err.message})`
+        }
         if (problem) {
           throw new SessionPersistenceError('E_NOT_JSON', `event '${e.type}' (seq ${e.seq}): ${problem}`, { sessionId })
         }
@@ -76,16 +92,24 @@ function serializeLines(
         { sessionId },
       )
     }
-    const text1 = line(JSON.stringify(e))
+    let json: string
+    try {
+      json = JSON.stringify(e)
+    } catch (err) {
+      // Plain JSON nested deeper than the engine's stack: JSON.stringify overflows it.
+      if (!(err instanceof RangeError)) throw err
+      throw new SessionPersistenceError('E_NOT_JSON', `event '${e.type}' (seq ${e.seq}) is nested too deeply to serialize (${err.message})`, { sessionId, cause: err })
+    }
     // A UTF-8 byte takes at most 3 bytes per UTF-16 unit: short lines skip the exact count.
-    if ((text1.length + extra) * 3 > MAX_LINE_BYTES && Buffer.byteLength(text1) + extra > MAX_LINE_BYTES) {
+    if ((json.length + extra) * 3 > MAX_LINE_BYTES && Buffer.byteLength(json) + extra > MAX_LINE_BYTES) {
       throw new SessionPersistenceError(
         'E_INVALID_EVENT',
-        `event '${e.type}' (seq ${e.seq}) serializes to ${Buffer.byteLength(text1) + extra} bytes; a line holds at most ${MAX_LINE_BYTES} (64 MiB)`,
+        `event '${e.type}' (seq ${e.seq}) serializes to ${Buffer.byteLength(json) + extra} bytes; a line holds at most ${MAX_LINE_BYTES} (64 MiB)`,
         { sessionId },
       )
     }
-    text += `${text1}\n`
+    jsons[i] = json
+    chars += json.length
   }
-  return { firstSeq, count: events.length, text }
+  return { firstSeq, count: events.length, jsons, chars }
 }

@@ -1,0 +1,62 @@
+// §15.5: peak memory above baseline of one append, load and read of a session holding one line
+// of about 64 MiB, as a multiple of the line's size (the contract's bound: 4×), each in a fresh
+// process, both format versions. Peak is the process's own high-water mark (VmHWM, reset to the
+// current RSS through /proc/self/clear_refs just before the call, the event to append already
+// built), so Linux only.
+//   npm run build && node bench/probes/huge-line-memory.mjs      (SPJ_BENCH_DIST=<dir> for another build)
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+
+const DIST = process.env.SPJ_BENCH_DIST ? `${pathToFileURL(resolve(process.env.SPJ_BENCH_DIST)).href}/` : new URL('../../dist/', import.meta.url).href
+const LINE = 64 * 1024 * 1024 - 200 // the text; the line is a little longer, under the 64 MiB limit
+const status = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync('/proc/self/status', 'utf8'))[1]) * 1024
+
+if (process.argv[2] === 'child') {
+  const [, , , op, root, version] = process.argv
+  const { createJsonlPersistence } = await import(`${DIST}index.js`)
+  const p = createJsonlPersistence({ root, sync: 'none', formatVersion: Number(version) })
+  let event
+  const id = op === 'append-first' ? 'f' : 's'
+  if (op === 'append' || op === 'append-first') {
+    // A flat string, as text read from a file or a parsed response is ('x'.repeat makes a rope).
+    event = { seq: 0, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text: Buffer.alloc(LINE, 'r').toString('latin1') }] } }
+    await p.create({ id, createdAt: 1, delegationDepth: 0 })
+    if (op === 'append') {
+      await p.append(id, [{ seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } }])
+      event.seq = 1
+    }
+  }
+  globalThis.gc()
+  writeFileSync('/proc/self/clear_refs', '5') // VmHWM := VmRSS
+  const base = status('VmRSS')
+  if (op.startsWith('append')) await p.append(id, [event])
+  else if (op === 'load') globalThis.kept = await p.load('s')
+  else globalThis.kept = await p.read('s', { fromSeq: 1, toSeq: 2 }) // the huge event, not the closer a load appended
+  const peak = status('VmHWM')
+  await p.closeAll()
+  process.stdout.write(JSON.stringify({ ratio: (peak - base) / LINE }))
+  process.exit(0)
+}
+
+const run = (op, root, version) => {
+  const r = spawnSync(process.execPath, ['--expose-gc', process.argv[1], 'child', op, root, String(version)], { encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`${op} failed: ${r.stderr}`)
+  return JSON.parse(r.stdout).ratio
+}
+console.log('one line of ~64 MiB: peak memory above baseline / line size (bound: 4×), fresh process each')
+for (const version of [0, 1]) {
+  const root = mkdtempSync(join(tmpdir(), 'spj-huge-'))
+  try {
+    const first = run('append-first', root, version) // the log's first append (materialization)
+    const later = run('append', root, version)
+    const read = run('read', root, version)
+    const load = run('load', root, version)
+    const f = (x) => `${x.toFixed(2)}×${x <= 4 ? '' : ' (over 4×)'}`
+    console.log(`  version ${version}: first append ${f(first)}, later append ${f(later)}, load ${f(load)}, read of it ${f(read)}`)
+  } finally {
+    rmSync(root, { recursive: true, force: true })
+  }
+}

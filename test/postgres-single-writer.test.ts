@@ -3,6 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
 import { workerEvents } from '../src/torture/postgres-worker.js'
+import { codeOf } from './helpers/codes.js'
+import { meta } from './helpers/events.js'
 import { dropSchemas, freshSchema, pgUrl, sql, storedLines } from './helpers/pg-env.js'
 import { PgWorker } from './helpers/pg-worker.js'
 
@@ -135,5 +137,36 @@ describe.skipIf(!url)('one writer per session across hosts (PostgreSQL)', () => 
     await b.append('paused', workerEvents(7, 1, 'b'))
     await b.close('paused')
     await a.end()
+  })
+  test("after its lock connection dropped, a store's own load or delete of a session it just closed is never E_LOCKED against itself", async () => {
+    const a = store(schema, 'selflock-host')
+    for (let round = 0; round < 12; round++) {
+      const id = `selflock-${round}`
+      await a.create(meta(id))
+      await a.append(id, workerEvents(0, 1, 'a'))
+      // The lock connection's backend is terminated; the store sees it end.
+      const lockBackends = await sql<{ pid: number }>(
+        url!,
+        `SELECT DISTINCT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+          WHERE l.locktype = 'advisory' AND a.application_name = $1`,
+        ['session-persistence-jsonl selflock-host'],
+      )
+      expect(lockBackends.length).toBe(1)
+      await sql(url!, 'SELECT pg_terminate_backend($1)', [lockBackends[0]!.pid])
+      while ((await sql(url!, 'SELECT 1 FROM pg_stat_activity WHERE pid = $1', [lockBackends[0]!.pid])).length > 0);
+      await new Promise((r) => setTimeout(r, 50))
+      // This append starts taking the lost lock again in the background; the close and the
+      // load or delete right after it must not be refused because of that re-take.
+      await a.append(id, workerEvents(1, 1, 'a'))
+      await a.close(id)
+      if (round % 2 === 0) {
+        const loaded = await a.load(id)
+        expect(loaded.events.map((e) => e.seq)).toEqual([0, 1])
+        await a.close(id)
+      } else {
+        expect(await codeOf(a.delete(id))).toBe('resolved')
+        expect(await storedLines(url!, schema, id)).toEqual([])
+      }
+    }
   })
 })

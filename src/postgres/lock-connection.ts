@@ -54,8 +54,11 @@ export class LockConnection {
   readonly #held = new Set<string>()
   /** Keys that were held on a connection that died: to take again when possible. */
   readonly #orphans = new Set<string>()
-  /** Orphans being taken again right now, and those of them released meanwhile (to let go). */
-  readonly #retaking = new Set<string>()
+  /**
+   * Orphans being taken again right now, each with a promise that settles once its re-take is
+   * over (taken, or let go again), and those of them released meanwhile (to let go).
+   */
+  readonly #retaking = new Map<string, Promise<void>>()
   readonly #dropped = new Set<string>()
   /** Keys whose lock query is in flight. */
   readonly #taking = new Set<string>()
@@ -109,8 +112,17 @@ export class LockConnection {
    * Takes the lock of `key` without waiting; false when another connection holds it, or when
    * this one holds it or is taking it already: advisory locks are re-entrant, so a second take
    * would need a second unlock, and the one unlock of its holder would leave it held for good.
+   * A key the re-take pass is taking again (its session closed meanwhile, say, and now loaded
+   * or deleted again) is waited for first: the pass lets go of a key released meanwhile, so the
+   * caller is never refused on account of this instance's own re-take.
    */
   async tryLock(key: string): Promise<boolean> {
+    this.#orphans.delete(key)
+    for (let retake = this.#retaking.get(key); retake; retake = this.#retaking.get(key)) await retake
+    return this.#take(key)
+  }
+
+  async #take(key: string): Promise<boolean> {
     this.#orphans.delete(key)
     if (this.#held.has(key) || this.#taking.has(key)) return false
     this.#taking.add(key)
@@ -161,19 +173,25 @@ export class LockConnection {
     for (const key of [...this.#orphans]) {
       // Taken again by a new holder, or released, while the pass was busy: not an orphan any more.
       if (!this.#orphans.delete(key)) continue
-      this.#retaking.add(key)
+      let over!: () => void
+      this.#retaking.set(key, new Promise<void>((resolve) => (over = resolve)))
       try {
-        await this.tryLock(key)
-      } catch {
-        if (!this.#dropped.delete(key)) this.#orphans.add(key)
-        return
+        try {
+          await this.#take(key)
+        } catch {
+          if (!this.#dropped.delete(key)) this.#orphans.add(key)
+          return
+        }
+        // Its session was closed while the lock was being taken again, or another host took it
+        // meanwhile (this holder is fenced): let it go rather than look alive for it.
+        if (this.#dropped.delete(key) || (this.#held.has(key) && !(await this.#stillOurs(key).catch(() => true)))) {
+          this.#retaking.delete(key) // so that this unlock does not mark it dropped again
+          await this.unlock(key)
+        }
       } finally {
         this.#retaking.delete(key)
-      }
-      // Its session was closed while the lock was being taken again, or another host took it
-      // meanwhile (this holder is fenced): let it go rather than look alive for it.
-      if (this.#dropped.delete(key) || (this.#held.has(key) && !(await this.#stillOurs(key).catch(() => true)))) {
-        await this.unlock(key)
+        this.#dropped.delete(key) // a release seen while it was let go anyway: nothing left to drop
+        over()
       }
     }
   }

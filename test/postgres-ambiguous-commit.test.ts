@@ -199,4 +199,22 @@ describe.skipIf(!url)('an ambiguous COMMIT is resolved on retry (PostgreSQL)', (
       await shared.end()
     }
   })
+  test('two stores create one session and send the same first batch: the one that stored nothing gets E_EXISTS, not an acknowledgement', async () => {
+    const a = createPostgresPersistence({ connectionString: url!, schema, poolSize: 1, host: 'first-host' })
+    const b = createPostgresPersistence({ connectionString: url!, schema, poolSize: 1, host: 'second-host' })
+    try {
+      const m = { id: 'same-first', createdAt: 1, delegationDepth: 0 }
+      await a.create(m)
+      await b.create(m) // nothing is stored yet: both register it
+      await a.append('same-first', workerEvents(0, 1, 'w'))
+      await a.close('same-first')
+      // The same lines, the same header: what is stored is not b's (its row carries a's epoch).
+      expect(await codeOf(b.append('same-first', workerEvents(0, 1, 'w')))).toBe('E_EXISTS')
+      expect(await seqsOf('same-first')).toEqual([0])
+      const rows = await sql<{ holder_host: string }>(url!, `SELECT holder_host FROM "${schema}".sessions WHERE session_id = $1`, ['same-first'])
+      expect(rows).toEqual([{ holder_host: 'first-host' }])
+    } finally {
+      await Promise.all([a.end(), b.end()])
+    }
+  })
 })

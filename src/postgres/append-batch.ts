@@ -151,10 +151,13 @@ export async function storedState(db: Db, schema: string, batch: Batch, path: st
     })
   }
   const row: SessionRow = toSessionRow(raw)
+  // A new session's row is ours only if it carries our epoch (or a later one: a writer that took
+  // it over after our batch committed). Another instance that created the same session with the
+  // same lines first drew its epoch before ours: that row is not ours to acknowledge (E_EXISTS).
   const ours =
     raw.lines.length === count &&
     raw.lines.join('\n') === text &&
-    (!batch.create || row.headerLine === batch.create.headerLine)
+    (!batch.create || (row.headerLine === batch.create.headerLine && BigInt(row.epoch) >= BigInt(batch.epoch)))
   if (ours) return 'stored'
   if (batch.create) {
     if (row.epoch === batch.epoch) return 'absent'

@@ -4,8 +4,9 @@ import { expect, test } from 'vitest'
 import { createJsonlPersistence } from '../src/index.js'
 import { MAX_LINE_BYTES } from '../src/session/prepare-batch.js'
 import { codeOf } from './helpers/codes.js'
-import { meta, turn } from './helpers/events.js'
+import { ev, meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { specSeal } from './helpers/spec-seal.js'
 
 // §15.5: one line of up to 64 MiB (a huge tool result) appends, loads and reads; a longer one is
 // refused at append, and a log that holds one anyway is reported, never crashed on or held whole.
@@ -107,3 +108,51 @@ test('migrate refuses a version-0 line that its checksum would make longer than 
   expect((await p.load('m')).events).toHaveLength(9)
   await p.close('m')
 }, 120_000)
+
+test('a range that ends with a long last line (read once, its event taken from the backward look) equals the slice of a load, a torn tail after it left out, damage after it refused', async () => {
+  for (const version of [0, 1] as const) {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root, sync: 'none', formatVersion: version })
+    await p.create(meta('long'))
+    const big = { seq: 4, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text: 'é'.repeat(1_500_000) }] } }
+    await p.append('long', [...turn(0, 1), big])
+    await p.close('long')
+    const full = (await p.inspect('long')).events.slice(0, 5) // inspect closes the open turn in memory
+    const path = p.locate(meta('long')).path
+    for (const range of [{ last: 1 }, { last: 3 }, { fromSeq: 0 }, { fromSeq: 4 }, {}]) {
+      const r = await p.read('long', range)
+      expect([version, range, r.length, r.firstSeq]).toEqual([version, range, 5, range.fromSeq ?? (range.last ? 5 - range.last : 0)])
+      expect(r.events).toEqual(full.slice(r.firstSeq))
+    }
+    await appendFile(path, '{"seq":5,"type":"turn/e') // a torn tail: not returned, not refused
+    expect((await p.read('long', { last: 1 })).events).toEqual([big])
+    // A whole line after it that a load refuses: refused here too.
+    const sealed = version === 1 ? specSeal('{"seq":5,"type":"turn/end","time":1,"data":{"turn":1}}') : '{"seq":5,"type":"turn/end","time":1,"data":{"turn":1}}'
+    const damaged = sealed.replace('"turn":1', '"turn":2')
+    const { writeFile, truncate } = await import('node:fs/promises')
+    await truncate(path, (await stat(path)).size - 23)
+    await appendFile(path, `${damaged}\n`)
+    // Version 1: the backward look passes over the damaged line to the long one; what follows it is checked.
+    if (version === 1) expect(await codeOf(p.read('long', { last: 1 }))).toBe('E_CORRUPT')
+    else expect((await p.read('long', { last: 1 })).events.map((e) => e.seq)).toEqual([5]) // no checksum: a valid line
+    await appendFile(path, `${sealed.replace('"seq":5', '"seq":6')}\n`)
+    if (version === 1) expect(await codeOf(p.read('long', { last: 3 }))).toBe('E_CORRUPT')
+    else expect((await p.read('long', { last: 3 })).events.map((e) => e.seq)).toEqual([4, 5, 6])
+    await writeFile(path, '')
+  }
+}, 60_000)
+
+test('a tail load across a line longer than the backward reads (read again whole) equals the full load', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, sync: 'none' })
+  await p.create(meta('t'))
+  const big = (seq: number) => ({ seq, type: 'tool/result', time: 1, data: { turn: 2, step: 0, callId: `c${seq}`, content: [{ type: 'text', text: 'x'.repeat(3_000_000) }] } })
+  await p.append('t', [...turn(0, 1), ev(4, 'turn/start', { turn: 2 }), ev(5, 'assistant/message', { turn: 2, step: 0, content: [{ type: 'tool-call', callId: 'c6', name: 'sh', arguments: {} }] }), big(6), ev(7, 'history/compact', { summary: 'turn 1', firstKeptSeq: 4 }), ev(8, 'turn/end', { turn: 2, reason: { kind: 'completed' } })])
+  await p.close('t')
+  const full = await p.load('t')
+  await p.close('t')
+  const tail = await p.load('t', { from: 'last-compaction' })
+  await p.close('t')
+  expect(tail.firstSeq).toBe(4)
+  expect(tail.events).toEqual(full.events.slice(4))
+}, 60_000)

@@ -2,6 +2,8 @@ import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
 import type { FileHandle } from './fs/file-system.js'
 
 const BACK_CHUNK = 1 << 20
+/** Past this many carried bytes a line is read again whole instead of joined from its pieces. */
+const LONG_CARRY = 1 << 20
 // Reading buffers of finished scans, reused (a resume reads about 1 MiB backwards each time).
 const spare: Buffer[] = []
 
@@ -25,6 +27,10 @@ export async function forEachBlockBackward(
   let size = Math.min(firstChunkBytes, chunkBytes)
   let carry: Buffer[] = [] // later pieces of a line that begins before `pos`, in file order
   let carried = 0
+  let carryEnd = to // where the carried bytes end in the file (they start at `pos`)
+  // A line carried past LONG_CARRY bytes is not kept piece by piece: once its start is found it
+  // is read again whole into one buffer of its size (memory: that buffer, not pieces plus their join).
+  let long = false
   let torn = true // until the first `\n` from the end: bytes after it are a torn tail
   // A spare buffer serves any smaller chunk size too (only its first chunkBytes are used).
   const buffer = (chunkBytes <= BACK_CHUNK ? spare.pop() : undefined) ?? Buffer.allocUnsafe(Math.max(chunkBytes, BACK_CHUNK))
@@ -49,18 +55,33 @@ export async function forEachBlockBackward(
       // Whole lines start after the first `\n` of the chunk, or at `from`.
       const cut = pos > from ? chunk.indexOf(10) + 1 : 0
       if (cut === 0 && pos > from) {
-        carry.unshift(Buffer.from(chunk.subarray(0, end))) // one line longer than a chunk: keep reading back
+        // One line longer than a chunk: keep reading back.
+        if (carried === 0) carryEnd = pos + end
         carried += end
         if (carried > MAX_LINE_BYTES) {
           carry = [] // too long to be a line: skipped, as a torn one is
           carried = 0
+          long = false
           torn = true
-        }
+        } else if (long || carried > LONG_CARRY) {
+          carry = []
+          long = true
+        } else carry.unshift(Buffer.from(chunk.subarray(0, end)))
         continue
       }
-      const block = carry.length > 0 ? Buffer.concat([chunk.subarray(cut, end), ...carry]) : chunk.subarray(cut, end)
+      let block: Buffer
+      if (long) {
+        block = Buffer.allocUnsafe(carryEnd - (pos + cut))
+        for (let got = 0; got < block.length; ) {
+          const r = await handle.read(block, got, block.length - got, pos + cut + got)
+          if (r === 0) return // the file shrank under us
+          got += r
+        }
+        long = false
+      } else block = carry.length > 0 ? Buffer.concat([chunk.subarray(cut, end), ...carry]) : chunk.subarray(cut, end)
       carry = cut > 0 ? [Buffer.from(chunk.subarray(0, cut))] : []
       carried = cut
+      carryEnd = pos + cut
       if (block.length > 0 && (await visit(block, pos + cut)) === false) return
     }
   } finally {

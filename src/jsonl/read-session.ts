@@ -62,8 +62,13 @@ export function parseEventLine(line: Buffer, version: FormatVersion, unsealInPla
  * The last event line of `[from, to)` that parses with a valid envelope, read backwards (a torn
  * tail is skipped), and the offset just after it; undefined for a log with no event.
  */
-export async function lastEventLine(handle: FileHandle, from: number, to: number, version: FormatVersion): Promise<{ seq: number; end: number } | undefined> {
-  let found: { seq: number; end: number } | undefined
+export async function lastEventLine(
+  handle: FileHandle,
+  from: number,
+  to: number,
+  version: FormatVersion,
+): Promise<{ seq: number; start: number; end: number; event: SessionEvent } | undefined> {
+  let found: { seq: number; start: number; end: number; event: SessionEvent } | undefined
   await forEachBlockBackward(handle, from, to, (block, offset) => {
     let end = block.length
     while (end > 0) {
@@ -71,7 +76,7 @@ export async function lastEventLine(handle: FileHandle, from: number, to: number
       // The block's bytes are this read's own (what is carried past it was copied first).
       const event = parseEventLine(block.subarray(start, end - 1), version, true)
       if (event) {
-        found = { seq: event.seq, end: offset + end }
+        found = { seq: event.seq, start: offset + start, end: offset + end, event }
         return false
       }
       end = start
@@ -100,6 +105,21 @@ export async function readSessionRange(handle: FileHandle, id: string, path: str
   // Reads of about what the range holds (from the log's mean line), not a whole 1 MiB chunk.
   const mean = last ? (last.end - headerBytes) / length : 0
   const chunkBytes = Math.min(1 << 20, Math.max(64 * 1024, 2 ** Math.ceil(Math.log2(mean * (to - start.seq) + WINDOW_BYTES + 1))))
+  // A range that ends with a long last line takes the event the backward look parsed, and reads
+  // only what lies before and after that line: a line of up to 64 MiB is not held twice (§15.5).
+  if (last && to === length && last.end - last.start > REUSE_LAST_BYTES && start.offset <= last.start) {
+    const before = await scanLog(handle, { path, sessionId: id, to: last.start, start: { ...start, header, headerBytes }, chunkBytes })
+    planRepair(before, { path, sessionId: id, closeOpenTurn: false })
+    if (!before.defect && before.size === last.start && start.seq + before.eventCount === last.seq) {
+      const after = await scanLog(handle, { path, sessionId: id, to: size, start: { offset: last.end, seq: last.seq + 1, header, headerBytes }, chunkBytes: WINDOW_BYTES })
+      planRepair(after, { path, sessionId: id, closeOpenTurn: false }) // damage after it: E_CORRUPT, as a full scan refuses
+      if (after.eventCount === 0) {
+        const events = [...before.events, last.event].slice(from - start.seq)
+        return { meta, events, firstSeq: Math.min(from, length), length }
+      }
+    }
+    // Otherwise (what lies before it is not what the backward look saw): the range read as usual.
+  }
   const scan = await scanLog(handle, { path, sessionId: id, to: size, start: { ...start, header, headerBytes }, ...untilSeq, chunkBytes })
   planRepair(scan, { path, sessionId: id, closeOpenTurn: false }) // committed damage in the range: E_CORRUPT
   // A defect the backward look did not see (zeroed blocks before valid lines) ends the log there.
@@ -107,3 +127,6 @@ export async function readSessionRange(handle: FileHandle, id: string, path: str
   const events = scan.events.slice(from - start.seq)
   return { meta, events, firstSeq: Math.min(from, length), length }
 }
+
+/** A last line longer than this is not read again by a range that ends with it. */
+const REUSE_LAST_BYTES = 1 << 20

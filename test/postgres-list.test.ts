@@ -42,4 +42,29 @@ describe.skipIf(!url)('list over PostgreSQL', () => {
       await store.end()
     }
   })
+  test('with a limit, sessions of the same createdAt are cut in UTF-16 order of their ids (as on JSONL), not in byte order', async () => {
+    const s = freshSchema('listties')
+    const store = createPostgresPersistence({ connectionString: url!, schema: s, poolSize: 2 })
+    try {
+      // U+FF01 sorts before U+1F600 in UTF-8 (EF.. < F0..), after it in UTF-16 (FF01 > D83D).
+      const ids = ['a\uff01', 'a\u{1F600}', 'b\uff01', 'b\u{1F600}']
+      for (const [i, id] of ids.entries()) {
+        await store.create({ id, createdAt: i < 2 ? 2_000 : 1_000, delegationDepth: 0 })
+        await store.append(id, workerEvents(0, 1, 'w'))
+        await store.close(id)
+      }
+      const all = (await store.list()).map((l) => l.meta.id)
+      expect(all).toEqual(['a\u{1F600}', 'a\uff01', 'b\u{1F600}', 'b\uff01'])
+      for (let limit = 1; limit <= 4; limit++) expect((await store.list({ limit })).map((l) => l.meta.id)).toEqual(all.slice(0, limit))
+      // A bad row among them is reported and not counted.
+      await sql(url!, `UPDATE "${s}".sessions SET header_line = 'not json' WHERE session_id = $1`, ['a\u{1F600}'])
+      const problems: string[] = []
+      const listed = await store.list({ limit: 2, onProblem: (p) => problems.push(p.code) })
+      expect(listed.map((l) => l.meta.id)).toEqual(['a\uff01', 'b\u{1F600}'])
+      expect(problems).toEqual(['E_CORRUPT'])
+    } finally {
+      await store.end()
+      await dropSchemas(url!, [s])
+    }
+  })
 })

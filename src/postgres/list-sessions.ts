@@ -11,7 +11,7 @@ import { parseStoredHeader } from './read-session.js'
 // the first `limit` rows of its sort (a top-N heap sort over the sessions table, which carries
 // no index on updated_at so that appends stay HOT updates) and sends only their headers. Ties
 // are broken by id in byte order ("C"): the sessions of one append statement share its
-// transaction's now(). A query for more rows (bad ones were met) starts after the last row it
+// transaction's now(); the rows tied with the last one kept are then read too (TIES). A query for more rows (bad ones were met) starts after the last row it
 // had, by its sort key (`key`, exact as text), not at an offset: a session written meanwhile
 // moves up out of the way, and no row is skipped or listed twice.
 const LIST = (s: string, orderBy: 'createdAt' | 'lastWrite', limited: boolean, after: boolean) => {
@@ -24,6 +24,21 @@ const LIST = (s: string, orderBy: 'createdAt' | 'lastWrite', limited: boolean, a
    ${after ? `WHERE ${key} < $2::${cast} OR (${key} = $2::${cast} AND session_id COLLATE "C" > $3)` : ''}
    ORDER BY ${key} DESC, session_id COLLATE "C"
    ${limited ? 'LIMIT $1' : ''}`
+}
+
+// The rows after `$2` in byte order that share its sort key `$1`: with a limit, the last row kept
+// may tie with rows the cut left out, and which of them come first is decided in UTF-16 order
+// (as on the other backends), which byte order does not follow (U+FF01 before U+1F600 in UTF-16,
+// after it in UTF-8). They are read, sorted with the others, and the cut is made then.
+const TIES = (s: string, orderBy: 'createdAt' | 'lastWrite') => {
+  const key = orderBy === 'lastWrite' ? 'updated_at' : 'created_at'
+  const cast = orderBy === 'lastWrite' ? 'timestamptz' : 'bigint'
+  return `
+  SELECT session_id, header_line, size_bytes::float8 AS size_bytes,
+         (extract(epoch FROM updated_at) * 1000)::float8 AS mtime_ms, ${key}::text AS sort_key
+    FROM "${s}".sessions
+   WHERE ${key} = $1::${cast} AND session_id COLLATE "C" > $2
+   ORDER BY session_id COLLATE "C"`
 }
 
 interface Row {
@@ -52,11 +67,8 @@ export async function listSessions(
 ): Promise<SessionListing[]> {
   const { orderBy, limit } = order
   const listings: SessionListing[] = []
-  // A bad row does not count against the limit (as on the JSONL backend): as many rows after the
-  // last one read are read for each one reported, which is rare.
-  for (let after: Row | undefined, want = limit; want === undefined || want > 0; ) {
-    const values = want === undefined ? [] : after ? [want, after.sort_key, after.session_id] : [want]
-    const { rows } = await db.query<Row>(LIST(schema, orderBy, want !== undefined, after !== undefined), values)
+  /** Adds the rows with a valid header to `listings`; the others go to `onProblem`. Returns how many were bad. */
+  const take = (rows: readonly Row[]): number => {
     let bad = 0
     for (const row of rows) {
       const location: PostgresLocation = { kind: 'postgres', schema, id: row.session_id }
@@ -73,10 +85,25 @@ export async function listSessions(
         })
       }
     }
-    if (want === undefined || rows.length < want) break
-    after = rows[rows.length - 1]
+    return bad
+  }
+  // A bad row does not count against the limit (as on the JSONL backend): as many rows after the
+  // last one read are read for each one reported, which is rare.
+  // With a limit, one row more than wanted is asked for: it tells whether the last row kept ties
+  // with rows the cut leaves out (rare: then those are read too, and the cut is made in JS).
+  let tied: Row | undefined // the last row kept, when it ties with the first row cut off
+  for (let after: Row | undefined, want = limit; want === undefined || want > 0; ) {
+    const values = want === undefined ? [] : after ? [want + 1, after.sort_key, after.session_id] : [want + 1]
+    const { rows } = await db.query<Row>(LIST(schema, orderBy, want !== undefined, after !== undefined), values)
+    const next = want !== undefined && rows.length > want ? rows.pop() : undefined
+    const bad = take(rows)
+    if (next === undefined) break
+    after = rows[rows.length - 1]!
     want = bad
+    if (want === 0 && next.sort_key === after.sort_key) tied = after
   }
   // The same order as the other backends (UTF-16 comparison of ids), whatever the collation.
-  return listings.sort(listingOrder(orderBy))
+  if (tied === undefined) return listings.sort(listingOrder(orderBy))
+  take((await db.query<Row>(TIES(schema, orderBy), [tied.sort_key, tied.session_id])).rows)
+  return listings.sort(listingOrder(orderBy)).slice(0, limit)
 }

@@ -98,7 +98,8 @@ test('migrate refuses a version-0 line that its checksum would make longer than 
   await p.close('m')
   const path = p.locate(meta('m')).path
   const bytes = await readFile(path)
-  for (const attempt of [() => p.migrate('m'), () => p.redact('m', { pattern: 'sk-secret', replacement: '[REDACTED SECRET KEY]' })]) {
+  const redact = (dryRun: boolean) => () => p.redact('m', { pattern: 'sk-secret', replacement: '[REDACTED SECRET KEY]', dryRun })
+  for (const attempt of [() => p.migrate('m', { dryRun: true }), () => p.migrate('m'), redact(true), redact(false)]) {
     const err = await attempt().then(() => undefined, (e: unknown) => e as Error & { code?: string })
     expect(err?.code).toBe('E_INVALID_EVENT')
     expect(err?.message).toMatch(/seq 4\) .* would be rewritten as a line of \d+ bytes; a line holds at most 67108864/)

@@ -7,6 +7,7 @@ import { createFaultInjectingFileSystem, MUTATING_OPS } from '../src/testing/ind
 import { ev, meta, turn } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 import { specSeal } from './helpers/spec-seal.js'
+import { prepareBatch, serializeEvents } from '../src/session/prepare-batch.js'
 
 describe('layout and lines (docs/contract.md §3)', () => {
   test('bucket is cwd-<sha256(cwd)[:12]> or _no-cwd; header and event lines are exact (version 0)', async () => {
@@ -55,8 +56,9 @@ describe('layout and lines (docs/contract.md §3)', () => {
       const m = { id: `big${version}`, createdAt: 5, delegationDepth: 0 }
       await p.create(m)
       const big = (seq: number, text: string): SessionEvent => ({ seq, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text }] } })
-      const first = [big(0, 'é'.repeat(700_000)), big(1, 'small "quoted" \\ line')]
-      const later = [big(2, 'x'), big(3, '😀'.repeat(300_000))]
+      // Over 1,048,576 UTF-16 units each: 'é' is one unit (two bytes), '😀' two (four bytes).
+      const first = [big(0, 'é'.repeat(1_100_000)), big(1, 'small "quoted" \\ line')]
+      const later = [big(2, 'x'), big(3, '😀'.repeat(600_000))]
       await p.append(m.id, first)
       await p.append(m.id, later)
       await p.closeAll()
@@ -64,6 +66,8 @@ describe('layout and lines (docs/contract.md §3)', () => {
       const header = JSON.stringify({ type: 'session', version, id: m.id, createdAt: 5, delegationDepth: 0 })
       expect(await readFile(p.locate(m).path, 'utf8')).toBe([version === 1 ? specSeal(header) : header, ...[...first, ...later].map(line)].join('\n') + '\n')
       expect((await p.read(m.id)).events).toEqual([...first, ...later])
+      // The direct path and the joined one (what PostgreSQL stores) write the same bytes.
+      expect(prepareBatch(m.id, later, version).bytes.toString('utf8')).toBe(serializeEvents(m.id, later, version).text)
     }
   })
 

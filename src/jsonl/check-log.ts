@@ -39,7 +39,11 @@ export async function checkLog(root: string, id: string, options: { fs?: FileSys
 export async function checkLogIn(
   ctx: StoreContext,
   id: string,
-  options: { onEvent?: (event: SessionEvent, path: string) => void } = {},
+  options: {
+    onEvent?: (event: SessionEvent, path: string) => void
+    /** Told each valid event line's bytes as they are in the file, and its event; may refuse it by throwing. */
+    onEventLine?: (buf: Buffer, start: number, end: number, event: SessionEvent, path: string) => void
+  } = {},
 ): Promise<LogCheck & { path: string }> {
   encodeSessionId(id)
   const path = await findOneLog(ctx, id)
@@ -48,7 +52,7 @@ export async function checkLogIn(
     // The open turn followed event by event: what it keeps grows with that turn's pending
     // calls, not with the log.
     const openTurn = new OpenTurnTracker()
-    const { onEvent } = options
+    const { onEvent, onEventLine } = options
     const scan = await scanLog(handle, {
       path,
       sessionId: id,
@@ -57,6 +61,7 @@ export async function checkLogIn(
         onEvent?.(event, path)
         openTurn.add(event)
       },
+      ...(onEventLine ? { onEventLine: (buf: Buffer, start: number, end: number, event: SessionEvent) => onEventLine(buf, start, end, event, path) } : {}),
     })
     const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn })
     return { header: scan.header, events: scan.eventCount, repair: plan.report, path }

@@ -30,7 +30,7 @@ import { readSessionRange } from './read-session.js'
 import { openJsonlRawStream, writeRawStream } from './raw-stream.js'
 import { checkRawHeaderLine } from '../session/raw-log.js'
 import { jsonlWatchSource } from './watch-log.js'
-import { assertSealable, copyBody, findDamage, keptAsideName, migratedBody, planRedaction, redactedBody, redactEvent, truncatedBody } from './maintenance.js'
+import { assertMigratable, copyBody, findDamage, keptAsideName, migratedBody, planRedaction, redactedBody, redactEvent, truncatedBody } from './maintenance.js'
 import { rewriteLog, writeBeside } from './rewrite-log.js'
 import { readHeaderLine } from './read-session.js'
 import type { FileHandle } from './fs/file-system.js'
@@ -402,7 +402,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
       // log of any size.
       try {
         // An event version 1 cannot hold refuses the dry run as it refuses the migration.
-        const check = await checkLogIn(this.#ctx, id, { onEvent: (event, path) => assertSealable(event, id, path) })
+        const check = await checkLogIn(this.#ctx, id, { onEventLine: (buf, start, end, event, path) => assertMigratable(buf, start, end, event, id, path) })
         const closers = check.repair?.closers.length ?? 0
         const report: MigrateReport = { id, path: check.path, fromVersion: check.header.version, migrated: false, events: check.events + closers }
         if (check.repair) report.repair = { persisted: false, ...check.repair }
@@ -445,7 +445,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     const redactAt = async (path: string): Promise<RedactReport> => {
       const handle = await this.#ctx.fs.open(path, 'r')
       try {
-        const plan = await planRedaction(handle, path, id, pattern)
+        const plan = await planRedaction(handle, path, id, pattern, replacement)
         const report: RedactReport = { id, path, matches: plan.matches, seqs: plan.seqs, rewritten: false }
         // Its closers as the redaction writes them (never the matched text): a closer repeats a
         // pending call's id, which may hold a match.

@@ -1,6 +1,6 @@
 import { basename } from 'node:path'
 import { isSessionPersistenceError, SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
-import { type FormatVersion, SealedLines, sealLine, unsealText } from '../session/line-codec.js'
+import { CRC_FIELD_BYTES, type FormatVersion, SealedLines, sealLine, unsealText } from '../session/line-codec.js'
 import { LineBuffer } from '../session/line-buffer.js'
 import { OpenTurnTracker } from '../session/closers.js'
 import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
@@ -14,6 +14,7 @@ import type { RepairReport } from '../persistence.js'
 import { LOG_SUFFIX, uniqueToken } from './paths.js'
 import { createHash } from 'node:crypto'
 import { forEachLine } from './read-lines.js'
+import { readHeaderLine } from './read-session.js'
 import { planRepair } from './repair-plan.js'
 import { scanLog } from './scan-log.js'
 import type { StoreContext } from './store-context.js'
@@ -42,6 +43,26 @@ function assertLineFits(bytes: number, event: SessionEvent, id: string, path: st
     `event '${event.type}' (seq ${event.seq}) of ${basename(path)} would be rewritten as a line of ${bytes} bytes; a line holds at most ${MAX_LINE_BYTES} (64 MiB): ${outcome}`,
     { sessionId: id, path },
   )
+}
+
+/**
+ * What a migration refuses of one valid event line `buf[start, end)` (the dry run as the real
+ * one): an event version 1 cannot hold, a line its checksum would take past 64 MiB.
+ */
+export function assertMigratable(buf: Buffer, start: number, end: number, event: SessionEvent, id: string, path: string): void {
+  assertSealable(event, id, path)
+  assertLineFits(end - start + CRC_FIELD_BYTES, event, id, path, 'the log cannot be migrated and stays version 0')
+}
+
+/**
+ * The line (with its `\n`) of an event a redaction rewrote, refused (`E_INVALID_EVENT`) when a
+ * replacement longer than what it replaced made it outgrow 64 MiB: the plan refuses it as the
+ * writing pass would, so a dry run says what the redaction will do.
+ */
+function redactedLine(event: SessionEvent, version: FormatVersion, id: string, path: string): string {
+  const line = `${sealLine(JSON.stringify(event), version)}\n`
+  if (line.length * 3 > MAX_LINE_BYTES) assertLineFits(Buffer.byteLength(line) - 1, event, id, path, 'nothing was replaced')
+  return line
 }
 
 /**
@@ -81,7 +102,7 @@ export function migratedBody(
       sessionId: id,
       keepEvents: false,
       onEventLine: (buf, start, end, event) => {
-        assertSealable(event, id, path)
+        assertMigratable(buf, start, end, event, id, path)
         const before = out.length
         out.add(buf, start, end)
         // Its checksum makes the line 17 bytes longer: a line near the limit would outgrow it.
@@ -189,7 +210,8 @@ export interface RedactionPlan {
  * a load would repair them, their closers counted too. Memory: a chunk, the longest line, an
  * open turn's pending calls and the seqs that matched.
  */
-export async function planRedaction(handle: FileHandle, path: string, id: string, pattern: RegExp): Promise<RedactionPlan> {
+export async function planRedaction(handle: FileHandle, path: string, id: string, pattern: RegExp, replacement: string): Promise<RedactionPlan> {
+  const { version } = (await readHeaderLine(handle, path, id)).header
   let matches = 0
   const seqs: number[] = []
   let lastTime: number | undefined
@@ -206,6 +228,8 @@ export async function planRedaction(handle: FileHandle, path: string, id: string
       if (n > 0) {
         matches += n
         seqs.push(event.seq)
+        // A replacement longer than what it replaces grows the line: refused now, as the writing pass would.
+        redactedLine(redactEvent(event, pattern, replacement).event, version, id, path)
       }
     },
   })
@@ -253,13 +277,7 @@ export function redactedBody(
     let seq = 0 // line i after the header holds seq i (the plan's pass checked it)
     let next = 0 // the next planned seq
     let matches = 0
-    /** The redacted event's line (with its `\n`), refused when it would outgrow a line. */
-    const lineOf = (event: SessionEvent): string => {
-      const line = `${sealLine(JSON.stringify(event), version)}\n`
-      // A replacement longer than what it replaces grows the line: a line near the limit would outgrow it.
-      if (line.length * 3 > MAX_LINE_BYTES) assertLineFits(Buffer.byteLength(line) - 1, event, plan.header.id, path, 'nothing was replaced')
-      return line
-    }
+    const lineOf = (event: SessionEvent): string => redactedLine(event, version, plan.header.id, path)
     const redactLine = (json: string): string => {
       const event = JSON.parse(json) as SessionEvent
       const redacted = redactEvent(event, pattern, replacement)

@@ -14,13 +14,20 @@ import { parseStoredHeader } from './read-session.js'
 // transaction's now(); the rows tied with the last one kept are then read too (TIES). A query for more rows (bad ones were met) starts after the last row it
 // had, by its sort key (`key`, exact as text), not at an offset: a session written meanwhile
 // moves up out of the way, and no row is skipped or listed twice.
-const LIST = (s: string, orderBy: 'createdAt' | 'lastWrite', limited: boolean, after: boolean) => {
+/** The column a listing sorts on, its type, and what each query selects of a row. */
+const sortedBy = (s: string, orderBy: 'createdAt' | 'lastWrite') => {
   const key = orderBy === 'lastWrite' ? 'updated_at' : 'created_at'
   const cast = orderBy === 'lastWrite' ? 'timestamptz' : 'bigint'
-  return `
+  const select = `
   SELECT session_id, header_line, size_bytes::float8 AS size_bytes,
          (extract(epoch FROM updated_at) * 1000)::float8 AS mtime_ms, ${key}::text AS sort_key
-    FROM "${s}".sessions
+    FROM "${s}".sessions`
+  return { key, cast, select }
+}
+
+const LIST = (s: string, orderBy: 'createdAt' | 'lastWrite', limited: boolean, after: boolean) => {
+  const { key, cast, select } = sortedBy(s, orderBy)
+  return `${select}
    ${after ? `WHERE ${key} < $2::${cast} OR (${key} = $2::${cast} AND session_id COLLATE "C" > $3)` : ''}
    ORDER BY ${key} DESC, session_id COLLATE "C"
    ${limited ? 'LIMIT $1' : ''}`
@@ -31,12 +38,8 @@ const LIST = (s: string, orderBy: 'createdAt' | 'lastWrite', limited: boolean, a
 // (as on the other backends), which byte order does not follow (U+FF01 before U+1F600 in UTF-16,
 // after it in UTF-8). They are read, sorted with the others, and the cut is made then.
 const TIES = (s: string, orderBy: 'createdAt' | 'lastWrite') => {
-  const key = orderBy === 'lastWrite' ? 'updated_at' : 'created_at'
-  const cast = orderBy === 'lastWrite' ? 'timestamptz' : 'bigint'
-  return `
-  SELECT session_id, header_line, size_bytes::float8 AS size_bytes,
-         (extract(epoch FROM updated_at) * 1000)::float8 AS mtime_ms, ${key}::text AS sort_key
-    FROM "${s}".sessions
+  const { key, cast, select } = sortedBy(s, orderBy)
+  return `${select}
    WHERE ${key} = $1::${cast} AND session_id COLLATE "C" > $2
    ORDER BY session_id COLLATE "C"`
 }

@@ -168,6 +168,64 @@ describe('trackToolCalls', () => {
     await reopened.close()
   })
 
+  it('the run after a failed one ends its leftover turn first: its input is on record before its tool runs, in run order', async () => {
+    for (const failure of ['tool throws', 'model errors'] as const) {
+      const persistence = createMemoryPersistence()
+      const id = failure === 'tool throws' ? 'after-tool-failure' : 'after-model-failure'
+      let second = false
+      const seenInTool: string[] = []
+      const t = tool({
+        name: 't',
+        description: 't',
+        parameters: z.object({ n: z.number() }),
+        errorFunction: null,
+        execute: async ({ n }) => {
+          if (second) {
+            // What another reader sees while the second run's tool runs.
+            const { events } = await persistence.inspect(id)
+            seenInTool.push(...events.map((e) => (e.type === 'user/message' ? `user:${JSON.stringify(e.data).includes('second') ? 'second' : 'first'}` : e.type)))
+          } else if (failure === 'tool throws') throw new Error('boom')
+          return `n=${n}`
+        },
+      })
+      const model = new ScriptedModel(
+        failure === 'tool throws'
+          ? [[functionCall('t', { n: 1 }, { callId: 'a1' })], [functionCall('t', { n: 2 }, { callId: 'b1' })], [assistantMessage('done')]]
+          : [[functionCall('t', { n: 1 }, { callId: 'a1' })], modelError(new Error('429')), [functionCall('t', { n: 2 }, { callId: 'b1' })], [assistantMessage('done')]],
+      )
+      const agent = new Agent({ name: 'A', instructions: 't', model, tools: [t] })
+      const session = new JsonlSession({ persistence, sessionId: id })
+      trackToolCalls(agent, session)
+      await expect(run(agent, 'first', { session })).rejects.toThrow()
+      second = true
+      expect((await run(agent, 'second', { session })).finalOutput).toBe('done')
+      await session.close()
+      // In the tool of the second run: the first turn ended, the second opened with its input.
+      // (inspect adds the closers of the open turn after what is written)
+      const at = seenInTool.indexOf('user:second')
+      expect(at).toBeGreaterThan(0)
+      expect(seenInTool.slice(at - 2, at + 3)).toEqual(['turn/end', 'turn/start', 'user:second', 'step/start', 'assistant/message'])
+      const { events } = await persistence.inspect(id)
+      const turns = events.filter((e) => e.type === 'turn/start' || e.type === 'turn/end').map((e) => [e.type, e.data])
+      expect(turns).toEqual([
+        ['turn/start', { turn: 1 }],
+        ['turn/end', { turn: 1, reason: { kind: 'aborted' } }],
+        ['turn/start', { turn: 2 }],
+        ['turn/end', { turn: 2, reason: { kind: 'completed' } }],
+      ])
+      // Each run's input and calls are in its own turn, in the order the runs ran.
+      const secondInput = events.findIndex((e) => e.type === 'user/message' && JSON.stringify(e.data).includes('second'))
+      expect(secondInput).toBeGreaterThan(events.findIndex((e) => e.type === 'turn/end'))
+      expect(calls(events.slice(0, secondInput)).map((c) => c.callId)).toEqual(['a1'])
+      expect(calls(events.slice(secondInput)).map((c) => c.callId)).toEqual(['b1'])
+      expect((await new JsonlSession({ persistence, sessionId: id }).getItems()).map((i) => ('callId' in i ? i.callId : 'content' in i ? i.content : i.type))).toEqual(
+        failure === 'tool throws'
+          ? ['first', 'a1', 'second', 'b1', 'b1', [{ type: 'output_text', text: 'done' }]]
+          : ['first', 'a1', 'a1', 'second', 'b1', 'b1', [{ type: 'output_text', text: 'done' }]],
+      )
+    }
+  })
+
   it('a tool shared by two tracked agents is recorded only in the session of the agent that called it', async () => {
     const persistence = createMemoryPersistence()
     const shared = tool({ name: 'shared', description: 'shared', parameters: z.object({}), execute: async () => 'ok' })

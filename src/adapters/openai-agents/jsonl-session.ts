@@ -62,6 +62,10 @@ export class JsonlSession implements Session {
   #lastTurn = 0
   /** The turn `trackToolCalls` opened for a run that has not handed its items over yet. */
   #turn: TurnState | undefined
+  /** The run (its RunContext) that opened `#turn`, when `trackToolCalls` saw it. */
+  #turnRun: unknown
+  /** The run whose `agent_start` came last: the one the next `addItems` comes from. */
+  #latestRun: unknown
   #recorded = new RecordedItems()
   #staged: AgentInputItem[] | undefined
   #inFlight = 0
@@ -114,6 +118,7 @@ export class JsonlSession implements Session {
     const batch = structuredClone(items)
     await this.#queue.add(async () => {
       await this.#ensureWritable()
+      await this.#endLeftoverTurn(this.#latestRun)
       const drafts: EventDraft[] = []
       let state = this.#turn ? restartReplay(this.#turn) : undefined
       if (!state) {
@@ -128,6 +133,7 @@ export class JsonlSession implements Session {
       matcher.commit()
       this.#lastTurn = state.turn
       this.#turn = undefined
+      this.#turnRun = undefined
       this.#recorded.clearInputs()
       this.#staged = undefined
     })
@@ -191,6 +197,7 @@ export class JsonlSession implements Session {
     const keepItems = parsed.data.keepItems ?? 0
     await this.#queue.add(async () => {
       await this.#ensureWritable()
+      await this.#endLeftoverTurn(this.#latestRun)
       if (this.#turn) {
         throw new SessionPersistenceError('E_SESSION_LIVE', `compact: a tracked run of session ${this.#id} has not handed its items over`, {
           sessionId: this.#id,
@@ -224,15 +231,17 @@ export class JsonlSession implements Session {
   /** @internal */
   get [RECORDER](): ToolCallRecorder {
     return {
-      stageInput: (turnInput) => {
-        if (!this.#turn && Array.isArray(turnInput)) this.#staged = turnInput.filter((item) => isPlainJson(item))
+      stageInput: (turnInput, run) => {
+        if (run !== undefined) this.#latestRun = run
+        // A turn left open by another run is ended before this run writes: its input is staged.
+        if ((!this.#turn || this.#isOtherRun(run)) && Array.isArray(turnInput)) this.#staged = turnInput.filter((item) => isPlainJson(item))
       },
-      recordCall: async (call) => {
+      recordCall: async (call, run) => {
         this.#inFlight++
-        await this.#queue.add(() => this.#recordCall(call))
+        await this.#queue.add(() => this.#recordCall(call, run ?? this.#latestRun))
       },
-      recordResult: async (call, output) => {
-        await this.#queue.add(() => this.#recordResult(call, output))
+      recordResult: async (call, output, run) => {
+        await this.#queue.add(() => this.#recordResult(call, output, run))
       },
       settled: () => {
         this.#inFlight--
@@ -240,8 +249,23 @@ export class JsonlSession implements Session {
     }
   }
 
-  async #recordCall(call: FunctionCallItem): Promise<void> {
+  /** True when `run` is known and is not the run that opened `#turn`. */
+  #isOtherRun(run: unknown): boolean {
+    return run !== undefined && this.#turnRun !== undefined && run !== this.#turnRun
+  }
+
+  /**
+   * A run that failed (the model or a tool threw) never hands its items over: its turn stays
+   * open. When another run writes, that turn is ended first, as `close` ends it (`aborted`), so
+   * the new run's input and calls go into a turn of their own, in the order the runs ran.
+   */
+  async #endLeftoverTurn(run: unknown): Promise<void> {
+    if (this.#turn && this.#isOtherRun(run)) await this.#endTurn('aborted')
+  }
+
+  async #recordCall(call: FunctionCallItem, run: unknown): Promise<void> {
     await this.#ensureWritable()
+    await this.#endLeftoverTurn(run)
     const drafts: EventDraft[] = []
     const items: AgentInputItem[] = []
     let state = this.#turn
@@ -258,13 +282,15 @@ export class JsonlSession implements Session {
     if (!this.#recorded.hasCall(call.callId)) items.push(stored)
     const encoded = encodeItems(items, state, { provisional: true })
     await this.#write([...drafts, ...encoded.drafts])
+    if (!this.#turn) this.#turnRun = run
     this.#turn = encoded.state
     this.#lastTurn = encoded.state.turn
     this.#recorded.addInputs(input)
   }
 
-  async #recordResult(call: FunctionCallItem, output: unknown): Promise<void> {
-    if (!this.#turn || this.#recorded.hasResult(call.callId)) return
+  async #recordResult(call: FunctionCallItem, output: unknown, run: unknown): Promise<void> {
+    // A tool of a run whose turn was ended (another run started) answers nothing now.
+    if (!this.#turn || this.#isOtherRun(run) || this.#recorded.hasResult(call.callId)) return
     let text: string
     try {
       text = typeof output === 'string' ? output : (JSON.stringify(output) ?? String(output))
@@ -283,23 +309,32 @@ export class JsonlSession implements Session {
     this.#turn = encoded.state
   }
 
-  /** The run's new input: what its first turn input holds beyond the session's items. */
+  /**
+   * The run's new input: what its first turn input holds beyond the session's items. The SDK
+   * leaves out of that input a call without a result (a failed run's), and a result without its
+   * call: such items of the session may be missing from it.
+   */
   async #newInput(): Promise<AgentInputItem[]> {
     const staged = this.#staged
     this.#staged = undefined
     if (!staged) return []
     const current = decodeItems(await this.#read())
-    if (staged.length < current.length) return []
-    for (let i = 0; i < current.length; i++) {
-      if (itemKey(current[i]) !== itemKey(staged[i])) return []
+    let i = 0
+    for (const item of current) {
+      if (i < staged.length && itemKey(item) === itemKey(staged[i])) i++
+      else {
+        const kind = classifyItem(item)?.kind
+        if (kind !== 'call' && kind !== 'result') return []
+      }
     }
-    return staged.slice(current.length)
+    return staged.slice(i)
   }
 
   async #endTurn(kind: TurnEndKind): Promise<void> {
     if (!this.#turn) return
     await this.#write(closeTurn(this.#turn, kind))
     this.#turn = undefined
+    this.#turnRun = undefined
     this.#recorded.clearInputs()
   }
 
@@ -337,6 +372,7 @@ export class JsonlSession implements Session {
     // be read costs its load and nothing more.
     this.#learnt = false
     this.#turn = undefined
+    this.#turnRun = undefined
     this.#open = true
   }
 

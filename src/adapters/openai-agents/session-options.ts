@@ -39,9 +39,10 @@ export const CompactOptionsSchema = z.strictObject({
 
 /** What `trackToolCalls` calls on a session; not part of the public API. */
 export interface ToolCallRecorder {
-  stageInput(turnInput: readonly AgentInputItem[]): void
-  recordCall(call: FunctionCallItem): Promise<void>
-  recordResult(call: FunctionCallItem, output: unknown): Promise<void>
+  /** `run` identifies the run (the SDK's RunContext): a new one ends a turn a failed run left open. */
+  stageInput(turnInput: readonly AgentInputItem[], run?: unknown): void
+  recordCall(call: FunctionCallItem, run?: unknown): Promise<void>
+  recordResult(call: FunctionCallItem, output: unknown, run?: unknown): Promise<void>
   settled(): void
 }
 export const RECORDER = Symbol('session-persistence-jsonl/openai-agents recorder')

@@ -46,7 +46,7 @@ export function trackToolCalls(agent: Agent<any, any>, session: JsonlSession): (
     const original = tool.invoke
     const wrapped: Invoke = (runContext, input, details) =>
       active && isFunctionCall(details?.toolCall) && claimed.delete(details.toolCall.callId)
-        ? invokeRecorded(recorder, details.toolCall, () => original.call(tool, runContext, input, details))
+        ? invokeRecorded(recorder, details.toolCall, runContext, () => original.call(tool, runContext, input, details))
         : original.call(tool, runContext, input, details)
     tool.invoke = wrapped
     undos.push(() => {
@@ -54,8 +54,10 @@ export function trackToolCalls(agent: Agent<any, any>, session: JsonlSession): (
       if (tool.invoke === wrapped) tool.invoke = original
     })
   }
-  const onStart = (_context: unknown, _agent: unknown, turnInput?: AgentInputItem[]) => {
-    if (active && Array.isArray(turnInput)) recorder.stageInput(turnInput)
+  // The run context tells runs apart: a run that failed never handed its items over, and the
+  // next run's start (or its first call) ends the turn it left open before writing its own.
+  const onStart = (context: unknown, _agent: unknown, turnInput?: AgentInputItem[]) => {
+    if (active && Array.isArray(turnInput)) recorder.stageInput(turnInput, context)
   }
   const onToolStart = (_context: unknown, _tool: unknown, details?: { toolCall?: unknown }) => {
     if (active && isFunctionCall(details?.toolCall)) claimed.add(details.toolCall.callId)
@@ -74,12 +76,12 @@ export function trackToolCalls(agent: Agent<any, any>, session: JsonlSession): (
   }
 }
 
-async function invokeRecorded(recorder: ToolCallRecorder, call: FunctionCallItem, run: () => Promise<unknown>): Promise<unknown> {
+async function invokeRecorded(recorder: ToolCallRecorder, call: FunctionCallItem, runContext: unknown, run: () => Promise<unknown>): Promise<unknown> {
   try {
     // The tool never runs unless its call is on record: a failed append fails the call.
-    await recorder.recordCall(call)
+    await recorder.recordCall(call, runContext)
     const output = await run()
-    await recorder.recordResult(call, output)
+    await recorder.recordResult(call, output, runContext)
     return output
   } finally {
     recorder.settled()

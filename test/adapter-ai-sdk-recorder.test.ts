@@ -271,6 +271,34 @@ describe('the recorder around failures and misuse', () => {
     expect(types(session.events).filter((t) => t === 'tool/result')).toHaveLength(1)
   })
 
+  it('a provider reusing a call id in a later turn (call_0 each time): the next turn sees both calls and results', async () => {
+    const persistence = createMemoryPersistence()
+    const session = await openAiSdkSession({ persistence, sessionId: 'reused-id' })
+    const tools = { weather: tool({ inputSchema: jsonSchema<{ city: string }>({ type: 'object' }), execute: async ({ city }) => `sunny in ${city}` }) }
+    for (const city of ['Paris', 'Rome']) {
+      const { model } = scriptedModel([{ calls: [{ id: 'call_0', name: 'weather', input: { city } }] }, { text: `It is sunny in ${city}.` }])
+      const t = session.turn(`weather in ${city}?`)
+      await generateText({ model, tools: t.guardTools(tools), stopWhen: stepCountIs(3), ...t.settings })
+      await t.done
+    }
+    const third = scriptedModel([{ text: 'ok' }])
+    const t3 = session.turn('and now?')
+    await generateText({ model: third.model, tools, ...t3.settings })
+    await t3.done
+    const prompt = third.prompts[0]!
+    const parts = prompt.flatMap((m) => (Array.isArray(m.content) ? (m.content as { type: string; input?: unknown; output?: unknown }[]) : []))
+    const calls = parts.filter((p) => p.type === 'tool-call')
+    const results = parts.filter((p) => p.type === 'tool-result')
+    expect(calls.map((c) => c.input)).toEqual([{ city: 'Paris' }, { city: 'Rome' }])
+    expect(results.map((r) => r.output)).toEqual([
+      { type: 'text', value: 'sunny in Paris' },
+      { type: 'text', value: 'sunny in Rome' },
+    ])
+    // No assistant message is left empty.
+    expect(prompt.filter((m) => m.role === 'assistant' && Array.isArray(m.content) && m.content.length === 0)).toEqual([])
+    await session.close()
+  })
+
   it('carries a tool approval across turns: the approved call runs in the next turn and is recorded once', async () => {
     const persistence = createMemoryPersistence()
     const session = await openAiSdkSession({ persistence, sessionId: 'approval' })

@@ -47,33 +47,46 @@ export function toAiSdkMessages(all: readonly SessionEvent[]): ModelMessage[] {
   // A result whose call is before the compaction's firstKeptSeq finds no open call below.
   const { rewound, compaction, events } = historyWindow(all)
   const shown = events.filter((e) => !rewound(e.seq))
+  // A call id names one call within a step of a turn only: providers reuse ids (local servers
+  // send `call_0` in every response). So calls are keyed by turn (counted by `turn/start`), step
+  // and id, and a reused id in a later step or turn is a call of its own.
+  let turns = 0
+  const keyOf = (e: SessionEvent, callId: string) => {
+    const step = asObject(e.data)?.step
+    return `${turns}/${typeof step === 'number' ? step : ''}/${callId}`
+  }
   // Calls an assistant message carries; a `tool/call` of one of these adds nothing.
   const inMessages = new Set<string>()
   const names = new Map<string, string>()
   for (const e of shown) {
     const data = asObject(e.data)
-    if (e.type === 'assistant/message' && Array.isArray(data?.content)) {
+    if (e.type === 'turn/start') turns++
+    else if (e.type === 'assistant/message' && Array.isArray(data?.content)) {
       for (const block of data.content) {
         const b = asObject(block)
         if (b?.type === 'tool-call' && typeof b.callId === 'string') {
-          inMessages.add(b.callId)
-          if (typeof b.name === 'string') names.set(b.callId, b.name)
+          inMessages.add(keyOf(e, b.callId))
+          if (typeof b.name === 'string') names.set(keyOf(e, b.callId), b.name)
         }
       }
     } else if (e.type === 'tool/call' && typeof data?.callId === 'string' && typeof data.name === 'string') {
-      if (!names.has(data.callId)) names.set(data.callId, data.name)
+      if (!names.has(keyOf(e, data.callId))) names.set(keyOf(e, data.callId), data.name)
     }
   }
+  turns = 0
 
   const out: ModelMessage[] = []
-  const pending = new Map<string, string>() // open calls, in the order opened: callId -> tool name
-  const shownCalls = new Set<string>() // a call id goes to the model once, in the first message that makes it
+  const pending = new Map<string, { toolName: string; key: string }>() // open calls, in the order opened
+  // The open calls by keyOf: a call goes to the model once, in the first message that makes it;
+  // once answered, its id is free for a new call.
+  const shownCalls = new Set<string>()
   let orphanMessage: AssistantModelMessage | undefined // the assistant message built from `tool/call` events
   const approvalFor = new Map<string, string>() // approvalId -> callId, from tool-approval-request parts
   const approved = new Set<string>() // calls whose approval response is in the history
   const closePending = ({ atEnd = false }: { atEnd?: boolean } = {}) => {
     const results: ModelMessage[] = []
-    for (const [toolCallId, toolName] of pending) {
+    for (const [toolCallId, { toolName, key }] of pending) {
+      shownCalls.delete(key)
       // A call whose approval was answered stays open at the end: the AI SDK runs it (or records
       // its denial) when it finds the approval response as the last message.
       if (atEnd && approved.has(toolCallId)) continue
@@ -84,7 +97,7 @@ export function toAiSdkMessages(all: readonly SessionEvent[]): ModelMessage[] {
     if (atEnd) while (at > 0 && isApprovalResponse(out[at - 1]!)) at-- // that response must stay last
     out.splice(at, 0, ...results)
   }
-  const openCall = (callId: string, name: string) => pending.set(callId, name)
+  const openCall = (callId: string, toolName: string, key: string) => pending.set(callId, { toolName, key })
   const push = (message: ModelMessage) => {
     if (message.role !== 'tool') closePending()
     out.push(message)
@@ -95,6 +108,9 @@ export function toAiSdkMessages(all: readonly SessionEvent[]): ModelMessage[] {
   for (const e of shown) {
     const data = asObject(e.data)
     switch (e.type) {
+      case 'turn/start':
+        turns++
+        break
       case 'system/message':
         push({ role: 'system', content: textOf(data?.content), ...options(data) })
         break
@@ -114,24 +130,25 @@ export function toAiSdkMessages(all: readonly SessionEvent[]): ModelMessage[] {
           const p = blockToPart(block, 'assistant') as AssistantPart | undefined
           if (!p) continue
           if (p.type === 'tool-call' && p.providerExecuted !== true) {
-            if (shownCalls.has(p.toolCallId)) continue
-            shownCalls.add(p.toolCallId)
+            if (shownCalls.has(keyOf(e, p.toolCallId))) continue
+            shownCalls.add(keyOf(e, p.toolCallId))
           }
           if (p.type === 'tool-approval-request') approvalFor.set(p.approvalId, p.toolCallId)
           parts.push(p)
         }
         push({ role: 'assistant', content: parts, ...options(data) })
-        for (const p of parts) if (p.type === 'tool-call' && p.providerExecuted !== true) openCall(p.toolCallId, p.toolName)
+        for (const p of parts) if (p.type === 'tool-call' && p.providerExecuted !== true) openCall(p.toolCallId, p.toolName, keyOf(e, p.toolCallId))
         break
       }
       case 'tool/call': {
         const callId = data?.callId
-        if (typeof callId !== 'string' || inMessages.has(callId) || shownCalls.has(callId)) break
-        shownCalls.add(callId)
+        // Nothing to add either for a call shown and not answered yet: its approved run, say.
+        if (typeof callId !== 'string' || inMessages.has(keyOf(e, callId)) || shownCalls.has(keyOf(e, callId)) || pending.has(callId)) break
+        shownCalls.add(keyOf(e, callId))
         const part: AssistantPart = {
           type: 'tool-call',
           toolCallId: callId,
-          toolName: names.get(callId) ?? 'unknown',
+          toolName: names.get(keyOf(e, callId)) ?? 'unknown',
           input: parseArguments(data?.arguments),
         }
         // Calls dispatched together (nothing recorded between them) share one assistant message.
@@ -141,14 +158,15 @@ export function toAiSdkMessages(all: readonly SessionEvent[]): ModelMessage[] {
           push({ role: 'assistant', content: [part] })
           orphanMessage = out.at(-1) as AssistantModelMessage
         }
-        openCall(callId, part.toolName)
+        openCall(callId, part.toolName, keyOf(e, callId))
         break
       }
       case 'tool/result': {
         const callId = data?.callId
         if (typeof callId !== 'string' || !pending.has(callId)) break
-        const toolName = pending.get(callId)!
+        const { toolName, key } = pending.get(callId)!
         pending.delete(callId)
+        shownCalls.delete(key)
         const output = storedOutput(data)
         out.push(toolMessage([{ type: 'tool-result', toolCallId: callId, toolName, output, ...options(data) }]))
         break

@@ -84,3 +84,51 @@ describe('the root found existing under a parent that cannot be opened', () => {
     expect(await codeOf(rootRefused.append('c', turn(0, 1)))).toBe('E_IO')
   })
 })
+
+describe("a log found by a load has its name made durable before the load's appends are acknowledged", () => {
+  test('a log another process linked and died before syncing its bucket: what this instance appends after loading it survives a power cut', async () => {
+    const disk = createCrashFileSystem()
+    await disk.mkdir(ROOT, 0o700)
+    await disk.syncDir('/')
+    // A links the log but never syncs a directory (it died before it did), acknowledging nothing.
+    const a = createJsonlPersistence({ root: ROOT, fs: withoutDirSyncs(disk) })
+    await a.create(meta('m'))
+    await a.append('m', turn(0, 1))
+    await a.closeAll() // its lock goes, as a dead holder's would be taken over
+    const b = createJsonlPersistence({ root: ROOT, fs: disk })
+    expect((await b.load('m')).events).toHaveLength(4)
+    expect(await codeOf(b.append('m', turn(4, 2)))).toBe('resolved') // acknowledged: seq 4..7
+    await b.closeAll()
+    // Every state a power cut may leave now holds the log, whole (before: one of two had no log).
+    for (const image of disk.crashImages()) {
+      const after = createJsonlPersistence({ root: ROOT, fs: createCrashFileSystem(image) })
+      expect((await after.inspect('m')).events).toHaveLength(8)
+    }
+  })
+
+  test('a load that only reads syncs no directory, nor appends with sync none; with sync data the first append after a load syncs the bucket once', async () => {
+    const disk = createCrashFileSystem()
+    const calls: string[] = []
+    const seen: FileSystem = { ...disk, syncDir: async (p: string) => (calls.push(p), disk.syncDir(p)) }
+    const w = createJsonlPersistence({ root: ROOT, fs: disk })
+    await w.create(meta('q'))
+    await w.append('q', turn(0, 1))
+    await w.closeAll()
+    const reader = createJsonlPersistence({ root: ROOT, fs: seen })
+    await reader.load('q')
+    await reader.closeAll()
+    expect(calls).toEqual([])
+    const none = createJsonlPersistence({ root: ROOT, fs: seen, sync: 'none' })
+    await none.load('q')
+    await none.append('q', turn(4, 2))
+    await none.closeAll()
+    expect(calls).toEqual([])
+    const data = createJsonlPersistence({ root: ROOT, fs: seen })
+    await data.load('q')
+    await data.append('q', turn(8, 3))
+    await data.append('q', turn(12, 4))
+    await data.closeAll()
+    // The bucket synced once, at the first append after the load, not at each.
+    expect(calls.filter((p) => p === `${ROOT}/_no-cwd`)).toHaveLength(1)
+  })
+})

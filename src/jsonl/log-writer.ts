@@ -1,6 +1,7 @@
 import { SessionPersistenceError, ioError } from '../errors.js'
 import type { FileHandle } from './fs/file-system.js'
-import { syncFile, syncWritten, writeAll } from './durable.js'
+import { dirname } from 'node:path'
+import { ensureDir, syncDir, syncFile, syncWritten, writeAll } from './durable.js'
 import type { StoreContext } from './store-context.js'
 
 /**
@@ -15,13 +16,21 @@ export class LogWriter {
   /** Bytes acknowledged durable: the rollback point of the next append. */
   size: number
   #broken: SessionPersistenceError | undefined
+  /**
+   * Whether the log's name is known durable: this instance published it (and synced its bucket),
+   * or an append made sure. A log found by a load may have been linked or renamed by a process
+   * that died before it synced the bucket: appends acknowledged into it would go with its name
+   * in a power cut. Its first append syncs the bucket (and the bucket's own entry) first.
+   */
+  #nameDurable: boolean
 
-  constructor(ctx: StoreContext, sessionId: string, path: string, handle: FileHandle, size: number) {
+  constructor(ctx: StoreContext, sessionId: string, path: string, handle: FileHandle, size: number, nameDurable = true) {
     this.#ctx = ctx
     this.sessionId = sessionId
     this.path = path
     this.#handle = handle
     this.size = size
+    this.#nameDurable = nameDurable
   }
 
   get broken(): SessionPersistenceError | undefined {
@@ -35,6 +44,15 @@ export class LogWriter {
    */
   async append(bytes: Buffer): Promise<void> {
     if (this.#broken) throw this.#broken
+    if (!this.#nameDurable) {
+      try {
+        await ensureDir(this.#ctx, dirname(this.path))
+        await syncDir(this.#ctx, dirname(this.path))
+      } catch (err) {
+        throw ioError(err, `sync the bucket of ${this.path}`, { sessionId: this.sessionId, path: this.path })
+      }
+      this.#nameDurable = true
+    }
     const before = this.size
     try {
       // With O_DSYNC the write is its own data sync, and a failed write counts as a failed sync.

@@ -33,7 +33,8 @@ export async function openLog(
   },
 ): Promise<{ writer: LogWriter; loaded: LoadedSession; version: FormatVersion }> {
   const handle = await ctx.fs.open(path, writeFlags(ctx, 'r+'))
-  const writer = new LogWriter(ctx, id, path, handle, 0)
+  // Found, not published by this instance: its name is made durable before the first append.
+  const writer = new LogWriter(ctx, id, path, handle, 0, false)
   try {
     const { scan, firstSeq } = await scanForLoad(handle, id, path, options.from ?? 'start')
     const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: options.closeOpenTurn })

@@ -125,6 +125,20 @@ export async function tree({ store: p, name }: OpenedRoot, io: Io, id: string | 
     if (parent && byId.has(parent)) children.set(parent, [...(children.get(parent) ?? []), l])
     else roots.push(l)
   }
+  // Sessions whose parent links form a loop (a header names itself, or two name each other) are
+  // reached from no root: each loop is shown from its earliest session, so every listed one appears.
+  const reached = new Set<string>()
+  const reach = (l: SessionListing) => {
+    if (reached.has(l.meta.id)) return
+    reached.add(l.meta.id)
+    for (const c of children.get(l.meta.id) ?? []) reach(c)
+  }
+  for (const r of roots) reach(r)
+  for (const l of [...listing].sort((a, b) => a.meta.createdAt - b.meta.createdAt || (a.meta.id < b.meta.id ? -1 : 1))) {
+    if (reached.has(l.meta.id)) continue
+    roots.push(l)
+    reach(l)
+  }
   let top = roots
   if (id !== undefined) {
     let cur = byId.get(id)

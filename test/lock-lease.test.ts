@@ -1,6 +1,7 @@
-import { readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
+import { open, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test, vi } from 'vitest'
+import type { SessionPersistenceError } from '../src/errors.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import type { FileSystem } from '../src/jsonl/fs/file-system.js'
 import { createFaultInjectingFileSystem, type FaultInjectingFileSystem } from '../src/testing/fault-injection.js'
@@ -10,21 +11,30 @@ import { tmpRoot } from './helpers/tmp-root.js'
 
 const STALE = 1000
 
-/** The seam, recording every call, plus a way to wait for the next completed `stat` of a path. */
-function recordingFs(): FaultInjectingFileSystem & { statDone(path: string): Promise<void> } {
+/** The seam, recording every call, plus a way to wait for the next read of a path to end (its close). */
+function recordingFs(): FaultInjectingFileSystem & { readDone(path: string): Promise<void> } {
   const inner = createFaultInjectingFileSystem()
   const waiters: { path: string; resolve: () => void }[] = []
-  const fs = Object.create(inner) as FaultInjectingFileSystem & { statDone(path: string): Promise<void> }
-  fs.stat = async (path) => {
-    try {
-      return await inner.stat(path)
-    } finally {
-      for (const w of waiters.filter((x) => x.path === path)) w.resolve()
+  const fs = Object.create(inner) as FaultInjectingFileSystem & { readDone(path: string): Promise<void> }
+  fs.open = async (path, flags, mode) => {
+    const h = await inner.open(path, flags, mode)
+    return {
+      ...h,
+      async close() {
+        try {
+          await h.close()
+        } finally {
+          for (const w of waiters.filter((x) => x.path === path)) w.resolve()
+        }
+      },
     }
   }
-  fs.statDone = (path) => new Promise((resolve) => waiters.push({ path, resolve }))
+  fs.readDone = (path) => new Promise((resolve) => waiters.push({ path, resolve }))
   return fs
 }
+
+/** The calls of one confirmation: touch the lock, then read its record (inode and token). */
+const CONFIRM = ['utimes', 'open', 'fstat', 'read', 'close']
 
 const lockCalls = (fs: FaultInjectingFileSystem, from: number) =>
   fs.calls.slice(from).filter((c) => c.path.includes(`${'/'}.locks${'/'}`)).map((c) => c.op)
@@ -65,7 +75,7 @@ describe('the writer lock is a lease', () => {
     vi.advanceTimersByTime(STALE / 2 + 1)
     let from = fs.calls.length
     await p.append('leased', turn(4, 2))
-    expect(lockCalls(fs, from)).toEqual(['utimes', 'stat'])
+    expect(lockCalls(fs, from)).toEqual(CONFIRM)
     from = fs.calls.length
     await p.append('leased', turn(8, 3))
     expect(lockCalls(fs, from)).toEqual([])
@@ -105,6 +115,44 @@ describe('the writer lock is a lease', () => {
     expect(await readFile(lock, 'utf8')).toBe('{}')
   })
 
+  test('a lock rewritten in place (same inode) with another owner\'s record is lost: E_LOCKED naming that owner, nothing written, left alone on close', async () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setInterval', 'clearInterval'] })
+    const fs = recordingFs()
+    const { p, lock, log } = await holder(fs)
+    vi.clearAllTimers()
+    // What a file system that reuses a freed inode number shows: the lock was removed and another
+    // instance took it, and its file has our inode. Rewriting ours in place shows the same.
+    const ours = JSON.parse(await readFile(lock, 'utf8')) as Record<string, unknown>
+    const theirs = `${JSON.stringify({ ...ours, pid: 999_999, since: 12_345, token: 'another-holder' })}\n`
+    const ino = (await stat(lock)).ino
+    const h = await open(lock, 'r+')
+    await h.truncate(0)
+    await h.write(theirs, 0)
+    await h.close()
+    expect((await stat(lock)).ino).toBe(ino)
+    vi.advanceTimersByTime(STALE / 2 + 1)
+    const before = await readFile(log)
+    const err = await rejection(p.append('leased', turn(4, 2)))
+    expect(err.code).toBe('E_LOCKED')
+    expect((err as SessionPersistenceError).holder).toMatchObject({ pid: 999_999, since: 12_345 })
+    expect(await readFile(log)).toEqual(before)
+    await p.closeAll()
+    expect(await readFile(lock, 'utf8')).toBe(theirs)
+  })
+
+  test('a lock rewritten in place is left alone by close even when no append found it lost', async () => {
+    const fs = recordingFs()
+    const { p, lock } = await holder(fs)
+    const ours = JSON.parse(await readFile(lock, 'utf8')) as Record<string, unknown>
+    const theirs = `${JSON.stringify({ ...ours, token: 'another-holder' })}\n`
+    const h = await open(lock, 'r+')
+    await h.truncate(0)
+    await h.write(theirs, 0)
+    await h.close()
+    await p.closeAll()
+    expect(await readFile(lock, 'utf8')).toBe(theirs)
+  })
+
   test('the holder refreshes every staleLockMs / 3, which renews the lease', async () => {
     vi.useFakeTimers({ toFake: ['performance', 'setInterval', 'clearInterval'] })
     const fs = recordingFs()
@@ -113,12 +161,12 @@ describe('the writer lock is a lease', () => {
     const { utimes } = await import('node:fs/promises')
     await utimes(lock, old, old)
     let from = fs.calls.length
-    const refreshed = fs.statDone(lock)
+    const refreshed = fs.readDone(lock)
     vi.advanceTimersByTime(Math.floor(STALE / 3) - 1)
     expect(lockCalls(fs, from)).toEqual([]) // not yet
     vi.advanceTimersByTime(1)
     await refreshed
-    expect(lockCalls(fs, from)).toEqual(['utimes', 'stat'])
+    expect(lockCalls(fs, from)).toEqual(CONFIRM)
     expect(Date.now() - (await stat(lock)).mtimeMs).toBeLessThan(60_000)
     // The refresh at staleLockMs / 3 confirmed the lock: until staleLockMs / 3 + staleLockMs / 2
     // an append needs no call for the lock, although more than half has passed since the lock was taken.

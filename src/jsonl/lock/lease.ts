@@ -1,7 +1,7 @@
 import { errno } from '../errno.js'
 import type { StoreContext } from '../store-context.js'
 import { SessionPersistenceError } from '../../errors.js'
-import { lockHolder, type LockOwner, observeRecord } from './lock-owner.js'
+import { lockHolder, type LockOwner, type ObservedRecord, observeRecord } from './lock-owner.js'
 
 /** A writer lock this instance holds. */
 export interface HeldLock {
@@ -17,8 +17,14 @@ export interface HeldLock {
 export interface LeaseOptions {
   sessionId: string
   path: string
-  /** The inode of our lock file: the lock is ours exactly while the path names it. */
+  /**
+   * The inode of our lock file and the token of our record: the lock is ours exactly while the
+   * path names that inode and it holds that record. The inode alone does not tell: a file system
+   * reuses a freed inode number, so a lock removed by hand and taken by another instance often
+   * has ours.
+   */
   ino: number
+  token: string
   staleLockMs: number
   /** Monotonic time (ms) at or before which the lock file's mtime was last set by us. */
   confirmedAt: number
@@ -75,22 +81,23 @@ export class Lease implements HeldLock {
     if (this.#released) return
     const started = monotonicNow()
     const { fs } = this.#ctx
-    // Touch first, then check: when the check finds our inode, the mtime we set was ours.
-    // (Touching a lock that was taken over only refreshes the new holder's heartbeat.)
+    // Touch first, then check: when the check finds our inode holding our record, the mtime we
+    // set was ours. (Touching a lock that was taken over only refreshes the new holder's heartbeat.)
     const now = new Date()
-    let ino: number | undefined
+    let seen: ObservedRecord | undefined
     try {
       await fs.utimes(this.path, now, now)
-      ino = (await fs.stat(this.path)).ino
+      seen = await observeRecord(fs, this.path)
     } catch (err) {
       if (errno(err) !== 'ENOENT') throw err
     }
-    if (ino !== this.#o.ino) {
-      // Name the new holder when its record can be read (best effort: the loss stands either way).
-      const taker = ino === undefined ? undefined : await observeRecord(fs, this.path).catch(() => undefined)
-      throw this.#lose(ino === undefined ? 'removed' : 'taken over by another writer', taker?.owner)
-    }
+    // The record read names the new holder when it can be read (the loss stands either way).
+    if (!this.#isOurs(seen)) throw this.#lose(seen === undefined ? 'removed' : 'taken over by another writer', seen?.owner)
     this.#confirmedAt = started
+  }
+
+  #isOurs(seen: ObservedRecord | undefined): boolean {
+    return seen !== undefined && seen.ino === this.#o.ino && seen.owner?.token === this.#o.token
   }
 
   #lose(how: string, taker?: LockOwner): SessionPersistenceError {
@@ -108,13 +115,7 @@ export class Lease implements HeldLock {
     clearInterval(this.#timer)
     await Promise.all([this.#refreshing?.catch(() => {}), this.#o.settling])
     if (this.#lost) return // not ours any more: leave the new holder's lock alone
-    let ino: number | undefined
-    try {
-      ino = (await this.#ctx.fs.stat(this.path)).ino
-    } catch (err) {
-      if (errno(err) !== 'ENOENT') throw err
-    }
-    if (ino !== this.#o.ino) return
+    if (!this.#isOurs(await observeRecord(this.#ctx.fs, this.path))) return
     await this.#ctx.fs.unlink(this.path).catch((err: unknown) => {
       if (errno(err) !== 'ENOENT') throw err
     })

@@ -88,6 +88,18 @@ export async function writerState(
   return isPidAlive(owner.pid) ? 'unknown' : 'dead'
 }
 
+/**
+ * Whether `seen` is the record `known` was: the same inode holding the same token. The inode
+ * alone does not tell: a file system reuses a freed inode number, so a record removed and
+ * replaced by another instance's often has the old one's.
+ */
+export function sameRecord(
+  seen: Pick<ObservedRecord, 'ino' | 'owner'> | undefined,
+  known: Pick<ObservedRecord, 'ino' | 'owner'>,
+): boolean {
+  return seen !== undefined && seen.ino === known.ino && seen.owner?.token === known.owner?.token
+}
+
 /** The name a record goes by in a takeover marker's name: its token, or its inode and mtime when unreadable. */
 export function recordKey(record: ObservedRecord): string {
   return record.owner?.token ?? `ino${record.ino}-${Math.trunc(record.mtimeMs)}`

@@ -5,7 +5,7 @@ import type { StoreContext } from '../store-context.js'
 import { SessionPersistenceError } from '../../errors.js'
 import type { FileSystem } from '../fs/file-system.js'
 import { type HeldLock, Lease, monotonicNow } from './lease.js'
-import { describeOwner, lockHolder, type LockOwner, type ObservedRecord, observeRecord, ownerRecord, writerState } from './lock-owner.js'
+import { describeOwner, lockHolder, type LockOwner, type ObservedRecord, observeRecord, ownerRecord, sameRecord, writerState } from './lock-owner.js'
 import { type ProcessIdentity, readProcessIdentity } from './process-identity.js'
 import { linkRecord, type RecordFile, writeRecordFile } from './record-file.js'
 import { claimTakeover } from './takeover.js'
@@ -106,10 +106,11 @@ export class SessionLocks {
     })
     if (!claim) throw lockedError(sessionId, path, stale.owner, 'another instance is taking over its stale lock')
     try {
-      // The same file, not refreshed since it was judged stale: a holder that woke up and
-      // refreshed it meanwhile holds a fresh lease and must not be replaced (look again).
+      // The same file (inode and record: a freed inode number is reused), not refreshed since it
+      // was judged stale: a holder that woke up and refreshed it meanwhile holds a fresh lease
+      // and must not be replaced (look again).
       const still = await observeRecord(this.#ctx.fs, path)
-      if (still?.ino !== stale.ino || still.mtimeMs !== stale.mtimeMs || !(await claim.stillOurs())) return undefined
+      if (!still || !sameRecord(still, stale) || still.mtimeMs !== stale.mtimeMs || !(await claim.stillOurs())) return undefined
       await this.#ctx.fs.rename(candidate.file.tmp, path)
       return this.#lease(sessionId, path, candidate)
     } finally {
@@ -122,6 +123,7 @@ export class SessionLocks {
       sessionId,
       path,
       ino: candidate.file.ino,
+      token: candidate.owner.token,
       staleLockMs: this.#staleLockMs,
       confirmedAt: candidate.writtenAt,
       ...(settling ? { settling } : {}),

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { StoreContext } from '../store-context.js'
-import { type LockOwner, type ObservedRecord, observeRecord, recordKey } from './lock-owner.js'
+import { type LockOwner, type ObservedRecord, observeRecord, recordKey, sameRecord } from './lock-owner.js'
 import { linkRecord, writeRecordFile } from './record-file.js'
 
 export const MARKER_PREFIX = '.takeover-'
@@ -49,13 +49,13 @@ export async function claimTakeover(ctx: StoreContext, options: ClaimOptions): P
       seen.add(key)
       const marker = join(dir, `${MARKER_PREFIX}${key}`)
       if (await linkRecord(ctx, file, marker)) {
-        return claim(ctx, join(dir, `${MARKER_PREFIX}${maker.token}`), [{ path: marker, ino: file.ino }, ...steppedOver])
+        return claim(ctx, join(dir, `${MARKER_PREFIX}${maker.token}`), [{ path: marker, record: { ino: file.ino, owner: maker } }, ...steppedOver])
       }
       const existing = await observeRecord(ctx.fs, marker)
       if (existing && !(await isStale(existing))) return undefined
       // Gone meanwhile (its maker finished): the lock it was about has changed; let the caller look again.
       if (!existing) return undefined
-      steppedOver.push({ path: marker, ino: existing.ino })
+      steppedOver.push({ path: marker, record: existing })
       key = recordKey(existing)
     }
     return undefined
@@ -64,10 +64,10 @@ export async function claimTakeover(ctx: StoreContext, options: ClaimOptions): P
   }
 }
 
-/** A marker as this claim saw it: removed only while its name still holds that file. */
+/** A marker as this claim saw it: removed only while its name still holds that record (inode and token). */
 interface Marker {
   path: string
-  ino: number
+  record: Pick<ObservedRecord, 'ino' | 'owner'>
 }
 
 function claim(ctx: StoreContext, successor: string, markers: Marker[]): TakeoverClaim {
@@ -80,7 +80,7 @@ function claim(ctx: StoreContext, successor: string, markers: Marker[]): Takeove
       // A name another instance has claimed again since (after this one stalled) is left alone.
       for (const marker of markers) {
         const current = await observeRecord(ctx.fs, marker.path).catch(() => undefined)
-        if (current?.ino === marker.ino) await ctx.fs.unlink(marker.path).catch(() => {})
+        if (sameRecord(current, marker.record)) await ctx.fs.unlink(marker.path).catch(() => {})
       }
     },
   }

@@ -14,7 +14,6 @@ import { toModelHistory } from '../src/session/history.js'
 import type { SessionEvent } from '../src/session/schema.js'
 
 process.env.OPENAI_AGENTS_DISABLE_TRACING = '1'
-const ID = 'hitl'
 const executed = new Map<string, number>()
 const approvalTool = (name: string, prefix: string) =>
   tool({
@@ -51,10 +50,16 @@ describe('human-in-the-loop approvals through a JsonlSession (the SDK file-sessi
   })
   afterAll(() => rm(root, { recursive: true, force: true }))
 
-  it('interrupts for approval, resumes from a serialized RunState in a rehydrated session, completes', async () => {
+  // A local model server sends the same call id (`call_0`) in every response: each step's call
+  // is a new one, and its approved invocation still records it once.
+  it.each([
+    { ids: 'distinct call ids', ID: 'hitl', callIdOf: (n: number) => `call_${n}` },
+    { ids: 'one call id reused by every step', ID: 'hitl-reused', callIdOf: () => 'call_0' },
+  ])('interrupts for approval, resumes from a serialized RunState in a rehydrated session, completes ($ids)', async ({ ID, callIdOf }) => {
+    executed.clear()
     let n = 0
     for (const [i, step] of STEPS.entries()) {
-      const callId = `call_${++n}`
+      const callId = callIdOf(++n)
       const model = new ScriptedModel([[functionCall(step.toolName, { query: step.message }, { callId })]])
       const makeAgent = () =>
         new Agent({
@@ -112,11 +117,12 @@ describe('human-in-the-loop approvals through a JsonlSession (the SDK file-sessi
     const persistence = createJsonlPersistence({ root })
     const { events } = await persistence.inspect(ID)
     const history = toModelHistory(events as SessionEvent[])
-    expect(history.messages.filter((m) => m.role === 'tool').map((m) => m.callId)).toEqual(['call_1', 'call_2', 'call_3'])
+    const expectedIds = [1, 2, 3].map(callIdOf)
+    expect(history.messages.filter((m) => m.role === 'tool').map((m) => m.callId)).toEqual(expectedIds)
     expect(history.messages.some((m) => m.synthetic)).toBe(false)
     const callBlocks = history.messages
       .filter((m) => m.role === 'assistant')
       .flatMap((m) => (m.content as { type: string; callId?: string }[]).filter((b) => b.type === 'tool-call'))
-    expect(callBlocks.map((b) => b.callId)).toEqual(['call_1', 'call_2', 'call_3'])
+    expect(callBlocks.map((b) => b.callId)).toEqual(expectedIds)
   })
 })

@@ -6,12 +6,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { Agent, type AgentInputItem, run, tool } from '@openai/agents'
+import { Agent, type AgentInputItem, MemorySession, run, tool } from '@openai/agents'
 import { assistantMessage, functionCall, modelError, ScriptedModel } from '@openai/agents-core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { JsonlSession, PROVISIONAL_FIELD, trackToolCalls } from '../src/adapters/openai-agents/index.js'
 import type { SessionEvent } from '../src/session/schema.js'
+import { toModelHistory } from '../src/session/history.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../src/errors.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import type { SessionPersistence } from '../src/persistence.js'
@@ -224,6 +225,79 @@ describe('trackToolCalls', () => {
           : ['first', 'a1', 'a1', 'second', 'b1', 'b1', [{ type: 'output_text', text: 'done' }]],
       )
     }
+  })
+
+  it('a call id the model reuses in a later run (call_0 each time) is a new call: on record before its tool runs, stored once', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'spj-oa-reuse-'))
+    roots.push(root)
+    // Another persistence instance reading the same log while the tools run.
+    const reader = createJsonlPersistence({ root })
+    const seenInTool: string[] = []
+    const cityCalls = (events: readonly SessionEvent[]) =>
+      calls(events).map((c) => `${c.callId}:${Object.values((c as { arguments?: object }).arguments ?? {}).join()}`)
+    const weather = tool({
+      name: 'weather',
+      description: 'weather',
+      parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => {
+        const { events } = await reader.inspect('reuse')
+        seenInTool.push(`${city} sees ${cityCalls(events).join(',')}`)
+        return `sunny in ${city}`
+      },
+    })
+    const clock = tool({
+      name: 'clock',
+      description: 'clock',
+      parameters: z.object({ zone: z.string() }),
+      execute: async ({ zone }) => {
+        const { events } = await reader.inspect('reuse')
+        seenInTool.push(`${zone} sees ${cityCalls(events).join(',')}`)
+        return `noon in ${zone}`
+      },
+    })
+    const model = new ScriptedModel([
+      [functionCall('weather', { city: 'Paris' }, { callId: 'call_0' })],
+      [assistantMessage('Paris ok')],
+      [functionCall('clock', { zone: 'Rome' }, { callId: 'call_0' })],
+      [assistantMessage('Rome ok')],
+    ])
+    const agent = new Agent({ name: 'A', instructions: 'x', model, tools: [weather, clock] })
+    // What the SDK's own in-memory session holds after the same two runs.
+    const memoryModel = new ScriptedModel([
+      [functionCall('weather', { city: 'Paris' }, { callId: 'call_0' })],
+      [assistantMessage('Paris ok')],
+      [functionCall('clock', { zone: 'Rome' }, { callId: 'call_0' })],
+      [assistantMessage('Rome ok')],
+    ])
+    const memoryAgent = new Agent({ name: 'A', instructions: 'x', model: memoryModel, tools: [weather, clock] })
+    const sdkSession = new MemorySession()
+    const session = new JsonlSession({ persistence: createJsonlPersistence({ root }), sessionId: 'reuse' })
+    trackToolCalls(agent, session)
+    expect((await run(agent, 'Paris?', { session })).finalOutput).toBe('Paris ok')
+    expect((await run(agent, 'Rome?', { session })).finalOutput).toBe('Rome ok')
+    // Inside each tool, its own call (this id, these arguments) was already on record.
+    expect(seenInTool).toEqual(['Paris sees call_0:Paris', 'Rome sees call_0:Paris,call_0:Rome'])
+    const items = await session.getItems()
+    await session.close()
+    seenInTool.length = 0
+    await run(memoryAgent, 'Paris?', { session: sdkSession })
+    await run(memoryAgent, 'Rome?', { session: sdkSession })
+    const sdkItems = await sdkSession.getItems()
+    expect(items).toEqual(sdkItems)
+    expect(items.map((i) => i.type === 'message' ? i.role : i.type)).toEqual([
+      'user', 'function_call', 'function_call_result', 'assistant', 'user', 'function_call', 'function_call_result', 'assistant',
+    ])
+    // Stored once each: two calls and two results in the vocabulary, as a new reader sees them.
+    const { events } = await reader.inspect('reuse')
+    expect(calls(events).map((c) => (c as { name?: string }).name)).toEqual(['weather', 'clock'])
+    const results = events.filter((e) => e.type === 'tool/result').map((e) => JSON.stringify((e.data as { content: unknown }).content))
+    expect(results).toEqual([JSON.stringify([{ type: 'text', text: 'sunny in Paris' }]), JSON.stringify([{ type: 'text', text: 'noon in Rome' }])])
+    expect(events.filter((e) => e.type === 'user/message')).toHaveLength(2)
+    // The package's own reader answers each call with its own result, nothing synthetic.
+    const history = toModelHistory(events as SessionEvent[])
+    expect(history.messages.filter((m) => m.role === 'tool').map((m) => m.callId)).toEqual(['call_0', 'call_0'])
+    expect(history.messages.some((m) => m.synthetic)).toBe(false)
+    expect(await new JsonlSession({ persistence: createJsonlPersistence({ root }), sessionId: 'reuse' }).getItems()).toEqual(sdkItems)
   })
 
   it('a tool shared by two tracked agents is recorded only in the session of the agent that called it', async () => {

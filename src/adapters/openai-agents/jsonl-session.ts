@@ -126,15 +126,15 @@ export class JsonlSession implements Session {
         drafts.push(opened.draft)
         state = opened.state
       }
-      const matcher = this.#recorded.matcher()
-      const encoded = encodeItems(batch, state, { placeOnly: matcher.placeOnly })
+      // Without a tracked turn, nothing this batch repeats was recorded in its turn.
+      if (!this.#turn) this.#recorded.clearTurn()
+      const placeOnly = this.#recorded.matcher(state.turn)
+      const encoded = encodeItems(batch, state, { placeOnly })
       drafts.push(...encoded.drafts, ...closeTurn(encoded.state, 'completed'))
       await this.#write(drafts)
-      matcher.commit()
       this.#lastTurn = state.turn
       this.#turn = undefined
       this.#turnRun = undefined
-      this.#recorded.clearInputs()
       this.#staged = undefined
     })
   }
@@ -278,19 +278,23 @@ export class JsonlSession implements Session {
       items.push(...input)
     }
     // The SDK stores calls without their transient `id`; so does the record made ahead of it.
+    // A call still open is on record already: the call an approval interrupted, which the
+    // resumed run now invokes. A call id whose earlier call was answered is a new call.
     const { id: _id, ...stored } = call
-    if (!this.#recorded.hasCall(call.callId)) items.push(stored)
+    if (!this.#recorded.isOpen(call.callId)) items.push(stored)
     const encoded = encodeItems(items, state, { provisional: true })
     await this.#write([...drafts, ...encoded.drafts])
     if (!this.#turn) this.#turnRun = run
     this.#turn = encoded.state
     this.#lastTurn = encoded.state.turn
     this.#recorded.addInputs(input)
+    this.#recorded.addTurnCall(call.callId)
   }
 
   async #recordResult(call: FunctionCallItem, output: unknown, run: unknown): Promise<void> {
     // A tool of a run whose turn was ended (another run started) answers nothing now.
-    if (!this.#turn || this.#isOtherRun(run) || this.#recorded.hasResult(call.callId)) return
+    // Only an open call is answered (once): its result is then on record.
+    if (!this.#turn || this.#isOtherRun(run) || !this.#recorded.isOpen(call.callId)) return
     let text: string
     try {
       text = typeof output === 'string' ? output : (JSON.stringify(output) ?? String(output))
@@ -307,6 +311,7 @@ export class JsonlSession implements Session {
     const encoded = encodeItems([result], this.#turn, { provisional: true })
     await this.#write(encoded.drafts)
     this.#turn = encoded.state
+    this.#recorded.addTurnResult(call.callId)
   }
 
   /**
@@ -335,10 +340,9 @@ export class JsonlSession implements Session {
     await this.#write(closeTurn(this.#turn, kind))
     this.#turn = undefined
     this.#turnRun = undefined
-    this.#recorded.clearInputs()
   }
 
-  /** Opens the session and learns what writes need: the calls and results recorded, the last turn. */
+  /** Opens the session and learns what writes need: the calls still open, the last turn. */
   async #ensureWritable(): Promise<void> {
     await this.#ensureOpen()
     if (this.#learnt) return

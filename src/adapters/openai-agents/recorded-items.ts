@@ -4,37 +4,69 @@ import type { SessionEvent } from '../../session/schema.js'
 import { classifyItem, itemKey } from './item-kind.js'
 
 /**
- * What the vocabulary already holds, so that a batch repeating it is placed, not written twice:
- * the calls and results of every callId, and the run input `trackToolCalls` wrote ahead of the
- * run's own `addItems` (a multiset, matched by deep equality).
+ * What the vocabulary already holds, so that a batch repeating it is placed, not written twice.
+ * A call id is not unique in a session (a local model server sends `call_0` in every run): a
+ * call is known by its id only while it is open, from its `tool-call` block until its
+ * `tool/result` (or until its turn ends `aborted` or `error`). What `trackToolCalls` recorded in
+ * the tracked turn (calls, results, the run's input) is kept in lists the run's final `addItems`
+ * matches once each; the lists are emptied at each `turn/start` and `turn/end`.
  */
 export class RecordedItems {
-  readonly #calls = new Set<string>()
-  readonly #results = new Set<string>()
+  /** The open calls: callId → the turn its latest call was recorded in. */
+  readonly #open = new Map<string, number>()
+  /** The calls and results of the tracked turn, by callId (a multiset). */
+  #turnCalls: string[] = []
+  #turnResults: string[] = []
+  /** The run input recorded in the tracked turn (a multiset, matched by deep equality). */
   #inputs: string[] = []
 
-  /** Learns the calls and results of a loaded log. */
+  /** Learns the open calls of a loaded log. */
   scan(events: readonly SessionEvent[]): void {
     for (const e of events) this.note(e)
+    this.#clearTurn()
   }
 
+  /** Learns from an event now in the log. */
   note(e: SessionEvent): void {
     const data = asObject(e.data)
-    if (e.type === 'tool/result' && typeof data?.callId === 'string') this.#results.add(data.callId)
-    if (e.type === 'assistant/message' && Array.isArray(data?.content)) {
-      for (const block of data.content) {
-        const b = asObject(block)
-        if (b?.type === 'tool-call' && typeof b.callId === 'string') this.#calls.add(b.callId)
+    switch (e.type) {
+      case 'turn/start':
+        this.#clearTurn()
+        return
+      case 'turn/end': {
+        const kind = asObject(data?.reason)?.kind
+        // A turn that did not complete will not answer its open calls: a later call may reuse the id.
+        if (kind === 'aborted' || kind === 'error') {
+          for (const [callId, turn] of this.#open) if (turn === data?.turn) this.#open.delete(callId)
+        }
+        this.#clearTurn()
+        return
       }
+      case 'tool/result':
+        if (typeof data?.callId === 'string') this.#open.delete(data.callId)
+        return
+      case 'assistant/message':
+        if (!Array.isArray(data?.content)) return
+        for (const block of data.content) {
+          const b = asObject(block)
+          if (b?.type !== 'tool-call' || typeof b.callId !== 'string') continue
+          this.#open.set(b.callId, typeof data.turn === 'number' ? data.turn : -1)
+        }
     }
   }
 
-  hasCall(callId: string): boolean {
-    return this.#calls.has(callId)
+  /** True while the latest call `callId` has no result (and its turn did not fail). */
+  isOpen(callId: string): boolean {
+    return this.#open.has(callId)
   }
 
-  hasResult(callId: string): boolean {
-    return this.#results.has(callId)
+  /** A call `trackToolCalls` has on record in the tracked turn (written now, or still open from before). */
+  addTurnCall(callId: string): void {
+    this.#turnCalls.push(callId)
+  }
+
+  addTurnResult(callId: string): void {
+    this.#turnResults.push(callId)
   }
 
   addInputs(items: readonly AgentInputItem[]): void {
@@ -44,37 +76,51 @@ export class RecordedItems {
     }
   }
 
-  clearInputs(): void {
+  /** Forgets what the tracked turn recorded (it ended, or a new one starts). */
+  clearTurn(): void {
+    this.#clearTurn()
+  }
+
+  #clearTurn(): void {
+    this.#turnCalls = []
+    this.#turnResults = []
     this.#inputs = []
   }
 
   /**
-   * A matcher for one batch: true for an item whose vocabulary event exists already. It consumes
-   * input matches on a copy; `commit` keeps the consumption once the batch is durable.
+   * A matcher for one batch written in turn `turn`: true for an item whose vocabulary event
+   * exists already. A call or result is placed only if it matches an entry the tracked turn
+   * recorded that no earlier item of the batch used; a call also if it repeats a call still open
+   * from an earlier turn (the approved call a resumed run hands over). Pure: it works on copies,
+   * and the batch's write ends the turn.
    */
-  matcher(): { placeOnly: (item: AgentInputItem) => boolean; commit: () => void } {
+  matcher(turn: number): (item: AgentInputItem) => boolean {
     const inputs = [...this.#inputs]
-    const seenCalls = new Set<string>()
-    const seenResults = new Set<string>()
-    const placeOnly = (item: AgentInputItem): boolean => {
-      const k = classifyItem(item)
-      if (k?.kind === 'call') {
-        const known = this.#calls.has(k.callId) || seenCalls.has(k.callId)
-        seenCalls.add(k.callId)
-        return known
-      }
-      if (k?.kind === 'result') {
-        const known = this.#results.has(k.callId) || seenResults.has(k.callId)
-        seenResults.add(k.callId)
-        return known
-      }
-      if (inputs.length === 0) return false
-      const key = itemKey(item)
-      const i = key === undefined ? -1 : inputs.indexOf(key)
+    const calls = [...this.#turnCalls]
+    const results = [...this.#turnResults]
+    // The open calls as the batch's own items change them, item by item.
+    const open = new Map(this.#open)
+    const take = (list: string[], key: string | undefined): boolean => {
+      const i = key === undefined ? -1 : list.indexOf(key)
       if (i === -1) return false
-      inputs.splice(i, 1)
+      list.splice(i, 1)
       return true
     }
-    return { placeOnly, commit: () => void (this.#inputs = inputs) }
+    return (item) => {
+      const k = classifyItem(item)
+      if (k?.kind === 'call') {
+        if (take(calls, k.callId)) return true
+        const openIn = open.get(k.callId)
+        if (openIn !== undefined && openIn !== turn) return true
+        open.set(k.callId, turn)
+        return false
+      }
+      if (k?.kind === 'result') {
+        if (take(results, k.callId)) return true
+        open.delete(k.callId)
+        return false
+      }
+      return inputs.length > 0 && take(inputs, itemKey(item))
+    }
   }
 }

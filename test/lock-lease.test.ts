@@ -233,3 +233,27 @@ describe('review: a load repairs a torn tail only while it still holds the lock'
     expect(await readFile(log)).toEqual(before)
   })
 })
+
+test('a staleLockMs past the longest timer delay (2^31 - 1 ms) does not refresh every 1 ms, and Node gives no TimeoutOverflowWarning', async () => {
+  const warnings: string[] = []
+  const onWarning = (w: Error) => warnings.push(w.name)
+  process.on('warning', onWarning)
+  try {
+    const fs = createFaultInjectingFileSystem()
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root, fs, staleLockMs: 2 ** 33 })
+    await p.create(meta('long'))
+    await p.append('long', turn(0, 1))
+    const lock = join(root, '.locks', 'long.lock')
+    const mtime = (await stat(lock)).mtimeMs
+    const from = fs.calls.length
+    // Real timers: with the delay overflowed, a second holds about a thousand refreshes.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    expect(lockCalls(fs, from)).toEqual([])
+    expect((await stat(lock)).mtimeMs).toBe(mtime)
+    expect(warnings).not.toContain('TimeoutOverflowWarning')
+    await p.closeAll()
+  } finally {
+    process.off('warning', onWarning)
+  }
+})

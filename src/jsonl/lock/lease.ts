@@ -32,6 +32,12 @@ export interface LeaseOptions {
   settling?: Promise<void>
 }
 
+/** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** How often a holder refreshes its lock: every `staleLockMs / 3`, at most the longest timer delay. */
+export const refreshIntervalMs = (staleLockMs: number): number => Math.min(Math.floor(staleLockMs / 3), MAX_TIMER_MS)
+
 /** The monotonic clock of the lease (never the wall clock, which may jump). */
 export const monotonicNow = (): number => performance.now()
 
@@ -58,7 +64,9 @@ export class Lease implements HeldLock {
     this.#o = options
     this.path = options.path
     this.#confirmedAt = options.confirmedAt
-    this.#timer = setInterval(() => void this.#refresh().catch(() => {}), Math.floor(options.staleLockMs / 3))
+    // A timer's delay is a signed 32-bit number of ms: past that Node warns and fires every 1 ms.
+    // Refreshing more often than every staleLockMs / 3 is harmless, so a larger one is clamped.
+    this.#timer = setInterval(() => void this.#refresh().catch(() => {}), refreshIntervalMs(options.staleLockMs))
     this.#timer.unref()
   }
 

@@ -1,12 +1,13 @@
-import { mkdir, readFile, readlink, readdir, utimes, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, readlink, readdir, unlink, utimes, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, test, vi } from 'vitest'
+import type { SessionPersistenceError } from '../src/errors.js'
 import type { StoreContext } from '../src/jsonl/store-context.js'
-import type { FileSystem } from '../src/jsonl/fs/file-system.js'
+import type { FileSystem, OpenFlags } from '../src/jsonl/fs/file-system.js'
 import { createNodeFileSystem } from '../src/jsonl/fs/node-file-system.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
-import { claimTakeover } from '../src/jsonl/lock/takeover.js'
+import { type ClaimOptions, claimTakeover } from '../src/jsonl/lock/takeover.js'
 import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { parseStartTime } from '../src/jsonl/lock/process-identity.js'
 import { meta, turn } from './helpers/events.js'
@@ -85,6 +86,8 @@ describe.skipIf(process.platform !== 'linux')('a takeover marker left by a crash
     const err = await rejection(p.load('m2'))
     expect(err.code).toBe('E_LOCKED')
     expect(err.message).toContain('taking over')
+    // The instance taking over is named, not the dead holder of the stale lock.
+    expect((err as SessionPersistenceError).holder).toMatchObject({ pid: elsewhere.pid, host: elsewhere.host })
     vi.setSystemTime(made + STALE + 1)
     expect((await p.load('m2')).events).toHaveLength(4)
     expect((await readdir(dir)).sort()).toEqual(['m2.lock'])
@@ -133,10 +136,18 @@ describe.skipIf(process.platform !== 'linux')('a takeover marker left by a crash
     await plant(join(dir, '.takeover-deadlock6'), await deadHere(), 'first6')
     await plant(join(dir, '.takeover-first6'), elsewhere, 'live6')
     const p = createJsonlPersistence({ root, staleLockMs: STALE })
-    expect((await rejection(p.load('m6'))).code).toBe('E_LOCKED')
+    const err = await rejection(p.load('m6'))
+    expect(err.code).toBe('E_LOCKED')
+    expect((err as SessionPersistenceError).holder).toMatchObject({ pid: elsewhere.pid, host: elsewhere.host })
     expect(JSON.parse(await readFile(lock, 'utf8')).token).toBe('deadlock6')
   })
 })
+
+/** The claim when claimTakeover got one, else undefined. */
+async function claimOf(c: StoreContext, options: ClaimOptions) {
+  const outcome = await claimTakeover(c, options)
+  return outcome.kind === 'claimed' ? outcome.claim : undefined
+}
 
 describe('claimTakeover', () => {
   const ctx = (fs: FileSystem): StoreContext => ({
@@ -156,19 +167,33 @@ describe('claimTakeover', () => {
     const c = ctx(createCrashFileSystem())
     const claims = await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
-        claimTakeover(c, { dir: '/r/.locks', stale, maker: record(`maker${i}`), isStale: async () => false }),
+        claimOf(c, { dir: '/r/.locks', stale, maker: record(`maker${i}`), isStale: async () => false }),
       ),
     )
     expect(claims.filter((x) => x !== undefined)).toHaveLength(1)
   })
 
+  test('the losers of the race are told who is taking over: the maker of the live marker, not the stale lock\'s holder', async () => {
+    const c = ctx(createCrashFileSystem())
+    const outcomes = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        claimTakeover(c, { dir: '/r/.locks', stale, maker: record(`maker${i}`), isStale: async () => false }),
+      ),
+    )
+    const winner = outcomes.findIndex((o) => o.kind === 'claimed')
+    expect(winner).toBeGreaterThanOrEqual(0)
+    const losers = outcomes.filter((o) => o.kind !== 'claimed')
+    expect(losers).toHaveLength(3)
+    for (const o of losers) expect(o).toMatchObject({ kind: 'blocked', taker: { token: `maker${winner}` } })
+  })
+
   test('a claim that someone stepped over as stale is no longer ours', async () => {
     const disk = createCrashFileSystem()
     const c = ctx(disk)
-    const mine = await claimTakeover(c, { dir: '/r/.locks', stale, maker: record('slow'), isStale: async () => false })
+    const mine = await claimOf(c, { dir: '/r/.locks', stale, maker: record('slow'), isStale: async () => false })
     expect(await mine!.stillOurs()).toBe(true)
     // Another instance found our marker stale and stepped over it.
-    const theirs = await claimTakeover(c, { dir: '/r/.locks', stale, maker: record('fast'), isStale: async () => true })
+    const theirs = await claimOf(c, { dir: '/r/.locks', stale, maker: record('fast'), isStale: async () => true })
     expect(theirs).toBeDefined()
     expect(await mine!.stillOurs()).toBe(false)
     await theirs!.release()
@@ -181,14 +206,14 @@ test('a stalled claim, released late, leaves alone a marker another instance has
   const c: StoreContext = { fs: disk, root: '/r', sync: 'data', dsyncWrites: false, logger: { warn() {} }, knownDirs: new Set(), formatVersion: 1, redact: undefined }
   const rec = (token: string) => ({ ...elsewhere, since: Date.now(), staleLockMs: STALE, token })
   const stale = { owner: rec('stalelock'), ino: 7, mtimeMs: 0 }
-  const slow = await claimTakeover(c, { dir: '/r/.locks', stale, maker: rec('slow'), isStale: async () => false })
-  const fast = await claimTakeover(c, { dir: '/r/.locks', stale, maker: rec('fast'), isStale: async () => true })
+  const slow = await claimOf(c, { dir: '/r/.locks', stale, maker: rec('slow'), isStale: async () => false })
+  const fast = await claimOf(c, { dir: '/r/.locks', stale, maker: rec('fast'), isStale: async () => true })
   await fast!.release() // gave up; the lock is still stale
-  const again = await claimTakeover(c, { dir: '/r/.locks', stale, maker: rec('again'), isStale: async () => false })
+  const again = await claimOf(c, { dir: '/r/.locks', stale, maker: rec('again'), isStale: async () => false })
   expect(again).toBeDefined()
   await slow!.release()
   expect((await disk.readdir('/r/.locks')).map((e) => e.name)).toEqual(['.takeover-stalelock'])
-  const late = await claimTakeover(c, { dir: '/r/.locks', stale, maker: rec('late'), isStale: async () => false })
+  const late = await claimOf(c, { dir: '/r/.locks', stale, maker: rec('late'), isStale: async () => false })
   expect(late).toBeUndefined() // the new claim still holds
 })
 
@@ -204,6 +229,31 @@ describe.skipIf(process.platform !== 'linux')('review: takeover edge cases', () 
     const p = createJsonlPersistence({ root, staleLockMs: STALE })
     expect((await p.load('m7')).events).toHaveLength(4)
     expect((await readdir(dir)).sort()).toEqual(['m7.lock'])
+    await p.closeAll()
+  })
+
+  test('a live claim that finishes while it is being read is not reported: the lock is looked at again (and taken when free)', async () => {
+    const { root, dir, lock } = await setup('m9')
+    await plant(lock, await deadHere(), 'deadlock9')
+    const marker = join(dir, '.takeover-deadlock9')
+    await plant(marker, elsewhere, 'live9')
+    const real = createNodeFileSystem()
+    let finished = false
+    const fs: FileSystem = Object.assign(Object.create(real) as FileSystem, {
+      async open(path: string, flags: OpenFlags, mode?: number) {
+        if (path === marker && flags === 'r' && !finished) {
+          // The other instance finishes just now: it replaced the lock, used it and closed.
+          finished = true
+          await unlink(marker)
+          await unlink(lock)
+        }
+        return real.open(path, flags, mode)
+      },
+    })
+    const p = createJsonlPersistence({ root, staleLockMs: STALE, fs })
+    expect((await p.load('m9')).events).toHaveLength(4)
+    expect(finished).toBe(true)
+    expect((await readdir(dir)).sort()).toEqual(['m9.lock'])
     await p.closeAll()
   })
 

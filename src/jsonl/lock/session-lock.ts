@@ -98,13 +98,16 @@ export class SessionLocks {
   /** Replaces a stale lock with ours, once a takeover claim is ours. */
   async #takeOver(sessionId: string, path: string, candidate: Candidate, stale: ObservedRecord): Promise<HeldLock | undefined> {
     const self = await this.#self()
-    const claim = await claimTakeover(this.#ctx, {
+    const outcome = await claimTakeover(this.#ctx, {
       dir: join(this.#ctx.root, LOCKS_DIR),
       stale,
       maker: ownerRecord(self, this.#staleLockMs, uniqueToken(), Date.now()),
       isStale: (marker) => this.#markerIsStale(marker, self),
     })
-    if (!claim) throw lockedError(sessionId, path, stale.owner, 'another instance is taking over its stale lock')
+    if (outcome.kind === 'changed') return undefined // look again
+    // Name the instance taking over, not the stale lock's (dead or silent) holder.
+    if (outcome.kind === 'blocked') throw lockedError(sessionId, path, outcome.taker, 'another instance is taking over its stale lock')
+    const { claim } = outcome
     try {
       // The same file (inode and record: a freed inode number is reused), not refreshed since it
       // was judged stale: a holder that woke up and refreshed it meanwhile holds a fresh lease

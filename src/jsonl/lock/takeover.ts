@@ -16,6 +16,17 @@ export interface TakeoverClaim {
   release(): Promise<void>
 }
 
+/**
+ * What a claim came to: the claim; `blocked`, another instance is taking over (`taker` is the
+ * maker of the live marker in the way, undefined for a loop of markers planted by hand); or
+ * `changed`, a marker in the way went meanwhile (its maker finished), so the lock it was about
+ * has changed and the caller looks at it again.
+ */
+export type ClaimOutcome =
+  | { readonly kind: 'claimed'; readonly claim: TakeoverClaim }
+  | { readonly kind: 'blocked'; readonly taker: LockOwner | undefined }
+  | { readonly kind: 'changed' }
+
 export interface ClaimOptions {
   /** The lock directory. */
   dir: string
@@ -33,9 +44,9 @@ export interface ClaimOptions {
  * maker died or that is older than its maker's `staleLockMs` is itself stale and is stepped
  * over the same way: the claim moves on to `.takeover-<key of that marker>`, which again only
  * one instance can create. A marker is removed only while its name still holds the file the
- * claim saw there. Resolves undefined when a live takeover is in progress.
+ * claim saw there.
  */
-export async function claimTakeover(ctx: StoreContext, options: ClaimOptions): Promise<TakeoverClaim | undefined> {
+export async function claimTakeover(ctx: StoreContext, options: ClaimOptions): Promise<ClaimOutcome> {
   const { dir, maker, isStale } = options
   const file = await writeRecordFile(ctx, dir, maker)
   const steppedOver: Marker[] = []
@@ -49,16 +60,17 @@ export async function claimTakeover(ctx: StoreContext, options: ClaimOptions): P
       seen.add(key)
       const marker = join(dir, `${MARKER_PREFIX}${key}`)
       if (await linkRecord(ctx, file, marker)) {
-        return claim(ctx, join(dir, `${MARKER_PREFIX}${maker.token}`), [{ path: marker, record: { ino: file.ino, owner: maker } }, ...steppedOver])
+        const markers = [{ path: marker, record: { ino: file.ino, owner: maker } }, ...steppedOver]
+        return { kind: 'claimed', claim: claim(ctx, join(dir, `${MARKER_PREFIX}${maker.token}`), markers) }
       }
       const existing = await observeRecord(ctx.fs, marker)
-      if (existing && !(await isStale(existing))) return undefined
       // Gone meanwhile (its maker finished): the lock it was about has changed; let the caller look again.
-      if (!existing) return undefined
+      if (!existing) return { kind: 'changed' }
+      if (!(await isStale(existing))) return { kind: 'blocked', taker: existing.owner }
       steppedOver.push({ path: marker, record: existing })
       key = recordKey(existing)
     }
-    return undefined
+    return { kind: 'blocked', taker: undefined }
   } finally {
     await file.discard()
   }

@@ -108,6 +108,13 @@ test('migrate refuses a version-0 line that its checksum would make longer than 
   expect((await readdir(dirname(path))).filter((n) => n.startsWith('.'))).toEqual([])
   expect((await p.load('m')).events).toHaveLength(9)
   await p.close('m')
+  // A version-1 log is left alone by migrate: its long line (checksum included) is not judged as one to seal.
+  const v1 = createJsonlPersistence({ root, sync: 'none' })
+  await v1.create(meta('v1'))
+  await v1.append('v1', [...turn(0, 1), resultOfLineBytes(4, MAX_LINE_BYTES - 5)])
+  await v1.close('v1')
+  expect(await v1.migrate('v1', { dryRun: true })).toMatchObject({ fromVersion: 1, migrated: false })
+  expect(await v1.migrate('v1')).toMatchObject({ fromVersion: 1, migrated: false })
 }, 120_000)
 
 test('a range that ends with a long last line (read once, its event taken from the backward look) equals the slice of a load, a torn tail after it left out, damage after it refused', async () => {

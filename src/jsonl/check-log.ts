@@ -6,6 +6,8 @@ import { findOneLog } from './find-logs.js'
 import type { FileSystem } from './fs/file-system.js'
 import { planRepair, type RepairReport } from './repair-plan.js'
 import { scanLog } from './scan-log.js'
+import { readHeaderLine } from './read-session.js'
+import type { FormatVersion } from '../session/line-codec.js'
 import { createStoreContext, type StoreContext } from './store-context.js'
 
 /** What `inspect` of a log would say of it, without its events (`verify`, §15.5). */
@@ -41,8 +43,8 @@ export async function checkLogIn(
   id: string,
   options: {
     onEvent?: (event: SessionEvent, path: string) => void
-    /** Told each valid event line's bytes as they are in the file, and its event; may refuse it by throwing. */
-    onEventLine?: (buf: Buffer, start: number, end: number, event: SessionEvent, path: string) => void
+    /** Told each valid event line's bytes as they are in the file, its event and the log's version; may refuse it by throwing. */
+    onEventLine?: (buf: Buffer, start: number, end: number, event: SessionEvent, path: string, version: FormatVersion) => void
   } = {},
 ): Promise<LogCheck & { path: string }> {
   encodeSessionId(id)
@@ -53,6 +55,7 @@ export async function checkLogIn(
     // calls, not with the log.
     const openTurn = new OpenTurnTracker()
     const { onEvent, onEventLine } = options
+    const version = onEventLine ? (await readHeaderLine(handle, path, id)).header.version : 0
     const scan = await scanLog(handle, {
       path,
       sessionId: id,
@@ -61,7 +64,7 @@ export async function checkLogIn(
         onEvent?.(event, path)
         openTurn.add(event)
       },
-      ...(onEventLine ? { onEventLine: (buf: Buffer, start: number, end: number, event: SessionEvent) => onEventLine(buf, start, end, event, path) } : {}),
+      ...(onEventLine ? { onEventLine: (buf: Buffer, start: number, end: number, event: SessionEvent) => onEventLine(buf, start, end, event, path, version) } : {}),
     })
     const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn: true, openTurn })
     return { header: scan.header, events: scan.eventCount, repair: plan.report, path }

@@ -402,7 +402,8 @@ class JsonlPersistence implements JsonlSessionPersistence {
       // log of any size.
       try {
         // An event version 1 cannot hold refuses the dry run as it refuses the migration.
-        const check = await checkLogIn(this.#ctx, id, { onEventLine: (buf, start, end, event, path) => assertMigratable(buf, start, end, event, id, path) })
+        // (A version-1 log is left alone: its lines are not judged for a migration.)
+        const check = await checkLogIn(this.#ctx, id, { onEventLine: (buf, start, end, event, path, version) => version === 0 && assertMigratable(buf, start, end, event, id, path) })
         const closers = check.repair?.closers.length ?? 0
         const report: MigrateReport = { id, path: check.path, fromVersion: check.header.version, migrated: false, events: check.events + closers }
         if (check.repair) report.repair = { persisted: false, ...check.repair }

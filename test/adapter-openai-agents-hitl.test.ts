@@ -126,3 +126,29 @@ describe('human-in-the-loop approvals through a JsonlSession (the SDK file-sessi
     expect(callBlocks.map((b) => b.callId)).toEqual(expectedIds)
   })
 })
+
+describe('an approval resumed on the same JsonlSession object', () => {
+  for (const serialize of [false, true]) {
+    it(`stores the approved call's result once, in the turn its call opened (state ${serialize ? 'serialized and restored' : 'kept in memory'})`, async () => {
+      const root = await mkdtemp(join(tmpdir(), 'spj-hitl-same-'))
+      try {
+        const model = new ScriptedModel([[functionCall('approved_echo', { query: 'x' }, { callId: 'call_0' })]])
+        const agent = new Agent({ name: 'a', model, tools: [echo], toolUseBehavior: 'stop_on_first_tool' })
+        const session = new JsonlSession({ persistence: createJsonlPersistence({ root }), sessionId: 's' })
+        trackToolCalls(agent, session)
+        const first = await run(agent, 'hi', { session })
+        first.state.approve(first.interruptions[0]!)
+        const state = serialize ? await RunState.fromString(agent, first.state.toString()) : first.state
+        await run(agent, state, { session })
+        const items = await session.getItems()
+        await session.close()
+        const { events } = await createJsonlPersistence({ root }).inspect('s')
+        expect(items.filter((i) => i.type === 'function_call_result')).toHaveLength(1)
+        expect(events.filter((e) => e.type === 'tool/result')).toHaveLength(1)
+        expect(events.filter((e) => e.type === 'turn/end' && (e.data as { reason?: { kind?: string } }).reason?.kind === 'aborted')).toHaveLength(0)
+      } finally {
+        await rm(root, { recursive: true, force: true })
+      }
+    })
+  }
+})

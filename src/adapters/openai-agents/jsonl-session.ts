@@ -284,7 +284,12 @@ export class JsonlSession implements Session {
     if (!this.#recorded.isOpen(call.callId)) items.push(stored)
     const encoded = encodeItems(items, state, { provisional: true })
     await this.#write([...drafts, ...encoded.drafts])
-    if (!this.#turn) this.#turnRun = run
+    if (!this.#turn) {
+      // The run whose tool opened the turn is the one whose `addItems` ends it (a run resumed
+      // from a serialized state brings a RunContext no `agent_start` announced).
+      this.#turnRun = run
+      if (run !== undefined) this.#latestRun = run
+    }
     this.#turn = encoded.state
     this.#lastTurn = encoded.state.turn
     this.#recorded.addInputs(input)

@@ -138,7 +138,7 @@ describe('an approval resumed on the same JsonlSession object', () => {
         trackToolCalls(agent, session)
         const first = await run(agent, 'hi', { session })
         first.state.approve(first.interruptions[0]!)
-        const state = serialize ? await RunState.fromString(agent, first.state.toString()) : first.state
+        const state = (serialize ? await RunState.fromString(agent, first.state.toString()) : first.state) as typeof first.state
         await run(agent, state, { session })
         const items = await session.getItems()
         await session.close()

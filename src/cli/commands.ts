@@ -33,25 +33,17 @@ export async function resolveListed(p: SessionStore, given: string): Promise<{ i
 }
 
 /**
- * Several ids (or prefixes), each resolved once, against one listing; an id that matches no
- * listed session is refused before anything is done (`E_NOT_FOUND`, naming every such id).
+ * Several ids (or prefixes), each resolved once against one listing. An id that matches no listed
+ * session is refused before anything is done (`E_NOT_FOUND`, naming every such id), or with
+ * `keepUnlisted` kept as given, for the operation to say what is wrong with it (a damaged or
+ * unsupported header, no such session).
  */
-export async function resolveListedIds(p: SessionStore, given: readonly string[]): Promise<string[]> {
+export async function resolveIds(p: SessionStore, given: readonly string[], options: { keepUnlisted?: boolean } = {}): Promise<string[]> {
   const ids = (await p.list({ onProblem: () => {} })).map((l) => l.meta.id)
   const resolved = [...new Set(given.map((g) => matchId(ids, g)))]
-  const unknown = resolved.filter((id) => !ids.includes(id))
+  const unknown = options.keepUnlisted ? [] : resolved.filter((id) => !ids.includes(id))
   if (unknown.length > 0) throw new SessionPersistenceError('E_NOT_FOUND', `no listed session matches ${unknown.map((id) => `'${id}'`).join(', ')}`)
   return resolved
-}
-
-/**
- * Several ids (or prefixes), each resolved once against one listing; an id that matches no
- * listed session is kept as given, for the operation to say what is wrong with it (a damaged
- * or unsupported header, no such session).
- */
-export async function resolveIds(p: SessionStore, given: readonly string[]): Promise<string[]> {
-  const ids = (await p.list({ onProblem: () => {} })).map((l) => l.meta.id)
-  return [...new Set(given.map((g) => matchId(ids, g)))]
 }
 
 function matchId(ids: readonly string[], given: string): string {

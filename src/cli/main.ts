@@ -6,7 +6,7 @@ import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
-import { fork, type Io, ls, repair, resolveId, resolveIds, resolveListed, resolveListedIds, tree, verify } from './commands.js'
+import { fork, type Io, ls, repair, resolveId, resolveIds, resolveListed, tree, verify } from './commands.js'
 import { exportSession, show, type ShowPage } from './show.js'
 import { tail } from './tail.js'
 import { copy, parseDuration, prune, rm } from './maintenance.js'
@@ -206,13 +206,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         if (values.all === (arg !== undefined)) throw new UsageError('migrate takes session ids or --all (not both, not neither)')
         // With --all, a log that cannot be listed (a damaged or unsupported header) is refused, not passed over.
         const problems: ListProblem[] = []
-        const ids = values.all ? (await p.list({ onProblem: (pr) => problems.push(pr) })).map((l) => l.meta.id) : await resolveIds(p, [arg!, ...extra])
+        const ids = values.all ? (await p.list({ onProblem: (pr) => problems.push(pr) })).map((l) => l.meta.id) : await resolveIds(p, [arg!, ...extra], { keepUnlisted: true })
         return await migrate(root, io, ids, { json: values.json, dryRun: values['dry-run'], problems })
       }
       case 'redact': {
         if (arg === undefined) throw new UsageError('redact needs session ids')
         if (!values.pattern) throw new UsageError('redact needs --pattern <regex>')
-        const ids = await resolveIds(p, [arg, ...extra])
+        const ids = await resolveIds(p, [arg, ...extra], { keepUnlisted: true })
         return await redact(root, io, ids, { json: values.json, dryRun: values['dry-run'], pattern: values.pattern, replacement: values.replace })
       }
       case 'fork':
@@ -229,7 +229,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         let ids: string[]
         if (values.all) {
           ids = (await p.list({ onProblem: (pr) => io.err(`warning: not copied ${printable(pr.path, true)}: ${pr.code}\n`) })).map((l) => l.meta.id)
-        } else ids = await resolveListedIds(p, [arg!, ...extra])
+        } else ids = await resolveIds(p, [arg!, ...extra])
         target = await openRoot(values.to!, loggerFor(values.to!))
         return await copy(root, target, io, ids, { json: values.json, skipExisting: values['skip-existing'] })
       }

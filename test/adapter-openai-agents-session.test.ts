@@ -12,6 +12,7 @@ import { isSessionPersistenceError } from '../src/errors.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import type { SessionPersistence } from '../src/persistence.js'
 import { createMemoryPersistence } from '../src/memory/memory-persistence.js'
+import { toModelHistory } from '../src/session/history.js'
 import { agentItem, batches } from './fixtures/openai-agents-items.js'
 
 process.env.OPENAI_AGENTS_DISABLE_TRACING = '1'
@@ -127,6 +128,42 @@ describe.each(backends)('JsonlSession over %s', (_name, backend) => {
       }),
       { numRuns: 40 },
     )
+  })
+
+  // `popItem` appends a rewind: what the session knows of open calls follows the history view.
+  const call0: AgentInputItem = { type: 'function_call', callId: 'call_0', name: 'f', arguments: '{}', status: 'completed' }
+  const result0 = (text: string): AgentInputItem => ({ type: 'function_call_result', callId: 'call_0', name: 'f', status: 'completed', output: { type: 'text', text } })
+  const historyOf = async (persistence: SessionPersistence, id: string) =>
+    toModelHistory((await persistence.inspect(id)).events).messages.map((m) => `${m.role}:${m.role === 'tool' ? m.callId : JSON.stringify(m.content)}`)
+
+  it('a call popped, then made again under the same id (call_0), is recorded anew: the history holds it and its result', async () => {
+    const open = await backend()
+    const session = new JsonlSession({ persistence: open(), sessionId: 'pop-call' })
+    await session.addItems([{ type: 'message', role: 'user', content: 'one' }, call0])
+    expect(await session.popItem()).toEqual(call0)
+    await session.addItems([{ type: 'message', role: 'user', content: 'two' }, call0, result0('ok')])
+    expect(await session.getItems()).toEqual([{ type: 'message', role: 'user', content: 'one' }, { type: 'message', role: 'user', content: 'two' }, call0, result0('ok')])
+    await session.close()
+    expect(await historyOf(open(), 'pop-call')).toEqual([
+      'user:"one"',
+      'user:"two"',
+      `assistant:${JSON.stringify([{ type: 'tool-call', callId: 'call_0', name: 'f', arguments: {} }])}`,
+      'tool:call_0',
+    ])
+  })
+
+  it('a result popped opens its call again: the call handed over again with a new result is not stored twice', async () => {
+    const open = await backend()
+    const session = new JsonlSession({ persistence: open(), sessionId: 'pop-result' })
+    await session.addItems([{ type: 'message', role: 'user', content: 'one' }, call0, result0('first')])
+    expect(await session.popItem()).toEqual(result0('first'))
+    await session.addItems([call0, result0('second')])
+    // The items as added (the call twice); the vocabulary holds the call once.
+    expect(await session.getItems()).toEqual([{ type: 'message', role: 'user', content: 'one' }, call0, call0, result0('second')])
+    await session.close()
+    const history = await historyOf(open(), 'pop-result')
+    expect(history.filter((m) => m.startsWith('assistant:'))).toHaveLength(1)
+    expect(history).toEqual(['user:"one"', `assistant:${JSON.stringify([{ type: 'tool-call', callId: 'call_0', name: 'f', arguments: {} }])}`, 'tool:call_0'])
   })
 
   it('two instances over one store: the second gets E_LOCKED while the first writes', async () => {

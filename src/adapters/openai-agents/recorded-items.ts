@@ -3,17 +3,28 @@ import { asObject } from '../../session/as-object.js'
 import type { SessionEvent } from '../../session/schema.js'
 import { classifyItem, itemKey } from './item-kind.js'
 
+/** A recorded call: the turn and seq of its `tool-call` block, and of its `tool/result` once answered. */
+interface RecordedCall {
+  turn: number
+  seq: number
+  resultSeq?: number
+}
+
 /**
  * What the vocabulary already holds, so that a batch repeating it is placed, not written twice.
  * A call id is not unique in a session (a local model server sends `call_0` in every run): a
  * call is known by its id only while it is open, from its `tool-call` block until its
- * `tool/result` (or until its turn ends `aborted` or `error`). What `trackToolCalls` recorded in
+ * `tool/result` (or until its turn ends `aborted` or `error`), as the history view sees it: a
+ * `history/rewind` that takes a call out closes it, one that takes only its result out opens it
+ * again (`popItem` of a result). What `trackToolCalls` recorded in
  * the tracked turn (calls, results, the run's input) is kept in lists the run's final `addItems`
  * matches once each; the lists are emptied at each `turn/start` and `turn/end`.
  */
 export class RecordedItems {
-  /** The open calls: callId → the turn its latest call was recorded in. */
-  readonly #open = new Map<string, number>()
+  /** The open calls: callId → its latest call. */
+  readonly #open = new Map<string, RecordedCall>()
+  /** The answered calls, by callId, in log order: what a rewind of their results opens again. */
+  readonly #answered = new Map<string, RecordedCall[]>()
   /** The calls and results of the tracked turn, by callId (a multiset). */
   #turnCalls: string[] = []
   #turnResults: string[] = []
@@ -37,21 +48,51 @@ export class RecordedItems {
         const kind = asObject(data?.reason)?.kind
         // A turn that did not complete will not answer its open calls: a later call may reuse the id.
         if (kind === 'aborted' || kind === 'error') {
-          for (const [callId, turn] of this.#open) if (turn === data?.turn) this.#open.delete(callId)
+          for (const [callId, call] of this.#open) if (call.turn === data?.turn) this.#open.delete(callId)
         }
         this.#clearTurn()
         return
       }
-      case 'tool/result':
-        if (typeof data?.callId === 'string') this.#open.delete(data.callId)
+      case 'tool/result': {
+        const callId = data?.callId
+        const call = typeof callId === 'string' ? this.#open.get(callId) : undefined
+        if (call === undefined) return
+        this.#open.delete(callId as string)
+        call.resultSeq = e.seq
+        const answered = this.#answered.get(callId as string)
+        if (answered) answered.push(call)
+        else this.#answered.set(callId as string, [call])
         return
+      }
+      case 'history/rewind': {
+        const to = data?.to
+        if (typeof to === 'number' && Number.isSafeInteger(to) && to >= 0 && to < e.seq) this.#rewind(to)
+        return
+      }
       case 'assistant/message':
         if (!Array.isArray(data?.content)) return
         for (const block of data.content) {
           const b = asObject(block)
           if (b?.type !== 'tool-call' || typeof b.callId !== 'string') continue
-          this.#open.set(b.callId, typeof data.turn === 'number' ? data.turn : -1)
+          this.#open.set(b.callId, { turn: typeof data.turn === 'number' ? data.turn : -1, seq: e.seq })
         }
+    }
+  }
+
+  /** Seqs from `to` on are out of the history: their calls are gone, a call whose result is gone is open again. */
+  #rewind(to: number): void {
+    for (const [callId, call] of this.#open) if (call.seq >= to) this.#open.delete(callId)
+    for (const [callId, calls] of this.#answered) {
+      const kept = calls.filter((c) => c.seq < to)
+      const reopened = kept.at(-1)
+      if (reopened !== undefined && (reopened.resultSeq as number) >= to) {
+        kept.pop()
+        delete reopened.resultSeq
+        // A later call with the same id still in the history is the open one.
+        if (!this.#open.has(callId)) this.#open.set(callId, reopened)
+      }
+      if (kept.length === 0) this.#answered.delete(callId)
+      else this.#answered.set(callId, kept)
     }
   }
 
@@ -98,8 +139,8 @@ export class RecordedItems {
     const inputs = [...this.#inputs]
     const calls = [...this.#turnCalls]
     const results = [...this.#turnResults]
-    // The open calls as the batch's own items change them, item by item.
-    const open = new Map(this.#open)
+    // The open calls (callId → turn) as the batch's own items change them, item by item.
+    const open = new Map([...this.#open].map(([callId, call]) => [callId, call.turn]))
     const take = (list: string[], key: string | undefined): boolean => {
       const i = key === undefined ? -1 : list.indexOf(key)
       if (i === -1) return false

@@ -227,6 +227,43 @@ describe('trackToolCalls', () => {
     }
   })
 
+  it('a call popped from the session, then made again under its id by the next run, is on record before its tool runs', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'spj-oa-pop-'))
+    roots.push(root)
+    const reader = createJsonlPersistence({ root })
+    const seenInTool: string[] = []
+    const weather = tool({
+      name: 'weather',
+      description: 'weather',
+      parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => {
+        // What a resume after a kill here would give the model: the history view of the log.
+        const { events } = await reader.inspect('pop-then-call')
+        const history = toModelHistory(events as SessionEvent[]).messages
+        seenInTool.push(history.map((m) => (m.role === 'tool' ? `tool:${m.callId}${m.synthetic ? ' (synthetic)' : ''}` : m.role)).join(','))
+        return `sunny in ${city}`
+      },
+    })
+    const session = new JsonlSession({ persistence: createJsonlPersistence({ root }), sessionId: 'pop-then-call' })
+    // A call left open (an approval the user then withdrew), taken out of the session.
+    const stale = { type: 'function_call', callId: 'call_0', name: 'weather', arguments: '{"city":"Oslo"}', status: 'completed' } as const
+    await session.addItems([{ type: 'message', role: 'user', content: 'Oslo?' }, stale])
+    expect(await session.popItem()).toEqual(stale)
+    const agent = new Agent({
+      name: 'A',
+      instructions: 'x',
+      model: new ScriptedModel([[functionCall('weather', { city: 'Paris' }, { callId: 'call_0' })], [assistantMessage('Paris ok')]]),
+      tools: [weather],
+    })
+    trackToolCalls(agent, session)
+    expect((await run(agent, 'Paris?', { session })).finalOutput).toBe('Paris ok')
+    await session.close()
+    // In the tool, the new call was on record: a resume (inspect closes the turn as a load would) answers it, never loses it.
+    expect(seenInTool).toEqual(['user,user,assistant,tool:call_0'])
+    const history = toModelHistory((await reader.inspect('pop-then-call')).events as SessionEvent[]).messages
+    expect(history.map((m) => (m.role === 'tool' ? `tool:${m.callId}${m.synthetic ? ' (synthetic)' : ''}` : m.role))).toEqual(['user', 'user', 'assistant', 'tool:call_0', 'assistant'])
+  })
+
   it('a call id the model reuses in a later run (call_0 each time) is a new call: on record before its tool runs, stored once', async () => {
     const root = await mkdtemp(join(tmpdir(), 'spj-oa-reuse-'))
     roots.push(root)

@@ -61,7 +61,10 @@ export class HostIntake {
   }
 
   #onCreated = (meta: SessionMeta, seed: readonly SessionEvent[], options?: SeedOptions): void => {
-    if (this.#ctx.isDisposed()) return this.#ctx.report(disposedError(`session '${meta?.id}' created`, meta?.id))
+    if (this.#ctx.isDisposed()) {
+      const id = peekId(meta)
+      return this.#ctx.report(disposedError(`session '${String(id)}' created`, typeof id === 'string' ? id : undefined))
+    }
     const ch = this.#track(meta, seed, options)
     if (ch) this.#drainer.drainSoon(ch) // persists the seed once (after a tick: no I/O here)
   }
@@ -114,29 +117,33 @@ export class HostIntake {
 
   /** Starts tracking a session; `undefined` when it is tracked already or its meta is refused. */
   #track(meta: SessionMeta, seed: readonly SessionEvent[], options?: SeedOptions): SessionChannel | undefined {
-    if (this.channels.has(meta?.id)) return undefined // a repeated session/created changes nothing
+    let id: unknown
+    let events: readonly SessionEvent[]
     let firstSeq: number
     try {
+      id = readId(meta)
+      if (this.channels.has(id as string)) return undefined // a repeated session/created changes nothing
       this.#ctx.backend.locate(meta) // validates id and meta without I/O
-      firstSeq = seedStart(meta.id, seed, options)
+      events = readSeed(meta.id, seed) // read once: what is checked is what is buffered
+      firstSeq = seedStart(meta.id, events, options)
     } catch (err) {
-      const id = String(meta?.id)
+      const sessionId = typeof id === 'string' ? id : undefined
       this.#ctx.report(
-        isSessionPersistenceError(err) ? err : new SessionPersistenceError('E_INVALID_META', `session/created with meta the backend cannot use: ${String(err)}`, { sessionId: id, cause: err }),
+        isSessionPersistenceError(err) ? err : new SessionPersistenceError('E_INVALID_META', `session/created with meta the backend cannot use: ${String(err)}`, { sessionId, cause: err }),
       )
       return undefined
     }
     // A seed event that is not an object is refused as a later one is (#onEvent): the events
     // before it are written, it and everything after are not, and the refusal is reported once.
-    const bad = seed.findIndex((event) => typeof event !== 'object' || event === null)
-    const ch = new SessionChannel(meta, bad < 0 ? seed : seed.slice(0, bad), this.#budget, firstSeq)
-    for (const old of this.closing) if (old.id === meta.id) ch.after = old.closing
-    this.channels.set(meta.id, ch)
+    const bad = events.findIndex((event) => typeof event !== 'object' || event === null)
+    const ch = new SessionChannel(meta, bad < 0 ? events : events.slice(0, bad), this.#budget, firstSeq)
+    for (const old of this.closing) if (old.id === ch.id) ch.after = old.closing
+    this.channels.set(ch.id, ch)
     if (bad >= 0) {
       const error = new SessionPersistenceError(
         'E_INVALID_EVENT',
-        `session '${meta.id}': event ${bad} of the host's seed is ${String(seed[bad])}, not an event; the ${bad} before it are written, nothing more is written for this session`,
-        { sessionId: meta.id },
+        `session '${ch.id}': event ${bad} of the host's seed is ${String(events[bad])}, not an event; the ${bad} before it are written, nothing more is written for this session`,
+        { sessionId: ch.id },
       )
       this.#drainer.halt(ch, error, { dropBuffered: false })
     }
@@ -148,15 +155,54 @@ export class HostIntake {
   }
 }
 
+function seedRefused(sessionId: string, why: string, cause?: unknown): SessionPersistenceError {
+  return new SessionPersistenceError('E_INVALID_META', `session/created of '${sessionId}': ${why}; the session is not tracked`, { sessionId, cause })
+}
+
+/** `meta.id`; a meta that cannot be read (a revoked Proxy, a throwing getter) is `E_INVALID_META`. */
+function readId(meta: unknown): unknown {
+  try {
+    return (meta as Partial<SessionMeta> | null | undefined)?.id
+  } catch (err) {
+    throw new SessionPersistenceError('E_INVALID_META', `session/created with meta that cannot be read: ${String(err)}; the session is not tracked`, { cause: err })
+  }
+}
+
+/** `meta.id` for a message, or undefined when it cannot be read. */
+function peekId(meta: unknown): unknown {
+  try {
+    return readId(meta)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The seed's events, copied once. A seed that is not an array, or that cannot be read (its
+ * `length` or an element throws: a Proxy), is refused like a bad meta (`E_INVALID_META`, not tracked).
+ */
+function readSeed(sessionId: string, seed: unknown): readonly SessionEvent[] {
+  let isArray: boolean
+  try {
+    isArray = Array.isArray(seed)
+  } catch (err) {
+    throw seedRefused(sessionId, `the seed cannot be read (${String(err)})`, err) // a revoked Proxy
+  }
+  if (!isArray) throw seedRefused(sessionId, `the seed must be an array of events (empty for a new session), got ${seed === null ? 'null' : typeof seed}`)
+  try {
+    return Array.prototype.slice.call(seed) as SessionEvent[]
+  } catch (err) {
+    throw seedRefused(sessionId, `the seed cannot be read (${String(err)})`, err)
+  }
+}
+
 /**
  * The seq the seed starts at: 0, or the `firstSeq` of `session/created`'s third argument, a
- * non-negative safe integer that the seed's own seqs agree with. Anything else, or a seed that is
- * not an array, is refused like a bad meta (`E_INVALID_META`, not tracked).
+ * non-negative safe integer that the seed's own seqs agree with. Anything else is refused like
+ * a bad meta (`E_INVALID_META`, not tracked).
  */
 function seedStart(sessionId: string, seed: readonly SessionEvent[], options: SeedOptions | undefined): number {
-  const bad = (why: string) =>
-    new SessionPersistenceError('E_INVALID_META', `session/created of '${sessionId}': ${why}; the session is not tracked`, { sessionId })
-  if (!Array.isArray(seed)) throw bad(`the seed must be an array of events (empty for a new session), got ${seed === null ? 'null' : typeof seed}`)
+  const bad = (why: string) => seedRefused(sessionId, why)
   if (options === undefined) return 0
   if (typeof options !== 'object' || options === null) throw bad(`the seed options must be an object like { firstSeq }, got ${String(options)}`)
   const { firstSeq } = options

@@ -69,6 +69,8 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
   #disposed = false
   /** The one disposal every `dispose` call settles by its own deadline. */
   #disposal: Disposal | undefined
+  /** The deadline of the first `dispose` that timed out on a backend that did not answer: nothing is written after it. */
+  #abandonedAfterMs: number | undefined
 
   constructor(config: PluginConfig) {
     super()
@@ -89,6 +91,7 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
       adopter,
       flushDelayMs: parsed.flushDelayMs,
       isDisposed: () => this.#disposed,
+      abandonedAfterMs: () => this.#abandonedAfterMs,
       report: (error) => this.#report(error),
       recovered: (sessionId, after) => this.#recovered(sessionId, after),
     }
@@ -197,7 +200,9 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
       const failed = await settleBy(d.work, deadline, 'dispose')
       if (failed.some((f) => f.error.code === 'E_TIMEOUT')) {
         // The backend does not answer for some sessions: release everything else now. Their
-        // drains go on and close them (releasing their locks) when the backend answers.
+        // writes in flight go on and close them (releasing their locks) when the backend
+        // answers; nothing is written after those (what they still buffer is named here).
+        this.#abandonedAfterMs ??= timeoutMs
         void d.release()
         this.#detach()
       } else if (!(await settledBy(d.finished, deadline))) {

@@ -4,6 +4,7 @@ import type { SessionPersistence } from '../persistence.js'
 import type { SessionAdopter } from './adoption.js'
 import { appendFailureClass, asPersistenceError, DrainStalledError, EventRefusedError } from './plugin-errors.js'
 import type { SessionChannel } from './session-channel.js'
+import { DeadlineError } from './deadline.js'
 
 const MIN_RETRY_MS = 50
 const MAX_RETRY_MS = 5_000
@@ -26,6 +27,12 @@ export interface DrainContext {
   readonly adopter: SessionAdopter
   readonly flushDelayMs: number
   isDisposed(): boolean
+  /**
+   * The deadline (ms) of the `dispose` that timed out waiting for the backend, once one has:
+   * from then on no drain issues I/O, and the drains' outcomes are not reported (the sessions
+   * were named in its `E_TIMEOUT`). The write in flight then completes, nothing after it.
+   */
+  abandonedAfterMs(): number | undefined
   report(error: SessionPersistenceError): void
   recovered(sessionId: string, after: SessionPersistenceError): void
 }
@@ -73,7 +80,17 @@ export class SessionDrainer {
     if (ch.halted) return
     ch.halted = error
     if (options.dropBuffered) ch.dropBuffered()
-    this.#ctx.report(error)
+    if (this.#ctx.abandonedAfterMs() === undefined) this.#ctx.report(error)
+  }
+
+  /**
+   * After a timed-out dispose: the error a drain ends with instead of writing what `ch` still
+   * buffers (named in that dispose's `E_TIMEOUT` already), or undefined when nothing is left.
+   */
+  #abandoned(ch: SessionChannel): SessionPersistenceError | undefined {
+    const ms = this.#ctx.abandonedAfterMs()
+    if (ms === undefined || ch.buffer.length === 0) return undefined
+    return new DeadlineError(ch.id, ms, 'dispose')
   }
 
   async #drainAfterTick(ch: SessionChannel): Promise<void> {
@@ -115,12 +132,18 @@ export class SessionDrainer {
 
   async #drainJob(ch: SessionChannel): Promise<void> {
     if (ch.halted && ch.buffer.length === 0) throw ch.halted
+    // A dispose deadline passed: no new I/O (an open or an append), whatever is left is not written.
+    const given = this.#abandoned(ch)
+    if (given) throw given
+    if (this.#ctx.abandonedAfterMs() !== undefined) return
     if (!ch.opened) {
       const refused = await this.#ctx.adopter.open(ch)
       if (refused) this.halt(ch, refused, { dropBuffered: true })
     }
+    const late = this.#abandoned(ch) // the open was the I/O in flight at the deadline
+    if (late) throw late
     if (ch.opened && ch.buffer.length > 0) await this.#writeBuffered(ch)
-    if (ch.failure && ch.opened) {
+    if (ch.failure && ch.opened && this.#ctx.abandonedAfterMs() === undefined) {
       this.#ctx.recovered(ch.id, ch.failure)
       ch.failure = undefined
     }
@@ -151,6 +174,8 @@ export class SessionDrainer {
     let suspects = batch
     let cause = refusal
     while (suspects.length > 1) {
+      const given = this.#abandoned(ch) // the halving issues new appends: none after a dispose deadline
+      if (given) throw given
       const head = suspects.slice(0, Math.ceil(suspects.length / 2))
       try {
         await this.#ctx.backend.append(ch.id, head)
@@ -173,6 +198,7 @@ export class SessionDrainer {
 
   /** A passing failure: reported when it starts or its code changes, retried with backoff. */
   #failed(ch: SessionChannel, error: SessionPersistenceError): void {
+    if (this.#ctx.abandonedAfterMs() !== undefined) return // named in the timed-out dispose; never retried
     if (ch.failure?.code !== error.code) this.#ctx.report(error)
     ch.failure = error
     ch.lastFailure = error
@@ -201,7 +227,7 @@ export class SessionDrainer {
           break
         } catch (err) {
           ch.closedWith = asPersistenceError(err, ch.id)
-          if (ch.halted || finalAttempt) break // nothing more can be written: close anyway
+          if (ch.halted || finalAttempt || this.#ctx.abandonedAfterMs() !== undefined) break // nothing more can be written: close anyway
         }
         await ch.sleep(ch.retryDelayMs || this.#ctx.flushDelayMs)
       }

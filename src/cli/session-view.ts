@@ -52,9 +52,17 @@ export interface SessionView {
 export async function openSessionView(store: SessionStore, id: string, options: { sizeBytes: number | undefined; range?: ViewRange | undefined }): Promise<SessionView> {
   const { sizeBytes, range } = options
   if (range === undefined && (sizeBytes === undefined || sizeBytes <= INSPECT_MAX_BYTES)) return inspectedView(await store.inspect(id))
-  const { meta, length } = await store.read(id, { fromSeq: 0, toSeq: 0 })
-  const from = range === undefined ? 0 : 'last' in range ? Math.max(0, length - range.last) : Math.min(range.fromSeq, length)
-  const to = range !== undefined && 'fromSeq' in range && range.toSeq !== undefined ? Math.max(from, Math.min(range.toSeq, length)) : length
+  // `last: 0` reads no event, but judges what follows the last valid line as a load does
+  // (damage there rejects, as `show` of a whole log would).
+  const head = await store.read(id, { last: 0 })
+  const { meta } = head
+  let length = head.length
+  const boundsOf = (n: number) => {
+    const from = range === undefined ? 0 : 'last' in range ? Math.max(0, n - range.last) : Math.min(range.fromSeq, n)
+    const to = range !== undefined && 'fromSeq' in range && range.toSeq !== undefined ? Math.max(from, Math.min(range.toSeq, n)) : n
+    return { from, to }
+  }
+  let { from, to } = boundsOf(length)
   const pageEvents = Math.max(1, Math.min(PAGE_EVENTS, Math.floor(PAGE_BYTES / Math.max(1, (sizeBytes ?? 0) / Math.max(1, length)))))
   async function* stored(): AsyncGenerator<readonly SessionEvent[]> {
     for (let seq = from; seq < to; seq += pageEvents) {
@@ -62,11 +70,25 @@ export async function openSessionView(store: SessionStore, id: string, options: 
       if (page.events.length > 0) yield page.events
     }
   }
-  const scan = new HistoryScan()
-  const openTurn = new OpenTurnTracker()
-  for await (const page of stored()) {
-    for (const e of page) scan.feed(e)
-    if (range === undefined) openTurn.feed(page)
+  let scan = new HistoryScan()
+  let openTurn = new OpenTurnTracker()
+  // A page that counts fewer valid events than the first look (a defect it did not see: zeroed
+  // blocks before valid lines, 6.3) bounds the view again by that length, and the pass restarts.
+  for (let attempt = 0; ; attempt++) {
+    let shorter: number | undefined
+    for (let seq = from; seq < to && shorter === undefined; seq += pageEvents) {
+      const page = await store.read(id, { fromSeq: seq, toSeq: Math.min(to, seq + pageEvents) })
+      if (page.length < length) shorter = page.length
+      else {
+        for (const e of page.events) scan.feed(e)
+        if (range === undefined) openTurn.feed(page.events)
+      }
+    }
+    if (shorter === undefined || attempt === 2) break
+    length = shorter
+    ;({ from, to } = boundsOf(length))
+    scan = new HistoryScan()
+    openTurn = new OpenTurnTracker()
   }
   const closers = openTurn.closers(length, meta.createdAt)
   for (const c of closers) scan.feed(c)

@@ -95,10 +95,54 @@ export async function readSessionRange(handle: FileHandle, id: string, path: str
   const { header, headerBytes } = await readHeaderLine(handle, path, id)
   const meta = metaFromHeader(header)
   const last = await lastEventLine(handle, headerBytes, size, header.version)
-  let length = last ? last.seq + 1 : 0
+  const ctx: RangeContext = { handle, id, path, header, headerBytes, size, last }
+  const first = await readRange(ctx, range, last ? last.seq + 1 : 0)
+  // A defect the backward look did not see (zeroed blocks before valid lines: 6.3) ends the log
+  // there: the range is bounded again by that length and read again (`last: n` moves back).
+  if (first.defect === undefined) return { meta, ...first.range }
+  const again = await readRange({ ...ctx, last: undefined, end: first.defect.offset }, range, first.defect.seq)
+  return { meta, ...again.range }
+}
+
+interface RangeContext {
+  handle: FileHandle
+  id: string
+  path: string
+  header: SessionHeader
+  headerBytes: number
+  size: number
+  last: Awaited<ReturnType<typeof lastEventLine>>
+  /** Where the valid events end, when a defect before the last valid line was found (else the last line's end). */
+  end?: number
+}
+
+/**
+ * One read of `range` bounded by `length` valid events: the events, and the seq at which a
+ * defect the backward look did not see ends the valid events, when it is below `length`.
+ */
+async function readRange(
+  ctx: RangeContext,
+  range: ParsedRange,
+  length: number,
+): Promise<{ range: Omit<SessionRange, 'meta'>; defect?: { seq: number; offset: number } }> {
+  const { handle, id, path, header, headerBytes, size } = ctx
+  const { last } = ctx
   const { from, to } = rangeBounds(range, length)
-  if (from >= to) return { meta, events: [], firstSeq: from, length }
-  const start = from === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, last!.end, from, last!.seq + 1)
+  if (from >= to) {
+    // Nothing to return, but a range reaching the end still judges what follows the last valid
+    // line as a load does: a torn tail is nothing, damage (a complete line failing its
+    // checksum, §16) rejects.
+    if (to === length && last && last.end < size) {
+      const after = await scanLog(handle, { path, sessionId: id, to: size, start: { offset: last.end, seq: last.seq + 1, header, headerBytes }, chunkBytes: WINDOW_BYTES })
+      planRepair(after, { path, sessionId: id, closeOpenTurn: false })
+    } else if (to === length && !last && ctx.end === undefined && headerBytes < size) {
+      const after = await scanLog(handle, { path, sessionId: id, to: size, start: { offset: headerBytes, seq: 0, header, headerBytes }, chunkBytes: WINDOW_BYTES })
+      planRepair(after, { path, sessionId: id, closeOpenTurn: false })
+    }
+    return { range: { events: [], firstSeq: from, length } }
+  }
+  const lastEnd = ctx.end ?? last?.end ?? size
+  const start = from === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, lastEnd, from, length)
   // A range that runs to the end reads to the end: what follows the last valid line is judged as
   // a load judges it (a torn tail left out, damage refused).
   const untilSeq = to < length ? { untilSeq: to } : {}
@@ -115,17 +159,21 @@ export async function readSessionRange(handle: FileHandle, id: string, path: str
       planRepair(after, { path, sessionId: id, closeOpenTurn: false }) // damage after it: E_CORRUPT, as a full scan refuses
       if (after.eventCount === 0) {
         const events = [...before.events, last.event].slice(from - start.seq)
-        return { meta, events, firstSeq: Math.min(from, length), length }
+        return { range: { events, firstSeq: Math.min(from, length), length } }
       }
     }
     // Otherwise (what lies before it is not what the backward look saw): the range read as usual.
   }
   const scan = await scanLog(handle, { path, sessionId: id, to: size, start: { ...start, header, headerBytes }, ...untilSeq, chunkBytes })
   planRepair(scan, { path, sessionId: id, closeOpenTurn: false }) // committed damage in the range: E_CORRUPT
-  // A defect the backward look did not see (zeroed blocks before valid lines) ends the log there.
-  if (scan.defect) length = Math.min(length, start.seq + scan.events.length)
+  const validEnd = start.seq + scan.events.length
+  if (scan.defect && validEnd < length) {
+    // Read again with that length when it changes the range (`last: n`); else what was read stands.
+    if (rangeBounds(range, validEnd).from !== from) return { range: { events: [], firstSeq: 0, length: validEnd }, defect: { seq: validEnd, offset: scan.validEnd } }
+    length = validEnd
+  }
   const events = scan.events.slice(from - start.seq)
-  return { meta, events, firstSeq: Math.min(from, length), length }
+  return { range: { events, firstSeq: Math.min(from, length), length } }
 }
 
 /** A last line longer than this is not read again by a range that ends with it. */

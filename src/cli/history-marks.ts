@@ -5,7 +5,8 @@ import { compactionKeep } from '../session/tail-start.js'
 import { type CompactionState, describeCompaction, describeRewind, MESSAGE_TYPES, toolCalls } from './render.js'
 
 // What later events say about earlier ones: a rewind marks the messages before it, a compaction
-// the messages before its firstKeptSeq, a missing result the call it never answered. A
+// the messages before its firstKeptSeq, a missing result the call it never answered, an
+// assistant message the `tool/call` recorded before it (so that call is shown there, not alone). A
 // transcript printed page by page learns these in a first pass over the same events, whose
 // state grows with the number of rewinds, compactions and unanswered calls, never with the log.
 
@@ -24,8 +25,14 @@ export interface HistoryMarks {
   readonly inForce: Compaction | undefined
   /** Where a valid compaction stands: in force, replaced by a later one, undone by a rewind, or unknown (a page that does not reach the end). */
   status(seq: number): CompactionState
-  /** Whether the call `callId` of the assistant message at `seq` is known never to get a result. */
+  /** Whether the call `callId` of the assistant message (or lone `tool/call`) at `seq` is known never to get a result. */
   unanswered(seq: number, callId: string): boolean
+  /**
+   * Whether the `tool/call` at `seq` is a call of its own: no assistant message holds it (a
+   * recorder writes the call before the step's message, and a process killed in the tool left
+   * only the call), so the views show it as a call line of its own.
+   */
+  lone(seq: number): boolean
   /** The seqs at which a renderer must note how many messages came before (each rewind's `to`, each compaction's `firstKeptSeq`). */
   readonly countsWanted: ReadonlySet<number>
 }
@@ -34,9 +41,14 @@ export interface HistoryMarks {
 export class HistoryScan {
   readonly #rewinds: SessionEvent[] = []
   readonly #compactions: Compaction[] = []
-  /** Calls still waiting for a result: callId → seq of the assistant message holding it. */
-  readonly #pending = new Map<string, number>()
+  /**
+   * Calls still waiting for a result: callId → seq of the assistant message holding it, or of
+   * the `tool/call` that recorded it when no message holds it (yet).
+   */
+  readonly #pending = new Map<string, { seq: number; lone: boolean }>()
   readonly #unanswered = new Set<string>()
+  /** The seqs of `tool/call`s no assistant message holds (so far). */
+  readonly #lone = new Set<number>()
 
   feed(e: SessionEvent): void {
     switch (e.type) {
@@ -51,11 +63,23 @@ export class HistoryScan {
       case 'assistant/message':
         for (const call of toolCalls(asObject(e.data)?.content)) {
           const earlier = this.#pending.get(call.callId)
+          // The call a `tool/call` recorded before its message (the AI SDK's order): the message holds it.
+          if (earlier?.lone) this.#lone.delete(earlier.seq)
           // A call id used again before the first call got its result: the first never will.
-          if (earlier !== undefined) this.#unanswered.add(`${earlier}:${call.callId}`)
-          this.#pending.set(call.callId, e.seq)
+          else if (earlier !== undefined) this.#unanswered.add(`${earlier.seq}:${call.callId}`)
+          this.#pending.set(call.callId, { seq: e.seq, lone: false })
         }
         break
+      case 'tool/call': {
+        // A call still waiting (held by a message before it, or recorded already) is that call's
+        // dispatch; any other is a call of its own until a message holds it (as toModelHistory
+        // shows a `tool/call` no assistant message holds).
+        const callId = asObject(e.data)?.callId
+        if (typeof callId !== 'string' || this.#pending.has(callId)) break
+        this.#pending.set(callId, { seq: e.seq, lone: true })
+        this.#lone.add(e.seq)
+        break
+      }
       case 'tool/result': {
         const callId = asObject(e.data)?.callId
         if (typeof callId === 'string') this.#pending.delete(callId)
@@ -69,7 +93,7 @@ export class HistoryScan {
    * waiting known to be unanswered, and the last compaction known to be in force.
    */
   finish(complete: boolean): HistoryMarks {
-    if (complete) for (const [callId, seq] of this.#pending) this.#unanswered.add(`${seq}:${callId}`)
+    if (complete) for (const [callId, { seq }] of this.#pending) this.#unanswered.add(`${seq}:${callId}`)
     const rewound = isRewoundBy(rewoundRanges(this.#rewinds))
     const standing = this.#compactions.filter((c) => !rewound(c.seq))
     const last = standing.at(-1)
@@ -81,11 +105,13 @@ export class HistoryScan {
       if (typeof to === 'number' && Number.isSafeInteger(to) && to >= 0) countsWanted.add(to)
     }
     const unanswered = this.#unanswered
+    const lone = this.#lone
     return {
       rewound,
       inForce,
       countsWanted,
       unanswered: (seq, callId) => unanswered.has(`${seq}:${callId}`),
+      lone: (seq) => lone.has(seq),
       status: (seq) => {
         if (rewound(seq)) return { kind: 'rewound' }
         const later = standing.find((c) => c.seq > seq)

@@ -68,6 +68,10 @@ export class MarkdownWriter {
         for (const call of toolCalls(d?.content)) this.lines([`Tool call ${codeSpan(shown(call.name, true))} (${shown(call.callId, true)}):`, '', fence(printable(JSON.stringify(call.arguments, null, 2))), ''])
         break
       }
+      case 'tool/call':
+        // A call no assistant message holds (§7), as a message's call would be shown.
+        if (this.#marks.lone(e.seq)) this.lines([`Tool call ${codeSpan(shown(d?.name, true))} (${shown(d?.callId, true)}):`, '', fence(printable(JSON.stringify(d?.arguments ?? null, null, 2))), ''])
+        break
       case 'tool/result':
         this.lines([`Result of ${shown(d?.callId, true)}${d?.isError ? ' (error)' : ''}:`, '', fence(contentText(d?.content)), ''])
         break

@@ -1,7 +1,7 @@
 import type { LoadedSession } from '../persistence.js'
 import { asObject } from '../session/as-object.js'
 import { INTERRUPTED_TOOL_TEXT } from '../session/closers.js'
-import type { SessionEvent, SessionMeta } from '../session/schema.js'
+import type { JsonValue, SessionEvent, SessionMeta } from '../session/schema.js'
 import { HistoryCounter, type HistoryMarks, marksOf } from './history-marks.js'
 import {
   callText,
@@ -134,8 +134,17 @@ export class TranscriptWriter {
       case 'step/end':
         if (this.#closers?.seqs.has(e.seq)) this.#push(style.dim(`  step ${shown(d?.step, true)} ends`) + mark)
         break
+      case 'tool/call': {
+        // A call no assistant message holds (§7): its call line, as a message's call would have.
+        if (!this.#marks.lone(e.seq)) break
+        const call = { callId: String(d?.callId), name: String(d?.name), arguments: (d?.arguments ?? null) as JsonValue }
+        const compaction = this.#marks.inForce
+        const standing = this.#marks.rewound(e.seq) ? style.dim(' [rewound]') : compaction !== undefined && e.seq < compaction.keep ? style.dim(' [compacted]') : ''
+        this.#push(`  ${callText(call, style)}${standing}`)
+        if (this.#marks.unanswered(e.seq, call.callId)) this.#push(style.yellow('    ⚠ no result recorded'))
+        break
+      }
       case 'step/start':
-      case 'tool/call':
         break
       default: {
         const framework = frameworkEvent(e)

@@ -34,6 +34,13 @@ describe('session-jsonl fork --at', () => {
       expect({ at, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ at, code: 2, stdout: '', stderr: `session-jsonl: --at '${at}' is not a non-negative integer (see session-jsonl --help)\n` })
     }
     expect(await files(root)).toEqual(before)
+    // A count not just after a turn end: the advice names only what --at accepts (not 0).
+    expect(await runCli(['--root', root, 'fork', 's', '--at', '3', '--id', 'three'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "session-jsonl: E_BAD_FORK_POINT: event 2 of session 's' is not a turn/end; give --at the number of events up to and including a turn/end — `session-jsonl show` marks where each turn ends\n",
+    })
+    expect(await files(root)).toEqual(before)
     const good = await runCli(['--root', root, 'fork', 's', '--at', '4', '--id', 'kid'])
     expect(good).toEqual({ code: 0, stdout: 'kid\n', stderr: '' })
     expect((await runCli(['--root', root, 'show', 'kid'])).code).toBe(0)

@@ -1,4 +1,4 @@
-import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -99,13 +99,25 @@ describe('session-jsonl (docs/contract.md §11)', () => {
     expect((await run(['--root', root, 'show', 'tor'])).code).toBe(0)
     const amb = await run(['--root', root, 'show', 'heal'])
     expect(amb.code).toBe(1)
-    expect(amb.stderr).toContain('E_AMBIGUOUS')
-    expect(amb.stderr).toContain('healthy-1, healthy-1-fork')
+    expect(amb.stderr).toBe("session-jsonl: E_AMBIGUOUS: 'heal' is a prefix of 2 sessions: healthy-1, healthy-1-fork — give more of the id\n")
     const none = await run(['--root', root, 'show', 'zzz'])
     expect(none.code).toBe(1)
     expect(none.stderr.trim().split('\n')).toHaveLength(1)
     expect(none.stderr).toMatch(/^session-jsonl: E_NOT_FOUND: /)
     expect(none.stderr).not.toContain('    at ') // no stack trace
+  })
+
+  test('one id in two buckets: E_AMBIGUOUS names both paths and says what helps (not more of the id, not rm)', async () => {
+    const r2 = await tmpRoot()
+    const first = await writeRawLog(r2, 'twice', `${HEADER('twice')}${JSON.stringify(ev(0, 'turn/start', { turn: 1 }))}\n`)
+    const second = join(r2, 'other-bucket', 'twice.jsonl')
+    await mkdir(join(r2, 'other-bucket'))
+    await writeFile(second, await readFile(first))
+    const [a, b] = [first, second].sort()
+    const hint = '`session-jsonl verify` lists both copies; keep one and move the other out of the root (`rm` cannot choose between them)'
+    for (const args of [['show', 'twice'], ['rm', 'twice']]) {
+      expect(await run(['--root', r2, ...args])).toEqual({ code: 1, stdout: '', stderr: `session-jsonl: E_AMBIGUOUS: session 'twice' exists in 2 buckets: ${a}, ${b} — ${hint}\n` })
+    }
   })
 
   test('show of a corrupt log: E_CORRUPT with line and byte, one line, exit 1', async () => {

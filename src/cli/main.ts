@@ -78,6 +78,26 @@ const HINTS: Record<string, string> = {
   E_CONFIG: 'check the root: a directory, or postgres://user@host/db?schema=NAME',
 }
 
+/** What the CLI says after an error's message: its code's hint, or the one that fits its case. */
+function hintFor(err: SessionPersistenceError): string | undefined {
+  // One id stored in two buckets (§3.1): more of the id cannot help, and `rm` refuses it too.
+  if (err.code === 'E_AMBIGUOUS' && !PREFIX_AMBIGUITY.test(err.message)) return AMBIGUOUS_BUCKETS_HINT
+  return HINTS[err.code]
+}
+
+/** The prefix matched several ids (commands.ts's matchId), not one id in two buckets. */
+const PREFIX_AMBIGUITY = /' is a prefix of \d+ sessions: /
+const AMBIGUOUS_BUCKETS_HINT = '`session-jsonl verify` lists both copies; keep one and move the other out of the root (`rm` cannot choose between them)'
+
+/**
+ * An error's message as the CLI prints it: the library's advice to fork at 0 names what the
+ * CLI refuses (`--at 0` is a usage error), so the CLI names only what it accepts.
+ */
+function cliMessage(err: SessionPersistenceError): string {
+  if (err.code === 'E_BAD_FORK_POINT') return err.message.replace(/; fork at 0 or just after a turn\/end$/, '; give --at the number of events up to and including a turn/end')
+  return err.message
+}
+
 class UsageError extends Error {}
 
 const GLOBAL_OPTIONS = ['root', 'json', 'help']
@@ -354,8 +374,8 @@ if (invokedAs === fileURLToPath(import.meta.url)) {
         process.stderr.write(`session-jsonl: ${printable(err.message, true)} (see session-jsonl --help)\n`)
         process.exitCode = 2
       } else if (isSessionPersistenceError(err)) {
-        const hint = isExplained(err) ? undefined : HINTS[err.code]
-        process.stderr.write(`session-jsonl: ${err.code}: ${printable(onceEach(err.message), true)}${hint ? ` — ${hint}` : ''}\n`)
+        const hint = isExplained(err) ? undefined : hintFor(err)
+        process.stderr.write(`session-jsonl: ${err.code}: ${printable(onceEach(cliMessage(err)), true)}${hint ? ` — ${hint}` : ''}\n`)
         process.exitCode = 1
       } else {
         process.stderr.write(`session-jsonl: ${errnoText(err as NodeJS.ErrnoException)}\n`)

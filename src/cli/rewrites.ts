@@ -22,7 +22,8 @@ interface Outcome {
   /** The session's id; a log that could not be listed (its header damaged) has only its `path`. */
   id?: string
   path?: string
-  status: 'done' | 'unchanged' | 'skipped' | 'refused'
+  /** `would-do`: a dry run found something to do (what `done` would say without --dry-run). */
+  status: 'done' | 'would-do' | 'unchanged' | 'skipped' | 'refused'
   code?: string
   message?: string
   [detail: string]: unknown
@@ -37,6 +38,7 @@ async function forEachSession(
   what: string,
   ids: readonly string[],
   json: boolean,
+  dryRun: boolean,
   each: (id: string) => Promise<Outcome>,
   unlisted: readonly ListProblem[] = [],
 ): Promise<number> {
@@ -56,13 +58,13 @@ async function forEachSession(
   }
   const n = (s: Outcome['status']) => outcomes.filter((o) => o.status === s).length
   if (json) io.out(`${JSON.stringify({ [what]: outcomes }, null, 2)}\n`)
-  else if (outcomes.length > 1) io.out(`${what}: ${n('done')} done, ${n('unchanged')} unchanged, ${n('skipped')} skipped, ${n('refused')} refused\n`)
+  else if (outcomes.length > 1) io.out(`${what}: ${dryRun ? `${n('would-do')} would be done` : `${n('done')} done`}, ${n('unchanged')} unchanged, ${n('skipped')} skipped, ${n('refused')} refused\n`)
   return n('refused') > 0 ? 1 : 0
 }
 
 export async function migrate(root: OpenedRoot, io: Io, ids: readonly string[], opts: { json: boolean; dryRun: boolean; problems?: readonly ListProblem[] }): Promise<number> {
   const store = jsonlStore(root, 'migrate')
-  return forEachSession(io, 'migrate', ids, opts.json, async (id) => {
+  return forEachSession(io, 'migrate', ids, opts.json, opts.dryRun, async (id) => {
     const r = await store.migrate(id, { dryRun: opts.dryRun })
     const repaired = r.repair ? `; its tail repaired first (${r.repair.closers.length} closing event(s))` : ''
     if (r.fromVersion === 1) {
@@ -70,13 +72,13 @@ export async function migrate(root: OpenedRoot, io: Io, ids: readonly string[], 
       return { id, status: 'unchanged', events: r.events }
     }
     if (!opts.json) io.out(opts.dryRun ? `${shown(id, true)}: version 0, ${r.events} events: would be rewritten as version 1${repaired.replace('repaired', 'would be repaired')}\n` : `${shown(id, true)}: migrated to version 1 (${r.events} events)${repaired}\n`)
-    return { id, status: opts.dryRun ? 'unchanged' : 'done', events: r.events, fromVersion: 0 }
+    return { id, status: opts.dryRun ? 'would-do' : 'done', events: r.events, fromVersion: 0 }
   }, opts.problems)
 }
 
 export async function redact(root: OpenedRoot, io: Io, ids: readonly string[], opts: { json: boolean; dryRun: boolean; pattern: string; replacement: string | undefined }): Promise<number> {
   const store = jsonlStore(root, 'redact')
-  return forEachSession(io, 'redact', ids, opts.json, async (id) => {
+  return forEachSession(io, 'redact', ids, opts.json, opts.dryRun, async (id) => {
     const r = await store.redact(id, { pattern: opts.pattern, dryRun: opts.dryRun, ...(opts.replacement === undefined ? {} : { replacement: opts.replacement }) })
     const where = r.seqs.length > 0 ? ` in ${r.seqs.length} event(s) (seq ${r.seqs.slice(0, 20).join(', ')}${r.seqs.length > 20 ? ', …' : ''})` : ''
     const repaired = r.repair ? `; its tail ${r.repair.persisted ? 'repaired' : 'would be repaired'} first (${r.repair.closers.length} closing event(s))` : ''
@@ -84,7 +86,8 @@ export async function redact(root: OpenedRoot, io: Io, ids: readonly string[], o
       if (r.matches === 0) io.out(`${shown(id, true)}: no match\n`)
       else io.out(opts.dryRun ? `${shown(id, true)}: ${r.matches} match(es)${where} would be redacted${repaired}\n` : `${shown(id, true)}: ${r.matches} match(es) redacted${where}; recorded as seq ${r.record?.seq}${repaired}\n`)
     }
-    return { id, status: r.rewritten ? 'done' : 'unchanged', matches: r.matches, seqs: r.seqs, ...(r.repair ? { repair: r.repair } : {}) }
+    // A dry run writes nothing: what it found to redact is what a run would do.
+    return { id, status: r.rewritten ? 'done' : opts.dryRun && r.matches > 0 ? 'would-do' : 'unchanged', matches: r.matches, seqs: r.seqs, ...(r.repair ? { repair: r.repair } : {}) }
   })
 }
 

@@ -5,6 +5,7 @@ import type { SessionAdopter } from './adoption.js'
 import { appendFailureClass, asPersistenceError, DrainStalledError, EventRefusedError } from './plugin-errors.js'
 import type { SessionChannel } from './session-channel.js'
 import { DeadlineError } from './deadline.js'
+import { cutAtKeptStarts } from '../session/kept-starts.js'
 
 const MIN_RETRY_MS = 50
 const MAX_RETRY_MS = 5_000
@@ -151,16 +152,24 @@ export class SessionDrainer {
   }
 
   async #writeBuffered(ch: SessionChannel): Promise<void> {
-    const batch = ch.buffer.slice()
-    try {
-      await this.#ctx.backend.append(ch.id, batch)
-      ch.written(batch.length)
-    } catch (err) {
-      const error = asPersistenceError(err, ch.id)
-      const kind = appendFailureClass(error)
-      if (kind === 'permanent') return this.#writeUntilRefused(ch, batch, error)
-      if (kind === 'reopen') ch.needsReadoption()
-      throw error
+    // One append a part: a compaction's kept part starts an append of its own (kept-starts.ts).
+    const parts = cutAtKeptStarts(ch.buffer.slice())
+    for (let i = 0; i < parts.length; i++) {
+      const batch = parts[i]!
+      if (i > 0) {
+        const given = this.#abandoned(ch) // a new append: none after a dispose deadline
+        if (given) throw given
+      }
+      try {
+        await this.#ctx.backend.append(ch.id, batch)
+        ch.written(batch.length)
+      } catch (err) {
+        const error = asPersistenceError(err, ch.id)
+        const kind = appendFailureClass(error)
+        if (kind === 'permanent') return this.#writeUntilRefused(ch, batch, error)
+        if (kind === 'reopen') ch.needsReadoption()
+        throw error
+      }
     }
   }
 

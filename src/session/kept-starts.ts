@@ -1,0 +1,34 @@
+import { asObject } from './as-object.js'
+import type { SessionEvent } from './schema.js'
+
+/**
+ * A batch cut before each event where the kept part of one of its `history/compact` events
+ * starts (its `firstKeptSeq`), past the batch's first event: each part is appended on its own.
+ *
+ * Why: a load from the last compaction (§15.1) reads from `firstKeptSeq` on and trusts what
+ * precedes it unread. An append is one write and one sync (§5.2), and a power cut can zero the
+ * first block of a write while keeping later blocks of it (§6.3): a kept part starting inside
+ * the write that also holds those zeros would be read past them, where a full load cuts, and
+ * whatever the resumed session acknowledged next would go with them. Appended after the part
+ * before it is durable, the kept part never shares a write with what precedes it.
+ */
+export function cutAtKeptStarts<E extends SessionEvent>(batch: readonly E[]): (readonly E[])[] {
+  const first = batch[0]?.seq
+  if (first === undefined) return []
+  let cuts: Set<number> | undefined
+  for (const e of batch) {
+    if (e.type !== 'history/compact') continue
+    const k = asObject(e.data)?.firstKeptSeq
+    if (typeof k === 'number' && k > first && k <= e.seq) (cuts ??= new Set()).add(k)
+  }
+  if (!cuts) return [batch]
+  const parts: (readonly E[])[] = []
+  let from = 0
+  for (let i = 1; i < batch.length; i++) {
+    if (!cuts.has(batch[i]!.seq)) continue
+    parts.push(batch.slice(from, i))
+    from = i
+  }
+  parts.push(batch.slice(from))
+  return parts
+}

@@ -185,6 +185,9 @@ export function anyLengthTests({ open }: ContractContext): void {
       }
       expect(await codeOf(a.read('nope'))).toBe('E_NOT_FOUND')
       expect(await codeOf(a.read(''))).toBe('E_INVALID_ID')
+      // A key given as undefined is a key not given (a caller spreading optional options).
+      expect((await a.read('r', { last: 1, fromSeq: undefined, toSeq: undefined })).events.map((e) => e.seq)).toEqual([3])
+      expect((await a.read('r', { fromSeq: 2, toSeq: undefined, last: undefined })).events.map((e) => e.seq)).toEqual([2, 3])
     })
   })
 

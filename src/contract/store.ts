@@ -44,6 +44,19 @@ export function storeTests({ open, openOther }: ContractContext): void {
       expect((await a.list()).map((l) => l.meta.id)).toEqual(['parent'])
     })
 
+    test('a fork refuses in one order on every backend: ids, seed length, a child this instance holds, then the parent and the point', async (ctx) => {
+      const a = await openStore(ctx)
+      await storedSession(a, 'parent', 2)
+      await a.create(meta('held'))
+      // The child is held here: E_EXISTS before the parent is looked for or the point judged.
+      expect(await codeOf(a.fork('nobody', { id: 'held', seedLength: 4 }))).toBe('E_EXISTS')
+      expect(await codeOf(a.fork('held', { id: 'held', seedLength: 99 }))).toBe('E_EXISTS')
+      // A bad parent id before a bad seed length.
+      expect(await codeOf(a.fork('\uD800', { id: 'c2', seedLength: -1 }))).toBe('E_INVALID_ID')
+      expect((await a.list()).map((l) => l.meta.id)).toEqual(['parent'])
+      await a.closeAll()
+    })
+
     test('the child is held by the forking instance until closed; a fork at 0 stores nothing until its first append', async (ctx) => {
       const a = await openStore(ctx)
       await storedSession(a, 'parent', 1)

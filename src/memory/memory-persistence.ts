@@ -321,9 +321,15 @@ class MemoryPersistence implements SessionStore {
   }
 
   async fork(parentId: string, child: ForkChild): Promise<SessionMeta> {
+    // Checked in the JSONL backend's order: the ids, the seed length, a child this instance
+    // tracks (before any read), then the parent and the fork point.
+    encodeSessionId(parentId)
     assertSeedLength(child)
     const { seedLength } = child
     encodeSessionId(child.id)
+    if (this.#open.has(child.id)) {
+      throw new SessionPersistenceError('E_EXISTS', `session '${child.id}' already exists`, { sessionId: child.id })
+    }
     const { stored: parent, events } = this.#read(parentId)
     if (seedLength > events.length || (seedLength > 0 && events[seedLength - 1]?.type !== 'turn/end')) {
       throw new SessionPersistenceError('E_BAD_FORK_POINT', `cannot fork '${parentId}' at ${seedLength}`, { sessionId: parentId })

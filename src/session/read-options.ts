@@ -20,7 +20,9 @@ function refuse(call: string, detail: string): never {
 /** `E_CONFIG` for anything but `{fromSeq?, toSeq?}` or `{last}` with non-negative integer seqs. */
 export function parseReadRange(range: ReadRange | undefined): ParsedRange {
   if (range === undefined) return { kind: 'seqs', fromSeq: 0, toSeq: undefined }
-  const parsed = ReadRangeSchema.safeParse(range)
+  // A key given as `undefined` is a key not given (a caller spreading optional options).
+  const given = typeof range === 'object' && range !== null && !Array.isArray(range) ? Object.fromEntries(Object.entries(range).filter(([, v]) => v !== undefined)) : range
+  const parsed = ReadRangeSchema.safeParse(given)
   if (!parsed.success) {
     refuse('read', `expected { fromSeq?, toSeq? } or { last } with non-negative integers (${describeZodError(parsed.error)})`)
   }
@@ -51,8 +53,13 @@ export function parseWatchOptions(options: WatchOptions | undefined): { fromSeq:
   return { fromSeq: parsed.data.fromSeq ?? 0, signal: parsed.data.signal }
 }
 
-/** `from` of `load`: `E_CONFIG` for anything but `'start'` or `'last-compaction'`. */
+/**
+ * `from` of `load`: `E_CONFIG` for anything but `'start'` or `'last-compaction'`, and for a
+ * `closeOpenTurn` that is not a boolean (`0` or `'no'` would otherwise close the turn).
+ */
 export function parseLoadFrom(options: Partial<LoadOptions>): 'start' | 'last-compaction' {
+  const close = options.closeOpenTurn
+  if (close !== undefined && typeof close !== 'boolean') refuse('load', `closeOpenTurn must be a boolean, not ${JSON.stringify(close) ?? String(close)}`)
   const from = options.from === undefined ? 'start' : options.from
   if (from !== 'start' && from !== 'last-compaction') refuse('load', `from must be 'start' or 'last-compaction', not ${JSON.stringify(from)}`)
   return from

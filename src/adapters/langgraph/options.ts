@@ -1,7 +1,7 @@
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint'
 import { z } from 'zod'
 import { SessionPersistenceError } from '../../errors.js'
-import type { SessionPersistence } from '../../persistence.js'
+import type { ListProblem, SessionPersistence } from '../../persistence.js'
 
 export interface SessionCheckpointSaverOptions {
   /** Any backend: the JSONL one, the in-memory reference, PostgreSQL. */
@@ -16,6 +16,12 @@ export interface SessionCheckpointSaverOptions {
   serde?: SerializerProtocol
   /** Clock for event times and `createdAt` (epoch milliseconds); `Date.now` by default. */
   now?: () => number
+  /**
+   * Told of each log that `list()` across threads (no `thread_id`) leaves out: one the backend's
+   * listing cannot read, or a thread's log that is damaged (`E_CORRUPT`) or of a newer format.
+   * By default a warning on stderr. A `list` or `getTuple` of that thread itself still rejects.
+   */
+  onProblem?: (problem: ListProblem) => void
 }
 
 const METHODS = ['create', 'append', 'load', 'inspect', 'list', 'delete', 'close'] as const
@@ -34,16 +40,19 @@ const OptionsSchema = z.object({
     )
     .optional(),
   now: z.custom<() => number>((v) => typeof v === 'function', 'must be a function').optional(),
+  onProblem: z.custom<(problem: ListProblem) => void>((v) => typeof v === 'function', 'must be a function').optional(),
 })
 
 export const DEFAULT_IDLE_MS = 30_000
 
-export function parseOptions(options: unknown): Required<Omit<SessionCheckpointSaverOptions, 'serde'>> & { serde?: SerializerProtocol } {
+export function parseOptions(
+  options: unknown,
+): Required<Omit<SessionCheckpointSaverOptions, 'serde' | 'onProblem'>> & { serde?: SerializerProtocol; onProblem?: (problem: ListProblem) => void } {
   const parsed = OptionsSchema.safeParse(options)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
     throw new SessionPersistenceError('E_CONFIG', `SessionCheckpointSaver: ${issue?.path.join('.') || 'options'}: ${issue?.message ?? 'invalid'}`)
   }
-  const { persistence, idleMs, serde, now } = parsed.data
-  return { persistence, idleMs: idleMs ?? DEFAULT_IDLE_MS, now: now ?? Date.now, ...(serde ? { serde } : {}) }
+  const { persistence, idleMs, serde, now, onProblem } = parsed.data
+  return { persistence, idleMs: idleMs ?? DEFAULT_IDLE_MS, now: now ?? Date.now, ...(serde ? { serde } : {}), ...(onProblem ? { onProblem } : {}) }
 }

@@ -13,12 +13,13 @@ import {
   copyCheckpoint,
 } from '@langchain/langgraph-checkpoint'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
-import type { SessionPersistence } from '../../persistence.js'
+import type { ListProblem, SessionPersistence } from '../../persistence.js'
+import { defaultLogger } from '../../session/logger.js'
 import { loadDeltaHistory, planDeltaHistory } from './delta-history.js'
 import { beforeId, listNamespace, readRef, requireRef } from './config.js'
 import { type CheckpointRecord, checkpointDraft, type StoredValue, type StoredWrite, writesDraft } from './events.js'
 import { type SessionCheckpointSaverOptions, parseOptions } from './options.js'
-import { THREAD_META_FIELD } from './thread-id.js'
+import { THREAD_META_FIELD, threadSessionId } from './thread-id.js'
 import type { ThreadIndex } from './thread-index.js'
 import { Threads } from './threads.js'
 import { buildTuple, matchesFilter, planTuple, type TuplePlan } from './tuples.js'
@@ -39,11 +40,13 @@ const isVersion = (v: unknown) => (typeof v === 'number' && Number.isFinite(v)) 
 export class SessionCheckpointSaver extends BaseCheckpointSaver {
   readonly persistence: SessionPersistence
   readonly #threads: Threads
+  readonly #onProblem: ((problem: ListProblem) => void) | undefined
 
   constructor(options: SessionCheckpointSaverOptions) {
     const parsed = parseOptions(options)
     super(parsed.serde)
     this.persistence = parsed.persistence
+    this.#onProblem = parsed.onProblem
     this.#threads = new Threads(parsed.persistence, parsed.idleMs, parsed.now)
   }
 
@@ -94,14 +97,22 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
     } else {
       // Every thread of the backend: those held are read from their index, the others from a
       // lock-free snapshot, so listing never takes a thread from another process.
+      // A log that cannot be read is left out and reported, as the backend's own list() does (§4.6).
       const ids = new Set(this.#threads.heldThreadIds())
-      for (const listing of await this.persistence.list()) {
+      for (const listing of await this.persistence.list(this.#onProblem ? { onProblem: this.#onProblem } : undefined)) {
         const threadId = listing.meta[THREAD_META_FIELD]
         if (typeof threadId === 'string') ids.add(threadId)
       }
       plans = []
       for (const threadId of ids) {
-        plans.push(...(await this.#threads.run(threadId, async (t) => select(threadId, await this.#threads.snapshot(t)))))
+        try {
+          plans.push(...(await this.#threads.run(threadId, async (t) => select(threadId, await this.#threads.snapshot(t)))))
+        } catch (err) {
+          if (!isSessionPersistenceError(err, 'E_CORRUPT') && !isSessionPersistenceError(err, 'E_FORMAT_UNSUPPORTED')) throw err
+          const problem = { path: err.path ?? threadSessionId(threadId), code: err.code, message: `thread ${JSON.stringify(threadId)} left out of list(): ${err.message}` }
+          if (this.#onProblem) this.#onProblem(problem)
+          else defaultLogger().warn(problem.message)
+        }
       }
     }
     // Newest first across namespaces and threads: uuid6 ids sort by time as strings.
@@ -123,7 +134,7 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
     const copy = copyCheckpoint(checkpoint)
     const { channel_values: channelValues = {}, ...core } = copy
     const values = channelValues as Record<string, unknown>
-    const what = `checkpoint ${checkpoint.id} of thread ${JSON.stringify(ref.threadId)}`
+    const what = `checkpoint ${copy.id} of thread ${JSON.stringify(ref.threadId)}`
     // Serialized while the thread's earlier calls run, but queued now: appends keep call order.
     const record = Promise.all([
       dumpJsonObject(this.serde, core, `${what}`, ref.threadId),
@@ -137,7 +148,7 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
     ]).then(
       ([coreJson, metaJson, stored]): CheckpointRecord => ({
         ns: ref.ns,
-        id: checkpoint.id,
+        id: copy.id,
         ...(ref.checkpointId === undefined ? {} : { parent: ref.checkpointId }),
         checkpoint: coreJson,
         metadata: metaJson,
@@ -145,7 +156,7 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
       }),
     )
     await this.#threads.submit(ref.threadId, record, (_index, r) => [checkpointDraft(r)])
-    return { configurable: { thread_id: ref.threadId, checkpoint_ns: ref.ns, checkpoint_id: checkpoint.id } }
+    return { configurable: { thread_id: ref.threadId, checkpoint_ns: ref.ns, checkpoint_id: copy.id } }
   }
 
   async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {

@@ -3,7 +3,9 @@
 // process, both format versions. Peak is the process's own high-water mark (VmHWM, reset to the
 // current RSS through /proc/self/clear_refs just before the call, the event to append already
 // built), so Linux only.
-//   npm run build && node bench/probes/huge-line-memory.mjs      (SPJ_BENCH_DIST=<dir> for another build)
+//   npm run build && node bench/probes/huge-line-memory.mjs [--postgres]   (SPJ_BENCH_DIST=<dir> for another build)
+// --postgres: the same on the PostgreSQL backend, against a throwaway server it starts (Debian's
+// postgresql-15) or SPJ_PG_URL.
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -15,9 +17,16 @@ const LINE = 64 * 1024 * 1024 - 200 // the text; the line is a little longer, un
 const status = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync('/proc/self/status', 'utf8'))[1]) * 1024
 
 if (process.argv[2] === 'child') {
-  const [, , , op, root, version] = process.argv
-  const { createJsonlPersistence } = await import(`${DIST}index.js`)
-  const p = createJsonlPersistence({ root, sync: 'none', formatVersion: Number(version) })
+  const [, , , op, root, version, url] = process.argv
+  let p
+  if (url) {
+    // `root` names the schema
+    const { createPostgresPersistence } = await import(`${DIST}postgres/index.js`)
+    p = createPostgresPersistence({ connectionString: url, schema: root, formatVersion: Number(version), poolSize: 2 })
+  } else {
+    const { createJsonlPersistence } = await import(`${DIST}index.js`)
+    p = createJsonlPersistence({ root, sync: 'none', formatVersion: Number(version) })
+  }
   let event
   const id = op === 'append-first' ? 'f' : 's'
   if (op === 'append' || op === 'append-first') {
@@ -37,18 +46,27 @@ if (process.argv[2] === 'child') {
   else globalThis.kept = await p.read('s', { fromSeq: 1, toSeq: 2 }) // the huge event, not the closer a load appended
   const peak = status('VmHWM')
   await p.closeAll()
+  await p.end?.()
   process.stdout.write(JSON.stringify({ ratio: (peak - base) / LINE }))
   process.exit(0)
 }
 
+const postgres = process.argv.includes('--postgres')
+let server
+let url = process.env.SPJ_PG_URL
+if (postgres && !url) {
+  const { startThrowawayPostgres } = await import(`${DIST}torture/postgres-server.js`)
+  server = await startThrowawayPostgres()
+  url = server.url
+}
 const run = (op, root, version) => {
-  const r = spawnSync(process.execPath, ['--expose-gc', process.argv[1], 'child', op, root, String(version)], { encoding: 'utf8' })
+  const r = spawnSync(process.execPath, ['--expose-gc', process.argv[1], 'child', op, root, String(version), ...(postgres ? [url] : [])], { encoding: 'utf8' })
   if (r.status !== 0) throw new Error(`${op} failed: ${r.stderr}`)
   return JSON.parse(r.stdout).ratio
 }
-console.log('one line of ~64 MiB: peak memory above baseline / line size (bound: 4×), fresh process each')
+console.log(`one line of ~64 MiB${postgres ? ' on PostgreSQL' : ''}: peak memory above baseline / line size (bound: 4×), fresh process each`)
 for (const version of [0, 1]) {
-  const root = mkdtempSync(join(tmpdir(), 'spj-huge-'))
+  const root = postgres ? `huge_${process.pid}_v${version}` : mkdtempSync(join(tmpdir(), 'spj-huge-'))
   try {
     const first = run('append-first', root, version) // the log's first append (materialization)
     const later = run('append', root, version)
@@ -57,6 +75,7 @@ for (const version of [0, 1]) {
     const f = (x) => `${x.toFixed(2)}×${x <= 4 ? '' : ' (over 4×)'}`
     console.log(`  version ${version}: first append ${f(first)}, later append ${f(later)}, load ${f(load)}, read of it ${f(read)}`)
   } finally {
-    rmSync(root, { recursive: true, force: true })
+    if (!postgres) rmSync(root, { recursive: true, force: true })
   }
 }
+await server?.stop()

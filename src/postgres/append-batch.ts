@@ -15,7 +15,7 @@ const CREATE = (s: string) => `
   ), inserted AS (
     INSERT INTO "${s}".events (session_id, seq, line, kind)
     SELECT created.session_id, $3::bigint + u.ord - 1, u.line, u.kind
-      FROM created, ROWS FROM (unnest($6::text[]), unnest($11::smallint[])) WITH ORDINALITY AS u(line, kind, ord)
+      FROM created, ROWS FROM (string_to_table($6::text, E'\\n'), unnest($11::smallint[])) WITH ORDINALITY AS u(line, kind, ord)
      WHERE u.line IS NOT NULL
     RETURNING 1
   )
@@ -36,8 +36,12 @@ export interface Batch {
   firstSeq: number
   /** How many lines. */
   count: number
-  /** The lines, joined by `\n` (none holds a raw newline: JSON.stringify escapes them). */
-  text: string
+  /**
+   * The lines, joined by `\n` (none holds a raw newline: JSON.stringify escapes them): text, or
+   * for a batch of a megabyte or more its UTF-8 bytes (sent as they are: a huge line is not held
+   * again as text, §15.5).
+   */
+  text: string | Buffer
   /** Bytes the lines take in a JSONL file (each plus its `\n`). */
   bytes: number
   /**
@@ -54,9 +58,12 @@ export function kindsLiteral(batch: Pick<Batch, 'kinds'>): string {
   return `{${batch.kinds?.join(',') ?? ''}}`
 }
 
-/** The batch's lines, one string each. */
-export function batchLines(batch: Pick<Batch, 'text'>): string[] {
-  return batch.text.split('\n')
+/** Whether two batches' lines are the same bytes (text or UTF-8 bytes, as `Batch.text` holds them). */
+export function sameText(a: string | Buffer, b: string | Buffer): boolean {
+  if (typeof a === 'string' && typeof b === 'string') return a === b
+  const x = typeof a === 'string' ? Buffer.from(a) : a
+  const y = typeof b === 'string' ? Buffer.from(b) : b
+  return x.equals(y)
 }
 
 /** Thrown when the connection kept failing until the deadline: the batch may or may not be stored. */
@@ -100,7 +107,7 @@ export async function appendBatch(
               firstSeq,
               count,
               bytes + Buffer.byteLength(create.headerLine) + 1, // the new row's size counts its header line too
-              batchLines(batch),
+              batch.text, // split on "\n" by the server, as a group statement's
               create.headerLine,
               create.createdAt,
               create.host,
@@ -156,7 +163,7 @@ export async function storedState(db: Db, schema: string, batch: Batch, path: st
   // same lines first drew its epoch before ours: that row is not ours to acknowledge (E_EXISTS).
   const ours =
     raw.lines.length === count &&
-    raw.lines.join('\n') === text &&
+    sameText(raw.lines.join('\n'), text) &&
     (!batch.create || (row.headerLine === batch.create.headerLine && BigInt(row.epoch) >= BigInt(batch.epoch)))
   if (ours) return 'stored'
   if (batch.create) {

@@ -220,7 +220,7 @@ export class GroupCommit {
     const sizes: number[] = []
     const lineBatch: number[] = []
     const lineSeq: number[] = []
-    const texts: string[] = []
+    const texts: (string | Buffer)[] = []
     for (const [i, b] of batches.entries()) {
       ids.push(b.sessionId)
       epochs.push(b.epoch)
@@ -233,6 +233,8 @@ export class GroupCommit {
       }
       texts.push(b.text)
     }
+    // One batch sends its lines as they are (text, or the bytes of a huge batch); several are joined as text.
+    const lines = texts.length === 1 ? texts[0]! : texts.map((t) => (typeof t === 'string' ? t : t.toString('utf8'))).join('\n')
     const { rows } = await this.#db.query<{ bi: number }>(
       this.#text,
       [
@@ -243,7 +245,7 @@ export class GroupCommit {
         literal(sizes),
         literal(lineBatch),
         literal(lineSeq),
-        texts.join('\n'),
+        lines,
         this.#channel,
         batches.map((b) => changePayload(b.sessionId)).join(' '),
       ],
@@ -258,9 +260,10 @@ function literal(values: number[]): string {
   return `{${values.join(',')}}`
 }
 
-function newlines(text: string): number {
+function newlines(text: string | Buffer): number {
+  const nl = typeof text === 'string' ? '\n' : 0x0a
   let n = 0
-  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) n++
+  for (let at = text.indexOf(nl as never); at !== -1; at = text.indexOf(nl as never, at + 1)) n++
   return n
 }
 

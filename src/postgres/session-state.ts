@@ -1,6 +1,7 @@
 import { encodeSessionId } from '../session/id-encoding.js'
 import type { FormatVersion } from '../session/line-codec.js'
 import { serializeEvents } from '../session/prepare-batch.js'
+import { sameText } from './append-batch.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { SerialOps } from '../session/serial.js'
 import { SessionPersistenceError } from '../errors.js'
@@ -55,11 +56,11 @@ export type SerializedBatch = Pick<Batch, 'firstSeq' | 'count' | 'text' | 'bytes
  * inside a value, so `\n` only ends lines.
  */
 export function serializeBatch(id: string, events: readonly SessionEvent[], version: FormatVersion): SerializedBatch {
-  const { firstSeq, count, text } = serializeEvents(id, events, version)
+  const { firstSeq, count, lines, bytes } = serializeEvents(id, events, version)
   if (count === 0) return { firstSeq, count, text: '', bytes: 0, kinds: [] }
   // Checked by serializeEvents just now: every event has a string type.
   const kinds = events.map((e) => kindOf(e.type))
-  return { firstSeq, count, text: text.slice(0, -1), bytes: Buffer.byteLength(text), kinds }
+  return { firstSeq, count, text: lines, bytes, kinds }
 }
 
 /** The ids the JSONL backend accepts, minus NUL: PostgreSQL `text` cannot hold it. */
@@ -73,7 +74,7 @@ export function checkId(id: unknown): asserts id is string {
 }
 
 export function sameBatch(b: Batch, other: SerializedBatch): boolean {
-  return b.firstSeq === other.firstSeq && b.count === other.count && b.text === other.text
+  return b.firstSeq === other.firstSeq && b.count === other.count && sameText(b.text, other.text)
 }
 
 export function notWritable(id: string): SessionPersistenceError {

@@ -34,10 +34,25 @@ export function prepareBatch(sessionId: string, events: readonly SessionEvent[],
   return { firstSeq, count, bytes: version === 1 ? sealBatch(plain, count) : plain }
 }
 
-/** What `prepareBatch` checks and writes, as text: each event's line followed by `\n`. */
-export function serializeEvents(sessionId: string, events: readonly SessionEvent[], version: FormatVersion = 0): { firstSeq: number; count: number; text: string } {
-  const { firstSeq, count, jsons } = serializeLines(sessionId, events, 0)
-  return { firstSeq, count, text: jsons.map((json) => `${sealLine(json, version)}\n`).join('') }
+/**
+ * What `prepareBatch` checks and writes, as the lines joined by `\n` (no `\n` after the last)
+ * and their size in a JSONL file (`bytes`: each line with its `\n`): text for an ordinary batch;
+ * for one of a megabyte of JSON or more, the UTF-8 bytes, written straight into one buffer
+ * (`writeLines`): a huge line is then not held again as sealed and joined text (§15.5).
+ */
+export function serializeEvents(
+  sessionId: string,
+  events: readonly SessionEvent[],
+  version: FormatVersion = 0,
+): { firstSeq: number; count: number; lines: string | Buffer; bytes: number } {
+  const { firstSeq, count, jsons, chars } = serializeLines(sessionId, events, version === 1 ? CRC_FIELD_BYTES : 0)
+  if (count === 0) return { firstSeq, count, lines: '', bytes: 0 }
+  if (chars >= DIRECT_CHARS) {
+    const written = writeLines(jsons, version)
+    return { firstSeq, count, lines: written.subarray(0, written.length - 1), bytes: written.length }
+  }
+  const lines = version === 1 ? jsons.map((json) => sealLine(json, 1)).join('\n') : jsons.join('\n')
+  return { firstSeq, count, lines, bytes: Buffer.byteLength(lines) + 1 }
 }
 
 /**

@@ -67,7 +67,8 @@ describe('layout and lines (docs/contract.md §3)', () => {
       expect(await readFile(p.locate(m).path, 'utf8')).toBe([version === 1 ? specSeal(header) : header, ...[...first, ...later].map(line)].join('\n') + '\n')
       expect((await p.read(m.id)).events).toEqual([...first, ...later])
       // The direct path and the joined one (what PostgreSQL stores) write the same bytes.
-      expect(prepareBatch(m.id, later, version).bytes.toString('utf8')).toBe(serializeEvents(m.id, later, version).text)
+      const { lines } = serializeEvents(m.id, later, version)
+      expect(prepareBatch(m.id, later, version).bytes.toString('utf8')).toBe(`${typeof lines === 'string' ? lines : lines.toString('utf8')}\n`)
     }
   })
 

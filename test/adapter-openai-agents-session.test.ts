@@ -166,6 +166,23 @@ describe.each(backends)('JsonlSession over %s', (_name, backend) => {
     expect(history).toEqual(['user:"one"', `assistant:${JSON.stringify([{ type: 'tool-call', callId: 'call_0', name: 'f', arguments: {} }])}`, 'tool:call_0'])
   })
 
+  it('a rewind whose `to` is not a seq before it (written by another tool) is ignored, as the history view ignores it', async () => {
+    const open = await backend()
+    const session = new JsonlSession({ persistence: open(), sessionId: 'odd-rewind' })
+    const items: AgentInputItem[] = [{ type: 'message', role: 'user', content: 'a' }, { type: 'message', role: 'user', content: 'b' }]
+    await session.addItems(items)
+    await session.close()
+    const p = open()
+    const { events, firstSeq } = await p.load('odd-rewind')
+    const next = firstSeq + events.length
+    await p.append('odd-rewind', [-1, 1.5, next + 5].map((to, i) => ({ seq: next + i, type: 'history/rewind', time: 1, data: { to } })))
+    await p.close('odd-rewind')
+    const reopened = new JsonlSession({ persistence: open(), sessionId: 'odd-rewind' })
+    expect(await reopened.getItems()).toEqual(items)
+    expect(toModelHistory((await open().inspect('odd-rewind')).events).messages.map((m) => m.content)).toEqual(['a', 'b'])
+    await reopened.close()
+  })
+
   it('two instances over one store: the second gets E_LOCKED while the first writes', async () => {
     const open = await backend()
     const first = new JsonlSession({ persistence: open(), sessionId: 'shared' })

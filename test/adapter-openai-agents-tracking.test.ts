@@ -264,6 +264,45 @@ describe('trackToolCalls', () => {
     expect(history.map((m) => (m.role === 'tool' ? `tool:${m.callId}${m.synthetic ? ' (synthetic)' : ''}` : m.role))).toEqual(['user', 'user', 'assistant', 'tool:call_0', 'assistant'])
   })
 
+  it('after a popped result reopens its call, a new call reusing the id (other arguments) is recorded as a call of its own', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'spj-oa-popres-'))
+    roots.push(root)
+    const reader = createJsonlPersistence({ root })
+    const seenInTool: string[] = []
+    const weather = tool({
+      name: 'weather',
+      description: 'weather',
+      parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => {
+        const { events } = await reader.inspect('pop-result')
+        seenInTool.push(calls(events).map((c) => `${c.callId}:${Object.values((c as { arguments?: object }).arguments ?? {}).join()}`).join(','))
+        return `sunny in ${city}`
+      },
+    })
+    const session = new JsonlSession({ persistence: createJsonlPersistence({ root }), sessionId: 'pop-result' })
+    await session.addItems([
+      { type: 'message', role: 'user', content: 'Oslo?' },
+      { type: 'function_call', callId: 'call_0', name: 'weather', arguments: '{"city":"Oslo"}', status: 'completed' },
+      { type: 'function_call_result', callId: 'call_0', name: 'weather', status: 'completed', output: { type: 'text', text: 'rainy' } },
+    ])
+    expect((await session.popItem())?.type).toBe('function_call_result')
+    const agent = new Agent({
+      name: 'A',
+      instructions: 'x',
+      model: new ScriptedModel([[functionCall('weather', { city: 'Paris' }, { callId: 'call_0' })], [assistantMessage('Paris ok')]]),
+      tools: [weather],
+    })
+    trackToolCalls(agent, session)
+    expect((await run(agent, 'Paris?', { session })).finalOutput).toBe('Paris ok')
+    await session.close()
+    // Inside the tool the Paris call was on record (a kill there keeps it).
+    expect(seenInTool).toEqual(['call_0:Oslo,call_0:Paris'])
+    const history = toModelHistory((await reader.inspect('pop-result')).events as SessionEvent[]).messages
+    const shape = history.map((m) => (m.role === 'tool' ? `tool:${m.synthetic ? 'synthetic' : JSON.stringify(m.content)}` : m.role))
+    // The Oslo call lost its result to the pop (answered synthetically); Paris has its own.
+    expect(shape).toEqual(['user', 'assistant', 'tool:synthetic', 'user', 'assistant', `tool:${JSON.stringify([{ type: 'text', text: 'sunny in Paris' }])}`, 'assistant'])
+  })
+
   it('a call id the model reuses in a later run (call_0 each time) is a new call: on record before its tool runs, stored once', async () => {
     const root = await mkdtemp(join(tmpdir(), 'spj-oa-reuse-'))
     roots.push(root)

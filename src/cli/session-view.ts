@@ -78,13 +78,14 @@ export async function openSessionView(store: SessionStore, id: string, options: 
     let shorter: number | undefined
     for (let seq = from; seq < to && shorter === undefined; seq += pageEvents) {
       const page = await store.read(id, { fromSeq: seq, toSeq: Math.min(to, seq + pageEvents) })
-      if (page.length < length) shorter = page.length
+      // Bounded twice at most: a log repaired over and over while shown is shown as the third pass reads it.
+      if (page.length < length && attempt < 2) shorter = page.length
       else {
         for (const e of page.events) scan.feed(e)
         if (range === undefined) openTurn.feed(page.events)
       }
     }
-    if (shorter === undefined || attempt === 2) break
+    if (shorter === undefined) break
     length = shorter
     ;({ from, to } = boundsOf(length))
     scan = new HistoryScan()

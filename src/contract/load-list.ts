@@ -46,7 +46,10 @@ export function loadListCloseTests({ open }: ContractContext): void {
       expect(await codeOf(a.load('args', 'yes' as never))).toBe('E_CONFIG')
       expect(await codeOf(a.list(null as never))).toBe('E_CONFIG')
       // A closeOpenTurn that is not a boolean would close the turn: refused before anything.
-      for (const bad of [0, 'no', null, 1]) expect(await codeOf(a.load('args', { closeOpenTurn: bad as never }))).toBe('E_CONFIG')
+      const circular: Record<string, unknown> = {}
+      circular.self = circular
+      for (const bad of [0, 'no', null, 1, 1n, circular]) expect(await codeOf(a.load('args', { closeOpenTurn: bad as never }))).toBe('E_CONFIG')
+      expect(await codeOf(a.load('args', { from: 1n as never }))).toBe('E_CONFIG')
       // None of them left the session open or locked: it loads.
       expect((await a.load('args')).events).toHaveLength(4)
       await a.close('args')

@@ -13,6 +13,14 @@ const ReadRangeSchema = z.union([
 /** What `read` was asked for (§15.2), checked once at the edge. */
 export type ParsedRange = { kind: 'last'; last: number } | { kind: 'seqs'; fromSeq: number; toSeq: number | undefined }
 
+/** A value named in a message without serializing it (a BigInt or a cycle would throw). */
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value)
+  if (typeof value === 'bigint') return `${value}n`
+  return Array.isArray(value) ? 'an array' : `a ${typeof value}`
+}
+
 function refuse(call: string, detail: string): never {
   throw new SessionPersistenceError('E_CONFIG', `invalid options of ${call}: ${detail}`)
 }
@@ -59,9 +67,9 @@ export function parseWatchOptions(options: WatchOptions | undefined): { fromSeq:
  */
 export function parseLoadFrom(options: Partial<LoadOptions>): 'start' | 'last-compaction' {
   const close = options.closeOpenTurn
-  if (close !== undefined && typeof close !== 'boolean') refuse('load', `closeOpenTurn must be a boolean, not ${JSON.stringify(close) ?? String(close)}`)
+  if (close !== undefined && typeof close !== 'boolean') refuse('load', `closeOpenTurn must be a boolean, not ${describe(close)}`)
   const from = options.from === undefined ? 'start' : options.from
-  if (from !== 'start' && from !== 'last-compaction') refuse('load', `from must be 'start' or 'last-compaction', not ${JSON.stringify(from)}`)
+  if (from !== 'start' && from !== 'last-compaction') refuse('load', `from must be 'start' or 'last-compaction', not ${describe(from)}`)
   return from
 }
 

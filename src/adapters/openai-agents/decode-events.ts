@@ -95,7 +95,8 @@ function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: 
       }
       case 'history/rewind': {
         const to = asObject(e.data)?.to
-        if (typeof to === 'number') {
+        // As the history view takes it (history.ts `rewoundRanges`): a `to` that is not a seq before this event is ignored.
+        if (typeof to === 'number' && Number.isSafeInteger(to) && to >= 0 && to < e.seq) {
           keep((i) => (seqs[i] as number) < to)
           if (turnStart !== undefined) turnStart = Math.min(turnStart, items.length)
         }

@@ -279,9 +279,11 @@ export class JsonlSession implements Session {
     }
     // The SDK stores calls without their transient `id`; so does the record made ahead of it.
     // A call still open is on record already: the call an approval interrupted, which the
-    // resumed run now invokes. A call id whose earlier call was answered is a new call.
+    // resumed run now invokes (same id, tool and arguments). A call id whose earlier call was
+    // answered, or that only an open call of another tool or arguments has, is a new call.
     const { id: _id, ...stored } = call
-    if (!this.#recorded.isOpen(call.callId)) items.push(stored)
+    const onRecord = this.#recorded.isOpenCall(call)
+    if (!onRecord) items.push(stored)
     const encoded = encodeItems(items, state, { provisional: true })
     await this.#write([...drafts, ...encoded.drafts])
     if (!this.#turn) {

@@ -1,14 +1,19 @@
 import type { AgentInputItem } from '@openai/agents'
 import { asObject } from '../../session/as-object.js'
-import type { SessionEvent } from '../../session/schema.js'
-import { classifyItem, itemKey } from './item-kind.js'
+import type { JsonValue, SessionEvent } from '../../session/schema.js'
+import { classifyItem, itemKey, parseArguments } from './item-kind.js'
 
-/** A recorded call: the turn and seq of its `tool-call` block, and of its `tool/result` once answered. */
+/** A recorded call: the turn and seq of its `tool-call` block, what it calls, and the seq of its `tool/result` once answered. */
 interface RecordedCall {
   turn: number
   seq: number
+  /** The tool's name and its arguments as JSON text (`JSON.stringify` of the block's). */
+  what: string
   resultSeq?: number
 }
+
+/** What a call calls, comparable between a `tool-call` block and the Agents SDK's call item. */
+const callWhat = (name: unknown, args: JsonValue | undefined) => JSON.stringify([name ?? null, args ?? null])
 
 /**
  * What the vocabulary already holds, so that a batch repeating it is placed, not written twice.
@@ -74,7 +79,7 @@ export class RecordedItems {
         for (const block of data.content) {
           const b = asObject(block)
           if (b?.type !== 'tool-call' || typeof b.callId !== 'string') continue
-          this.#open.set(b.callId, { turn: typeof data.turn === 'number' ? data.turn : -1, seq: e.seq })
+          this.#open.set(b.callId, { turn: typeof data.turn === 'number' ? data.turn : -1, seq: e.seq, what: callWhat(b.name, b.arguments as JsonValue | undefined) })
         }
     }
   }
@@ -99,6 +104,17 @@ export class RecordedItems {
   /** True while the latest call `callId` has no result (and its turn did not fail). */
   isOpen(callId: string): boolean {
     return this.#open.has(callId)
+  }
+
+  /**
+   * True when `call` is the open call of its id, on record already: same id, same tool, same
+   * arguments (the call an approval interrupted, which the resumed run now invokes). A call that
+   * only reuses the id of an open one (a local model server's `call_0` after the result that
+   * answered it was popped) is another call.
+   */
+  isOpenCall(call: { callId: string; name: string; arguments: string }): boolean {
+    const open = this.#open.get(call.callId)
+    return open !== undefined && open.what === callWhat(call.name, parseArguments(call.arguments))
   }
 
   /** A call `trackToolCalls` has on record in the tracked turn (written now, or still open from before). */

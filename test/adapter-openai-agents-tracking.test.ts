@@ -227,7 +227,12 @@ describe('trackToolCalls', () => {
     }
   })
 
-  it('a call popped from the session, then made again under its id by the next run, is on record before its tool runs', async () => {
+  /**
+   * A session on a fresh root, the items `before` added to it and its last one popped, then a
+   * tracked run whose model calls `weather` for Paris under `call_0`. Inside the tool, `see` is
+   * told the log as another instance reads it then. Returns what it saw and the log's history after.
+   */
+  async function popThenParis(id: string, before: AgentInputItem[], see: (events: readonly SessionEvent[]) => string) {
     const root = await mkdtemp(join(tmpdir(), 'spj-oa-pop-'))
     roots.push(root)
     const reader = createJsonlPersistence({ root })
@@ -237,18 +242,13 @@ describe('trackToolCalls', () => {
       description: 'weather',
       parameters: z.object({ city: z.string() }),
       execute: async ({ city }) => {
-        // What a resume after a kill here would give the model: the history view of the log.
-        const { events } = await reader.inspect('pop-then-call')
-        const history = toModelHistory(events as SessionEvent[]).messages
-        seenInTool.push(history.map((m) => (m.role === 'tool' ? `tool:${m.callId}${m.synthetic ? ' (synthetic)' : ''}` : m.role)).join(','))
+        seenInTool.push(see((await reader.inspect(id)).events))
         return `sunny in ${city}`
       },
     })
-    const session = new JsonlSession({ persistence: createJsonlPersistence({ root }), sessionId: 'pop-then-call' })
-    // A call left open (an approval the user then withdrew), taken out of the session.
-    const stale = { type: 'function_call', callId: 'call_0', name: 'weather', arguments: '{"city":"Oslo"}', status: 'completed' } as const
-    await session.addItems([{ type: 'message', role: 'user', content: 'Oslo?' }, stale])
-    expect(await session.popItem()).toEqual(stale)
+    const session = new JsonlSession({ persistence: createJsonlPersistence({ root }), sessionId: id })
+    await session.addItems(before)
+    const popped = await session.popItem()
     const agent = new Agent({
       name: 'A',
       instructions: 'x',
@@ -258,46 +258,36 @@ describe('trackToolCalls', () => {
     trackToolCalls(agent, session)
     expect((await run(agent, 'Paris?', { session })).finalOutput).toBe('Paris ok')
     await session.close()
+    return { popped, seenInTool, history: toModelHistory((await reader.inspect(id)).events as SessionEvent[]).messages }
+  }
+  const oslo = { type: 'function_call', callId: 'call_0', name: 'weather', arguments: '{"city":"Oslo"}', status: 'completed' } as const
+
+  it('a call popped from the session, then made again under its id by the next run, is on record before its tool runs', async () => {
+    // What a resume after a kill in the tool would give the model: the history view of the log.
+    const roles = (events: readonly SessionEvent[]) =>
+      toModelHistory(events).messages.map((m) => (m.role === 'tool' ? `tool:${m.callId}${m.synthetic ? ' (synthetic)' : ''}` : m.role)).join(',')
+    // A call left open (an approval the user then withdrew), taken out of the session.
+    const { popped, seenInTool, history } = await popThenParis('pop-then-call', [{ type: 'message', role: 'user', content: 'Oslo?' }, oslo], roles)
+    expect(popped).toEqual(oslo)
     // In the tool, the new call was on record: a resume (inspect closes the turn as a load would) answers it, never loses it.
     expect(seenInTool).toEqual(['user,user,assistant,tool:call_0'])
-    const history = toModelHistory((await reader.inspect('pop-then-call')).events as SessionEvent[]).messages
     expect(history.map((m) => (m.role === 'tool' ? `tool:${m.callId}${m.synthetic ? ' (synthetic)' : ''}` : m.role))).toEqual(['user', 'user', 'assistant', 'tool:call_0', 'assistant'])
   })
 
   it('after a popped result reopens its call, a new call reusing the id (other arguments) is recorded as a call of its own', async () => {
-    const root = await mkdtemp(join(tmpdir(), 'spj-oa-popres-'))
-    roots.push(root)
-    const reader = createJsonlPersistence({ root })
-    const seenInTool: string[] = []
-    const weather = tool({
-      name: 'weather',
-      description: 'weather',
-      parameters: z.object({ city: z.string() }),
-      execute: async ({ city }) => {
-        const { events } = await reader.inspect('pop-result')
-        seenInTool.push(calls(events).map((c) => `${c.callId}:${Object.values((c as { arguments?: object }).arguments ?? {}).join()}`).join(','))
-        return `sunny in ${city}`
-      },
-    })
-    const session = new JsonlSession({ persistence: createJsonlPersistence({ root }), sessionId: 'pop-result' })
-    await session.addItems([
-      { type: 'message', role: 'user', content: 'Oslo?' },
-      { type: 'function_call', callId: 'call_0', name: 'weather', arguments: '{"city":"Oslo"}', status: 'completed' },
-      { type: 'function_call_result', callId: 'call_0', name: 'weather', status: 'completed', output: { type: 'text', text: 'rainy' } },
-    ])
-    expect((await session.popItem())?.type).toBe('function_call_result')
-    const agent = new Agent({
-      name: 'A',
-      instructions: 'x',
-      model: new ScriptedModel([[functionCall('weather', { city: 'Paris' }, { callId: 'call_0' })], [assistantMessage('Paris ok')]]),
-      tools: [weather],
-    })
-    trackToolCalls(agent, session)
-    expect((await run(agent, 'Paris?', { session })).finalOutput).toBe('Paris ok')
-    await session.close()
+    const callsSeen = (events: readonly SessionEvent[]) => calls(events).map((c) => `${c.callId}:${Object.values((c as { arguments?: object }).arguments ?? {}).join()}`).join(',')
+    const { popped, seenInTool, history } = await popThenParis(
+      'pop-result',
+      [
+        { type: 'message', role: 'user', content: 'Oslo?' },
+        oslo,
+        { type: 'function_call_result', callId: 'call_0', name: 'weather', status: 'completed', output: { type: 'text', text: 'rainy' } },
+      ],
+      callsSeen,
+    )
+    expect(popped?.type).toBe('function_call_result')
     // Inside the tool the Paris call was on record (a kill there keeps it).
     expect(seenInTool).toEqual(['call_0:Oslo,call_0:Paris'])
-    const history = toModelHistory((await reader.inspect('pop-result')).events as SessionEvent[]).messages
     const shape = history.map((m) => (m.role === 'tool' ? `tool:${m.synthetic ? 'synthetic' : JSON.stringify(m.content)}` : m.role))
     // The Oslo call lost its result to the pop (answered synthetically); Paris has its own.
     expect(shape).toEqual(['user', 'assistant', 'tool:synthetic', 'user', 'assistant', `tool:${JSON.stringify([{ type: 'text', text: 'sunny in Paris' }])}`, 'assistant'])

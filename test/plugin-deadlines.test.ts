@@ -8,8 +8,8 @@ import {
   type SessionPersistenceError,
   sessionPersistencePlugin,
 } from '../src/index.js'
-import { MemoryStore } from '../src/memory/memory-persistence.js'
 import { createFaultInjectingFileSystem, createMemoryPersistence, createReferenceHost } from '../src/testing/index.js'
+import { codesOf, hangingBackend } from './helpers/hanging-backend.js'
 import { oneTurn } from './helpers/plugin-setup.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
@@ -19,61 +19,6 @@ import { tmpRoot } from './helpers/tmp-root.js'
 
 const DEADLINE = 300
 const LATE = 5_000 // a deadline must fire long before this
-
-/** The in-memory backend whose `append` (or `create`) of one session can be held in flight until released. */
-function hangingBackend(store = new MemoryStore()) {
-  const inner = createMemoryPersistence({ store })
-  const held = new Map<string, { gate: Promise<void>; started: () => void }>()
-  const appends: { id: string; seqs: number[] }[] = []
-  const backend: SessionPersistence = new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'append') {
-        return async (id: string, events: readonly SessionEvent[]) => {
-          const h = held.get(`append:${id}`)
-          if (h) {
-            h.started()
-            await h.gate
-          }
-          await target.append(id, events)
-          appends.push({ id, seqs: events.map((e) => e.seq) })
-        }
-      }
-      if (prop === 'create') {
-        return async (meta: SessionMeta) => {
-          const h = held.get(`create:${meta.id}`)
-          if (h) {
-            h.started()
-            await h.gate
-          }
-          return target.create(meta)
-        }
-      }
-      const value = Reflect.get(target, prop, target) as unknown
-      return typeof value === 'function' ? value.bind(target) : value
-    },
-  })
-  return {
-    store,
-    backend,
-    appends,
-    /** Holds the next `op` of `id` (and every one after it) until `release`. */
-    hang(op: 'append' | 'create', id: string) {
-      let release = () => {}
-      let started = () => {}
-      const startedP = new Promise<void>((r) => (started = r))
-      const gate = new Promise<void>((r) => (release = r))
-      held.set(`${op}:${id}`, { gate, started })
-      return {
-        started: startedP,
-        release: () => {
-          held.delete(`${op}:${id}`)
-          release()
-        },
-      }
-    },
-    stored: async (id: string) => (await createMemoryPersistence({ store }).read(id)).events,
-  }
-}
 
 async function timed<T>(p: Promise<T>): Promise<{ ms: number; error: unknown }> {
   const t0 = performance.now()
@@ -85,10 +30,6 @@ async function timed<T>(p: Promise<T>): Promise<{ ms: number; error: unknown }> 
   }
 }
 
-function codesOf(err: unknown): string[] {
-  expect(err).toBeInstanceOf(AggregateError)
-  return (err as AggregateError).errors.map((e: SessionPersistenceError) => `${e.sessionId}:${e.code}`).sort()
-}
 
 async function setup(flushDelayMs = 10_000) {
   const hb = hangingBackend()

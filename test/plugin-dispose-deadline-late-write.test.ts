@@ -3,22 +3,17 @@ import {
   createJsonlPersistence,
   type SessionEvent,
   type SessionMeta,
-  type SessionPersistence,
   type SessionPersistenceError,
   sessionPersistencePlugin,
 } from '../src/index.js'
 import { createFaultInjectingFileSystem, createMemoryPersistence, createReferenceHost } from '../src/testing/index.js'
+import { codesOf, hangingBackend } from './helpers/hanging-backend.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 // docs/plugin.md (Deadlines), SPEC 8: after `dispose({ timeoutMs })` timed out on a hung
 // backend, the write in flight completes and the session is closed; that is the only I/O
 // after it, and nothing more is reported. The events buffered behind the hung batch were
 // named in dispose's E_TIMEOUT and are not written later.
-
-/** `error.errors` as `id:code` (dispose rejects with an AggregateError). */
-function codesOf(error: unknown): string[] {
-  return ((error as AggregateError).errors as SessionPersistenceError[]).map((e) => `${e.sessionId}:${e.code}`)
-}
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
   return p.then(
@@ -27,82 +22,47 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
   )
 }
 
-/** The in-memory backend whose appends of `id` wait, once `hang` is called, until `release`. */
-function hangingMemory() {
-  const inner = createMemoryPersistence()
-  const appends: { seqs: number[]; afterDispose: boolean }[] = []
-  const state = { disposed: false }
-  let gate: Promise<void> | undefined
-  let open = () => {}
-  let started = () => {}
-  const backend: SessionPersistence = new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'append') {
-        return async (id: string, events: readonly SessionEvent[]) => {
-          appends.push({ seqs: events.map((e) => e.seq), afterDispose: state.disposed })
-          if (gate) {
-            started()
-            await gate
-          }
-          return target.append(id, events)
-        }
-      }
-      const value = Reflect.get(target, prop, target) as unknown
-      return typeof value === 'function' ? value.bind(target) : value
-    },
-  })
-  return {
-    inner,
-    backend,
-    appends,
-    state,
-    /** From now on appends wait; resolves when the first one is in flight. */
-    hang(): Promise<void> {
-      gate = new Promise<void>((r) => (open = r))
-      return new Promise<void>((r) => (started = r))
-    },
-    release() {
-      gate = undefined
-      open()
-    },
-  }
+/** A plugin over `persistence` with a reference host, its reported errors, and session `id` with one turn begun and flushed. */
+async function pluginWithSession(config: Parameters<typeof sessionPersistencePlugin>[0], id: string) {
+  const plugin = sessionPersistencePlugin(config)
+  const errors: SessionPersistenceError[] = []
+  plugin.on('error', (e) => errors.push(e))
+  const host = createReferenceHost({ cwd: '/project' })
+  await plugin.apply(host)
+  const s = host.startSession({ id })
+  s.beginTurn('hi')
+  await plugin.flush(id)
+  return { plugin, errors, s }
 }
 
 describe('after a timed-out dispose', () => {
   test('no append is issued once the backend answers: the in-flight batch lands, the events behind it do not', async () => {
-    const mem = hangingMemory()
-    const plugin = sessionPersistencePlugin({ persistence: mem.backend, flushDelayMs: 10_000 })
-    const errors: SessionPersistenceError[] = []
-    plugin.on('error', (e) => errors.push(e))
-    const host = createReferenceHost({ cwd: '/project' })
-    await plugin.apply(host)
-    const s = host.startSession({ id: 's1' })
-    s.beginTurn('hi')
-    await plugin.flush('s1')
+    const mem = hangingBackend()
+    const { plugin, errors, s } = await pluginWithSession({ persistence: mem.backend, flushDelayMs: 10_000 }, 's1')
     const durable = s.events.length
 
-    const inFlight = mem.hang()
+    const hung = mem.hang('append', 's1')
     const hungEvent = s.emit('x', { n: 'in flight' })
     const hungFlush = rejection(plugin.flush('s1'))
-    await inFlight
+    await hung.started
     const behind = s.emit('x', { n: 'buffered behind' })
 
     const error = await rejection(plugin.dispose({ timeoutMs: 100 }))
     expect(codesOf(error)).toEqual(['s1:E_TIMEOUT'])
-    mem.state.disposed = true
     const errorsAtSettle = errors.length
 
-    mem.release()
+    hung.release()
     // A dispose without a deadline settles over the same disposal: when every drain and close has
     // ended. It names the session too: the event behind the hung write was never written.
     expect(codesOf(await rejection(plugin.dispose()))).toEqual(['s1:E_TIMEOUT'])
     expect(await hungFlush).toBeUndefined()
 
-    expect(mem.appends).toEqual([
-      { seqs: s.events.slice(0, durable).map((e) => e.seq), afterDispose: false },
-      { seqs: [hungEvent.seq], afterDispose: false },
+    // Every append the plugin issued, the backend answered by now: none after the one in flight.
+    expect(mem.issued).toEqual([
+      { id: 's1', seqs: s.events.slice(0, durable).map((e) => e.seq) },
+      { id: 's1', seqs: [hungEvent.seq] },
     ])
-    const stored = await mem.inner.inspect('s1')
+    const stored = await createMemoryPersistence({ store: mem.store }).inspect('s1')
     const real = stored.events.slice(0, stored.events.length - (stored.repair?.closers.length ?? 0))
     expect(real.map((e) => e.seq)).toEqual([...s.events.slice(0, durable).map((e) => e.seq), hungEvent.seq])
     expect(real.map((e) => e.seq)).not.toContain(behind.seq)
@@ -112,14 +72,7 @@ describe('after a timed-out dispose', () => {
   test('over JSONL with a datasync that hangs: no error is reported after dispose settled, and the disk holds exactly the hung batch', async () => {
     const root = await tmpRoot()
     const fs = createFaultInjectingFileSystem()
-    const plugin = sessionPersistencePlugin({ root, fs, flushDelayMs: 10_000 })
-    const errors: SessionPersistenceError[] = []
-    plugin.on('error', (e) => errors.push(e))
-    const host = createReferenceHost({ cwd: '/project' })
-    await plugin.apply(host)
-    const s = host.startSession({ id: 'disk' })
-    s.beginTurn('hi')
-    await plugin.flush('disk')
+    const { plugin, errors, s } = await pluginWithSession({ root, fs, flushDelayMs: 10_000 }, 'disk')
 
     const waiting: (() => void)[] = []
     let started = () => {}

@@ -1,4 +1,5 @@
 import { SessionPersistenceError } from '../errors.js'
+import { valueName } from '../session/value-name.js'
 
 /** The options of `flush` and `dispose` (docs/contract.md §8, v0.3). */
 export interface DeadlineOptions {
@@ -19,20 +20,14 @@ const MAX_TIMER_MS = 2_147_483_647
 export function parseDeadline(options: unknown, what: string): number | undefined {
   if (options === undefined) return undefined
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new SessionPersistenceError('E_CONFIG', `${what}: options must be an object like { timeoutMs }, got ${describe(options)}`)
+    throw new SessionPersistenceError('E_CONFIG', `${what}: options must be an object like { timeoutMs }, got ${valueName(options)}`)
   }
   const { timeoutMs } = options as { timeoutMs?: unknown }
   if (timeoutMs === undefined) return undefined
   if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs < 0) {
-    throw new SessionPersistenceError('E_CONFIG', `${what}: timeoutMs must be a non-negative number of milliseconds, got ${describe(timeoutMs)}`)
+    throw new SessionPersistenceError('E_CONFIG', `${what}: timeoutMs must be a non-negative number of milliseconds, got ${valueName(timeoutMs)}`)
   }
   return timeoutMs === Number.POSITIVE_INFINITY ? undefined : timeoutMs
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value)
-  return Array.isArray(value) ? 'an array' : typeof value
 }
 
 /**

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { SessionPersistenceError } from '../errors.js'
 import type { ListOptions, LoadOptions, RawPageOptions, ReadRange, WatchOptions } from '../persistence.js'
 import { describeZodError } from './schema.js'
+import { valueName } from './value-name.js'
 
 const seq = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
 
@@ -12,14 +13,6 @@ const ReadRangeSchema = z.union([
 
 /** What `read` was asked for (§15.2), checked once at the edge. */
 export type ParsedRange = { kind: 'last'; last: number } | { kind: 'seqs'; fromSeq: number; toSeq: number | undefined }
-
-/** A value named in a message without serializing it (a BigInt or a cycle would throw). */
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value)
-  if (typeof value === 'bigint') return `${value}n`
-  return Array.isArray(value) ? 'an array' : `a ${typeof value}`
-}
 
 function refuse(call: string, detail: string): never {
   throw new SessionPersistenceError('E_CONFIG', `invalid options of ${call}: ${detail}`)
@@ -67,9 +60,9 @@ export function parseWatchOptions(options: WatchOptions | undefined): { fromSeq:
  */
 export function parseLoadFrom(options: Partial<LoadOptions>): 'start' | 'last-compaction' {
   const close = options.closeOpenTurn
-  if (close !== undefined && typeof close !== 'boolean') refuse('load', `closeOpenTurn must be a boolean, not ${describe(close)}`)
+  if (close !== undefined && typeof close !== 'boolean') refuse('load', `closeOpenTurn must be a boolean, not ${valueName(close)}`)
   const from = options.from === undefined ? 'start' : options.from
-  if (from !== 'start' && from !== 'last-compaction') refuse('load', `from must be 'start' or 'last-compaction', not ${describe(from)}`)
+  if (from !== 'start' && from !== 'last-compaction') refuse('load', `from must be 'start' or 'last-compaction', not ${valueName(from)}`)
   return from
 }
 

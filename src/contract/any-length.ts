@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest'
 import type { SessionEvent } from '../session/schema.js'
 import { toModelHistory } from '../session/history.js'
-import { codeOf, completeTurn, type ContractContext, ev, meta } from './fixtures.js'
+import { codeOf, completeTurn, type ContractContext, ev, meta, T0 } from './fixtures.js'
 
 /** `n` complete turns from seq `seq` on, numbered from `firstTurn`. */
 function turns(seq: number, firstTurn: number, n: number): SessionEvent[] {
@@ -226,6 +226,43 @@ export function anyLengthTests({ open }: ContractContext): void {
       expect(seen).toEqual(turns(0, 1, 1))
       await a.delete('later')
       expect(await Promise.race([ended, new Promise((r) => setTimeout(() => r('still running'), 10_000))])).toBe('ended')
+    })
+
+    test('ends without yielding any of another session re-created under the id while its consumer is busy', async () => {
+      const a = await open()
+      const b = await open()
+      const first = turns(0, 1, 1)
+      await a.create(meta('again'))
+      await a.append('again', first)
+      await a.close('again')
+      const seen: SessionEvent[] = []
+      let reached!: () => void
+      const atFirst = new Promise<void>((r) => (reached = r))
+      let release!: () => void
+      const gate = new Promise<void>((r) => (release = r))
+      const stop = new AbortController()
+      const ended = (async () => {
+        for await (const e of b.watch('again', { signal: stop.signal })) {
+          seen.push(e)
+          if (e.seq === 0) {
+            reached()
+            await gate // busy while the session is deleted and re-created
+          }
+        }
+        return 'ended'
+      })()
+      await atFirst
+      await a.delete('again')
+      // Another session: other meta, and more events than the first had.
+      await a.create(meta('again', { createdAt: T0 + 1 }))
+      await a.append('again', Array.from({ length: 6 }, (_, seq) => ev(seq, 'x/second')))
+      await a.close('again')
+      release()
+      const outcome = await Promise.race([ended, new Promise((r) => setTimeout(() => r('still running'), 10_000))])
+      stop.abort() // a watch that did not end stops here
+      expect(outcome).toBe('ended')
+      expect(seen.filter((e) => e.type === 'x/second')).toEqual([])
+      expect(seen).toEqual(first.slice(0, seen.length))
     })
 
     test('ends when its signal aborts; bad options are E_CONFIG', async () => {

@@ -269,6 +269,8 @@ class MemoryPersistence implements SessionStore {
     encodeSessionId(id)
     const { changes } = this.#store
     let wake: (() => void) | undefined
+    let watched: StoredSession | undefined // the stored session the first look found
+    let watchedLength = 0
     const listener = (changed: string) => {
       if (changed === id) wake?.()
     }
@@ -278,6 +280,11 @@ class MemoryPersistence implements SessionStore {
         poll: async (next) => {
           const stored = this.#store.sessions.get(id)
           if (!stored) return { kind: 'missing' }
+          // Another stored session under the id (deleted and re-created since the last look) is
+          // a delete (§15.3): the watch ends yielding none of it.
+          if (watched === undefined) watched = stored
+          else if (stored !== watched || stored.lines.length < watchedLength) return { kind: 'missing' }
+          watchedLength = stored.lines.length
           return { kind: 'events', events: stored.lines.slice(next).map((line) => decodeLine(line, stored.version)) }
         },
         changed: (stop) =>

@@ -274,7 +274,9 @@ class MemoryPersistence implements SessionStore {
     const listener = (changed: string) => {
       if (changed === id) wake?.()
     }
-    changes.on('change', listener)
+    // Subscribed at the first wait (before the first poll), not here: a watch never iterated
+    // never reaches the loop's `finally`, and would hold its listener for good.
+    let subscribed = false
     return watchLoop(
       {
         poll: async (next) => {
@@ -289,6 +291,10 @@ class MemoryPersistence implements SessionStore {
         },
         changed: (stop) =>
           new Promise<void>((resolve) => {
+            if (!subscribed) {
+              subscribed = true
+              changes.on('change', listener)
+            }
             if (stop.aborted) return resolve()
             // One abort listener per wait, removed when the wait ends: the loop passes the same
             // signal to every wait of a watcher.
@@ -300,7 +306,10 @@ class MemoryPersistence implements SessionStore {
             wake = done
             stop.addEventListener('abort', done, { once: true })
           }),
-        close: () => void changes.off('change', listener),
+        close: () => {
+          if (subscribed) changes.off('change', listener)
+          subscribed = false
+        },
       },
       fromSeq,
       signal,

@@ -286,6 +286,16 @@ export function anyLengthTests({ open }: ContractContext): void {
       }
       expect(await codeOf(iterate({ fromSeq: -1 }))).toBe('E_CONFIG')
       expect(await codeOf(iterate({ signal: 'stop' }))).toBe('E_CONFIG')
+      // An unknown key is refused, as read refuses one, naming it (`from` is not `fromSeq`).
+      expect(await codeOf(iterate({ from: 3 }))).toBe('E_CONFIG')
+      expect(((await iterate({ from: 3 }).catch((e: unknown) => e)) as Error).message).toMatch(/\bfrom\b/)
+      // A key given as undefined is a key not given.
+      const undefinedKeys = [] as number[]
+      for await (const e of a.watch('quiet', { fromSeq: 3, signal: undefined, from: undefined } as never)) {
+        undefinedKeys.push(e.seq)
+        break
+      }
+      expect(undefinedKeys).toEqual([3])
     })
   })
 

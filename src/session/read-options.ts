@@ -18,12 +18,15 @@ function refuse(call: string, detail: string): never {
   throw new SessionPersistenceError('E_CONFIG', `invalid options of ${call}: ${detail}`)
 }
 
+/** A key given as `undefined` is a key not given (a caller spreading optional options). */
+function withoutUndefinedKeys(options: unknown): unknown {
+  return typeof options === 'object' && options !== null && !Array.isArray(options) ? Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) : options
+}
+
 /** `E_CONFIG` for anything but `{fromSeq?, toSeq?}` or `{last}` with non-negative integer seqs. */
 export function parseReadRange(range: ReadRange | undefined): ParsedRange {
   if (range === undefined) return { kind: 'seqs', fromSeq: 0, toSeq: undefined }
-  // A key given as `undefined` is a key not given (a caller spreading optional options).
-  const given = typeof range === 'object' && range !== null && !Array.isArray(range) ? Object.fromEntries(Object.entries(range).filter(([, v]) => v !== undefined)) : range
-  const parsed = ReadRangeSchema.safeParse(given)
+  const parsed = ReadRangeSchema.safeParse(withoutUndefinedKeys(range))
   if (!parsed.success) {
     refuse('read', `expected { fromSeq?, toSeq? } or { last } with non-negative integers (${describeZodError(parsed.error)})`)
   }
@@ -41,15 +44,15 @@ export function rangeBounds(range: ParsedRange, length: number): { from: number;
   return { from: Math.min(range.fromSeq, to), to }
 }
 
-const WatchOptionsSchema = z.object({
+const WatchOptionsSchema = z.strictObject({
   fromSeq: seq.optional(),
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, 'an AbortSignal').optional(),
 })
 
-/** `E_CONFIG` for a bad `fromSeq` or a `signal` that is not an `AbortSignal`. */
+/** `E_CONFIG` for a bad `fromSeq`, a `signal` that is not an `AbortSignal`, or another key (as `read`). */
 export function parseWatchOptions(options: WatchOptions | undefined): { fromSeq: number; signal: AbortSignal | undefined } {
   if (options === undefined) return { fromSeq: 0, signal: undefined }
-  const parsed = WatchOptionsSchema.safeParse(options)
+  const parsed = WatchOptionsSchema.safeParse(withoutUndefinedKeys(options))
   if (!parsed.success) refuse('watch', describeZodError(parsed.error))
   return { fromSeq: parsed.data.fromSeq ?? 0, signal: parsed.data.signal }
 }

@@ -305,3 +305,20 @@ suite('the JSONL backend', jsonlBackend)
 suite('the in-memory backend', memoryBackend)
 const url = pgUrl()
 if (url) suite('PostgreSQL', postgresBackend(url))
+
+describe('listSessions', () => {
+  it('gives mtime as integer epoch ms, floored as the SDK asks (1000.7 is 1000, not 1001)', async () => {
+    const b = await memoryBackend()
+    const store = createSessionStore({ persistence: b.persistence, onError: () => {} })
+    try {
+      await store.append(key, [entry(1)])
+      const listed = await b.persistence.list()
+      // A backend whose write times are fractional (a file system's mtimeMs is).
+      b.persistence.list = async () => listed.map((l) => ({ ...l, mtimeMs: 1000.7 }))
+      expect(await store.listSessions(key.projectKey)).toEqual([{ sessionId: key.sessionId, mtime: 1000 }])
+    } finally {
+      await store.close()
+      await b.cleanup()
+    }
+  })
+})

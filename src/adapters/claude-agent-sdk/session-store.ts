@@ -191,13 +191,13 @@ class Store implements ClaudeSessionStore {
     return t ? this.#run(t, read) : read()
   }
 
-  /** The main transcripts of `projectKey`, with their last write time (epoch ms); `[]` for none. */
+  /** The main transcripts of `projectKey`, with their last write time (integer epoch ms, floored as the SDK asks); `[]` for none. */
   async listSessions(projectKey: string): Promise<Array<{ sessionId: string; mtime: number }>> {
     const project = parseProjectKey(projectKey)
     const out: Array<{ sessionId: string; mtime: number }> = []
     for (const listing of await this.#o.persistence.list()) {
       const k = storedKeyOf(listing.meta)
-      if (k?.projectKey === project && k.subpath === undefined) out.push({ sessionId: k.sessionId, mtime: Math.round(listing.mtimeMs) })
+      if (k?.projectKey === project && k.subpath === undefined) out.push({ sessionId: k.sessionId, mtime: Math.floor(listing.mtimeMs) })
     }
     return out
   }

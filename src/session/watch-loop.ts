@@ -19,6 +19,37 @@ export interface WatchSource {
   close(): void | Promise<void>
 }
 
+/** The watchers of each caller's signal, told by one 'abort' listener the signal holds. */
+const abortWatchers = new WeakMap<AbortSignal, { watchers: Set<() => void>; fire: () => void }>()
+
+/**
+ * Calls `onAbort` when `signal` aborts, until the returned function is called. However many
+ * watchers share a signal, it holds one listener: Node warns (`MaxListenersExceededWarning`) at a
+ * signal's eleventh, and `events.addAbortListener` counts towards that too.
+ */
+function whenAborted(signal: AbortSignal, onAbort: () => void): () => void {
+  let entry = abortWatchers.get(signal)
+  if (!entry) {
+    const watchers = new Set<() => void>()
+    const fire = () => {
+      if (abortWatchers.get(signal) === created) abortWatchers.delete(signal)
+      for (const watcher of watchers) watcher()
+    }
+    const created = { watchers, fire }
+    entry = created
+    abortWatchers.set(signal, created)
+    signal.addEventListener('abort', fire, { once: true })
+  }
+  const held = entry
+  held.watchers.add(onAbort)
+  return () => {
+    held.watchers.delete(onAbort)
+    if (held.watchers.size > 0) return
+    signal.removeEventListener('abort', held.fire)
+    if (abortWatchers.get(signal) === held) abortWatchers.delete(signal)
+  }
+}
+
 /**
  * The loop every backend's `watch` runs (§15.3): the stored events from `fromSeq`, then each new
  * one as the source reports a change, each exactly once and in order. Waits while the session
@@ -26,8 +57,7 @@ export interface WatchSource {
  */
 export async function* watchLoop(source: WatchSource, fromSeq: number, signal: AbortSignal | undefined): AsyncGenerator<SessionEvent, void, undefined> {
   const stop = new AbortController()
-  const onAbort = () => stop.abort()
-  signal?.addEventListener('abort', onAbort, { once: true })
+  const forget = signal ? whenAborted(signal, () => stop.abort()) : undefined
   let next = fromSeq
   let seen = false
   // Armed before a poll and kept until awaited: after a poll that found events the loop polls
@@ -56,7 +86,7 @@ export async function* watchLoop(source: WatchSource, fromSeq: number, signal: A
       change = undefined
     }
   } finally {
-    signal?.removeEventListener('abort', onAbort)
+    forget?.()
     stop.abort()
     await source.close()
   }

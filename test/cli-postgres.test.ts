@@ -3,6 +3,10 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
+import { main } from '../src/cli/main.js'
+import type { Io } from '../src/cli/commands.js'
+import { makeStyle } from '../src/cli/render.js'
+import { isSessionPersistenceError } from '../src/errors.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { createPostgresPersistence } from '../src/postgres/index.js'
 import { ev, meta, turn } from './helpers/events.js'
@@ -159,6 +163,47 @@ describe.skipIf(!url)('session-jsonl over a postgres:// root', () => {
     expect(damaged.code).not.toBe(0)
     expect(JSON.parse(damaged.stdout).summary).toMatchObject({ logs: 4, ok: 3, corrupt: 1 })
     expect(damaged.stdout).toContain('checksum mismatch')
+  })
+
+  test('an exact id whose row cannot be listed (a header of a newer version) names that row, never a longer id it is a prefix of', async () => {
+    const schema = freshSchema('cliid')
+    schemas.push(schema)
+    const pgRoot = `${url}?schema=${schema}`
+    const pg = createPostgresPersistence({ connectionString: url!, schema, formatVersion: 0 })
+    try {
+      for (const id of ['abc', 'abcdef']) {
+        await pg.create(meta(id))
+        await pg.append(id, [...turn(0, 1), ...turn(4, 2)])
+      }
+      await pg.closeAll()
+    } finally {
+      await pg.end()
+    }
+    const [changed] = await sql<{ n: number }>(url!, `WITH u AS (UPDATE "${schema}".sessions SET header_line = replace(header_line, '"version":0', '"version":2') WHERE session_id = 'abc' RETURNING 1) SELECT count(*)::int AS n FROM u`)
+    expect(changed!.n).toBe(1)
+    // The CLI from the sources, in this process: its exit code or the code of the error it threw.
+    const cli = async (args: string[]) => {
+      const out: string[] = []
+      const io: Io = { out: (s) => out.push(s), err: (s) => out.push(s), style: makeStyle(false), progress: undefined }
+      try {
+        return { result: (await main(['--root', pgRoot, ...args], {}, io)) as number | string, out: out.join('') }
+      } catch (e) {
+        if (!isSessionPersistenceError(e)) throw e
+        return { result: e.code as number | string, out: `${out.join('')}${e.message}` }
+      }
+    }
+    const rows = async () => sql<{ session_id: string; header_line: string; length: string }>(url!, `SELECT session_id, header_line, length::text FROM "${schema}".sessions ORDER BY session_id`)
+    const before = await rows()
+    expect((await cli(['show', 'abc'])).result).toBe('E_FORMAT_UNSUPPORTED')
+    expect((await cli(['fork', 'abc', '--at', '4', '--id', 'child'])).result).toBe('E_FORMAT_UNSUPPORTED')
+    expect((await cli(['repair', 'abc', '--dry-run'])).result).toBe('E_FORMAT_UNSUPPORTED')
+    expect((await cli(['export', 'abc', '--format', 'json'])).result).toBe('E_FORMAT_UNSUPPORTED')
+    expect((await cli(['tree', 'abc'])).result).toBe('E_FORMAT_UNSUPPORTED')
+    const ambiguous = await cli(['rm', 'ab'])
+    expect([ambiguous.result, ambiguous.out]).toEqual(['E_AMBIGUOUS', "'ab' is a prefix of 2 sessions: abc, abcdef"])
+    expect(await rows()).toEqual(before)
+    expect((await cli(['rm', 'abc'])).result).toBe(0)
+    expect(await rows()).toEqual(before.filter((r) => r.session_id !== 'abc'))
   })
 
   test('a bad schema name in the URL fails with one clear line', async () => {

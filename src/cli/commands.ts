@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { readdir } from 'node:fs/promises'
-import { join, resolve } from 'node:path'
+import { basename, join, resolve } from 'node:path'
 import PQueue from 'p-queue'
-import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
+import { ERROR_CODES, type ErrorCode, isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { ListProblem, LoadedSession, RepairReport, SessionListing, SessionStore } from '../persistence.js'
 import { checkLog } from '../jsonl/check-log.js'
+import { LOG_SUFFIX } from '../jsonl/paths.js'
+import { decodeSessionId } from '../session/id-encoding.js'
 import { formatBytes, formatTime, oneLine, shown, type Style } from './render.js'
 import { describeLocation } from '../session/location.js'
 import type { OpenedRoot } from './open-root.js'
@@ -27,8 +29,8 @@ export async function resolveId(p: SessionStore, given: string): Promise<string>
 
 /** The same, with the session's listing (undefined for an id not listed, e.g. a damaged header): one listing of the root. */
 export async function resolveListed(p: SessionStore, given: string): Promise<{ id: string; listing: SessionListing | undefined }> {
-  const listings = await p.list({ onProblem: () => {} })
-  const id = matchId(listings.map((l) => l.meta.id), given)
+  const { listings, unlisted } = await knownIds(p)
+  const id = matchId(listings.map((l) => l.meta.id), unlisted, given)
   return { id, listing: listings.find((l) => l.meta.id === id) }
 }
 
@@ -39,21 +41,61 @@ export async function resolveListed(p: SessionStore, given: string): Promise<{ i
  * unsupported header, no such session).
  */
 export async function resolveIds(p: SessionStore, given: readonly string[], options: { keepUnlisted?: boolean } = {}): Promise<string[]> {
-  const ids = (await p.list({ onProblem: () => {} })).map((l) => l.meta.id)
-  const resolved = [...new Set(given.map((g) => matchId(ids, g)))]
+  const { listings, unlisted, problems } = await knownIds(p)
+  const ids = listings.map((l) => l.meta.id)
+  const resolved = [...new Set(given.map((g) => matchId(ids, unlisted, g)))]
   const unknown = options.keepUnlisted ? [] : resolved.filter((id) => !ids.includes(id))
-  if (unknown.length > 0) throw new SessionPersistenceError('E_NOT_FOUND', `no listed session matches ${unknown.map((id) => `'${id}'`).join(', ')}`)
+  if (unknown.length > 0) {
+    const named = (id: string) => `'${id}'${problems.has(id) ? ` (its log could not be listed: ${problems.get(id)!.code})` : ''}`
+    throw new SessionPersistenceError('E_NOT_FOUND', `no listed session matches ${unknown.map(named).join(', ')}`)
+  }
   return resolved
 }
 
-function matchId(ids: readonly string[], given: string): string {
-  if (ids.includes(given)) return given
-  const matches = ids.filter((id) => id.startsWith(given))
+/**
+ * The listed sessions, and the ids of the logs the listing reported as problems (a damaged or
+ * unsupported header, a header naming another id): those are sessions too. An exact id of one
+ * means that one, never a longer id it is a prefix of, and a prefix that matches one and a
+ * listed session is ambiguous.
+ */
+async function knownIds(p: SessionStore): Promise<{ listings: SessionListing[]; unlisted: Set<string>; problems: Map<string, ListProblem> }> {
+  const reported: ListProblem[] = []
+  const listings = await p.list({ onProblem: (pr) => reported.push(pr) })
+  const idOf = problemIdReader(p)
+  const problems = new Map<string, ListProblem>()
+  for (const pr of reported) {
+    const id = idOf(pr.path)
+    if (id !== undefined && !problems.has(id)) problems.set(id, pr)
+  }
+  return { listings, unlisted: new Set(problems.keys()), problems }
+}
+
+/**
+ * The session id a listing problem's path names, if it names one: on a JSONL root the log's file
+ * name is the encoded id (`<encoded>.jsonl`); on a PostgreSQL root the path is the row's location,
+ * `postgres:<schema>/<id>`. A directory that could not be read, or a file name that is not an
+ * encoded id, names none.
+ */
+function problemIdReader(p: SessionStore): (path: string) => string | undefined {
+  const location = p.locate({ id: 'x', createdAt: 0, delegationDepth: 0 })
+  if (location.kind === 'postgres') {
+    const prefix = `postgres:${location.schema}/`
+    return (path) => (path.startsWith(prefix) && path.length > prefix.length ? path.slice(prefix.length) : undefined)
+  }
+  return (path) => {
+    const name = basename(path)
+    return name.startsWith('.') || !name.endsWith(LOG_SUFFIX) ? undefined : decodeSessionId(name.slice(0, -LOG_SUFFIX.length))
+  }
+}
+
+function matchId(ids: readonly string[], unlisted: ReadonlySet<string>, given: string): string {
+  if (ids.includes(given) || unlisted.has(given)) return given
+  const matches = [...new Set([...ids, ...unlisted])].filter((id) => id.startsWith(given))
   if (matches.length === 1) return matches[0]!
   if (matches.length > 1) {
     throw new SessionPersistenceError('E_AMBIGUOUS', `'${given}' is a prefix of ${matches.length} sessions: ${matches.sort().join(', ')}`)
   }
-  return given // not listed (e.g. a damaged header): let the operation say what is wrong
+  return given // no such session: let the operation say so
 }
 
 export async function ls({ store: p }: OpenedRoot, io: Io, opts: { json: boolean; cwd?: string | undefined; limit?: number | undefined }): Promise<number> {
@@ -108,7 +150,7 @@ async function listLastWritten(p: SessionStore, limit: number, cwd: string | und
 }
 
 export async function tree({ store: p, name }: OpenedRoot, io: Io, id: string | undefined, opts: { json: boolean }): Promise<number> {
-  const listing = await p.list({ onProblem: () => {} })
+  const { listings: listing, problems } = await knownIds(p)
   const byId = new Map(listing.map((l) => [l.meta.id, l]))
   const children = new Map<string, SessionListing[]>()
   const roots: SessionListing[] = []
@@ -134,7 +176,15 @@ export async function tree({ store: p, name }: OpenedRoot, io: Io, id: string | 
   let top = roots
   if (id !== undefined) {
     let cur = byId.get(id)
-    if (!cur) throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}' under ${name}`, { sessionId: id })
+    if (!cur) {
+      // A log the listing could not read (a damaged or unsupported header) has no place in a tree: say why.
+      const problem = problems.get(id)
+      if (problem) {
+        const code = (ERROR_CODES as readonly string[]).includes(problem.code) ? (problem.code as ErrorCode) : 'E_CORRUPT'
+        throw new SessionPersistenceError(code, `session '${id}' is not listed: ${problem.message}`, { sessionId: id, path: problem.path })
+      }
+      throw new SessionPersistenceError('E_NOT_FOUND', `no session '${id}' under ${name}`, { sessionId: id })
+    }
     const seen = new Set<string>()
     while (cur.meta.parentSession && byId.has(cur.meta.parentSession) && !seen.has(cur.meta.id)) {
       seen.add(cur.meta.id)

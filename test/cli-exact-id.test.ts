@@ -1,0 +1,152 @@
+import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { describe, expect, test } from 'vitest'
+import { main } from '../src/cli/main.js'
+import type { Io } from '../src/cli/commands.js'
+import { makeStyle } from '../src/cli/render.js'
+import { isSessionPersistenceError } from '../src/errors.js'
+import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
+import { meta, turn } from './helpers/events.js'
+import { tmpRoot } from './helpers/tmp-root.js'
+
+/** The CLI from the sources, in this process: its exit code, or the code of the error it threw (the binary prints that and exits 1). */
+async function cli(args: string[]): Promise<{ result: number | string; out: string; err: string }> {
+  const out: string[] = []
+  const err: string[] = []
+  const io: Io = { out: (s) => out.push(s), err: (s) => err.push(s), style: makeStyle(false), progress: undefined }
+  try {
+    return { result: await main(args, {}, io), out: out.join(''), err: err.join('') }
+  } catch (e) {
+    if (!isSessionPersistenceError(e)) throw e
+    return { result: e.code, out: out.join(''), err: err.join('') + e.message }
+  }
+}
+
+/** Every file under the root but the lock directory, with its bytes. */
+async function files(root: string): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>()
+  for (const dir of await readdir(root)) {
+    if (dir.startsWith('.')) continue
+    for (const name of await readdir(join(root, dir))) out.set(`${dir}/${name}`, await readFile(join(root, dir, name)))
+  }
+  return out
+}
+
+async function rootWith(ids: string[], formatVersion?: 0 | 1) {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, ...(formatVersion !== undefined ? { formatVersion } : {}) })
+  const paths: Record<string, string> = {}
+  for (const id of ids) {
+    await p.create(meta(id))
+    await p.append(id, [...turn(0, 1), ...turn(4, 2)])
+    paths[id] = p.locate(meta(id)).path
+  }
+  await p.closeAll()
+  return { root, paths }
+}
+
+/** `abc`'s header damaged (a flipped byte: checksum mismatch), `abcdef` healthy: the probe's shape. */
+async function damagedHeader() {
+  const { root, paths } = await rootWith(['abc', 'abcdef'])
+  const bytes = await readFile(paths.abc!)
+  bytes[bytes.indexOf('"createdAt"') + 1] = 'X'.charCodeAt(0)
+  await writeFile(paths.abc!, bytes)
+  return { root, given: 'abc', bad: paths.abc!, healthy: paths.abcdef!, code: 'E_CORRUPT' }
+}
+
+/** `run`'s header from a newer release (`"version":2`), `run-2` healthy. */
+async function newerVersion() {
+  const { root, paths } = await rootWith(['run', 'run-2'], 0)
+  const text = await readFile(paths.run!, 'utf8')
+  expect(text).toContain('"version":0')
+  await writeFile(paths.run!, text.replace('"version":0', '"version":2'))
+  return { root, given: 'run', bad: paths.run!, healthy: paths['run-2']!, code: 'E_FORMAT_UNSUPPORTED' }
+}
+
+/** `zed.jsonl` holds the log of another session (its header names `other`), `zed-long` healthy. */
+async function headerOfAnotherId() {
+  const { root, paths } = await rootWith(['zed', 'zed-long', 'other'])
+  await writeFile(paths.zed!, await readFile(paths.other!))
+  return { root, given: 'zed', bad: paths.zed!, healthy: paths['zed-long']!, code: 'E_CORRUPT' }
+}
+
+const SHAPES = { 'a damaged header': damagedHeader, 'a header of a newer version': newerVersion, 'a header naming another id': headerOfAnotherId }
+
+/** Each command that takes an id, and how it reports a log it cannot read: it throws (the binary exits 1 naming the code), or exits 1 naming the refused id. */
+const COMMANDS: { args: string[]; refuses: 'throws' | 'exit 1' }[] = [
+  { args: ['redact', '@', '--pattern', 'question', '--dry-run'], refuses: 'exit 1' },
+  { args: ['redact', '@', '--pattern', 'question'], refuses: 'exit 1' },
+  { args: ['migrate', '@', '--dry-run'], refuses: 'exit 1' },
+  { args: ['migrate', '@'], refuses: 'exit 1' },
+  { args: ['fork', '@', '--at', '4', '--id', 'child'], refuses: 'throws' },
+  { args: ['repair', '@'], refuses: 'throws' },
+  { args: ['repair', '@', '--dry-run'], refuses: 'throws' },
+  { args: ['repair', '@', '--truncate-at-damage', '--dry-run'], refuses: 'throws' },
+  { args: ['tree', '@'], refuses: 'throws' },
+  { args: ['show', '@'], refuses: 'throws' },
+  { args: ['show', '@', '--last', '2'], refuses: 'throws' },
+  { args: ['export', '@', '--format', 'json'], refuses: 'throws' },
+  { args: ['tail', '@'], refuses: 'throws' },
+]
+
+describe('an exact id names that session, even when its log cannot be listed (SPEC §11)', () => {
+  for (const [shape, make] of Object.entries(SHAPES)) {
+    describe(shape, () => {
+      for (const { args, refuses } of COMMANDS) {
+        test(`${args.join(' ')}: refused with the log's own code; no log is touched, no other session is read`, async () => {
+          const { root, given, code } = await make()
+          const before = await files(root)
+          const r = await cli(['--root', root, ...args.map((a) => (a === '@' ? given : a))])
+          if (refuses === 'throws') expect(r.result).toBe(code)
+          else {
+            expect(r.result).toBe(1)
+            expect(r.err).toContain(`refused ${given}: ${code}: `)
+          }
+          expect(r.out).not.toMatch(/abcdef|run-2|zed-long/)
+          expect(await files(root)).toEqual(before)
+        })
+      }
+
+      test('rm removes that log, and only it', async () => {
+        const { root, given, bad, healthy } = await make()
+        const before = await files(root)
+        const r = await cli(['--root', root, 'rm', given, '--json'])
+        expect(r.result).toBe(0)
+        expect(JSON.parse(r.out).removed).toBe(given)
+        const after = await files(root)
+        expect([...before.keys()].filter((k) => !after.has(k))).toEqual([bad.slice(root.length + 1)])
+        expect(after.get(healthy.slice(root.length + 1))).toEqual(before.get(healthy.slice(root.length + 1)))
+      })
+
+      test('copy refuses it before copying anything (E_NOT_FOUND: it is not listed), and copies no other session', async () => {
+        const { root, given, code } = await make()
+        const target = await tmpRoot()
+        const r = await cli(['--root', root, 'copy', given, '--to', target])
+        expect(r.result).toBe('E_NOT_FOUND')
+        expect(r.err).toContain(`no listed session matches '${given}' (its log could not be listed: ${code})`)
+        expect(await readdir(target)).toEqual([])
+      })
+    })
+  }
+
+  test('a prefix of a log that cannot be listed and of a listed session is ambiguous, not the listed one', async () => {
+    const { root } = await damagedHeader()
+    const before = await files(root)
+    for (const args of [['rm', 'ab'], ['show', 'ab'], ['fork', 'ab', '--at', '4'], ['redact', 'ab', '--pattern', 'question'], ['tree', 'ab']]) {
+      const r = await cli(['--root', root, ...args])
+      expect([args[0], r.result, r.err]).toEqual([args[0], 'E_AMBIGUOUS', "'ab' is a prefix of 2 sessions: abc, abcdef"])
+    }
+    expect(await files(root)).toEqual(before)
+    // A prefix of the listed session only still names it.
+    const r = await cli(['--root', root, 'rm', 'abcd', '--json'])
+    expect([r.result, JSON.parse(r.out).removed]).toEqual([0, 'abcdef'])
+  })
+
+  test('a unique prefix of a log that cannot be listed names it: the operation says what is wrong with it', async () => {
+    const { root } = await damagedHeader()
+    await cli(['--root', root, 'rm', 'abcdef'])
+    const before = await files(root)
+    expect((await cli(['--root', root, 'show', 'ab'])).result).toBe('E_CORRUPT')
+    expect(await files(root)).toEqual(before)
+  })
+})

@@ -2,6 +2,7 @@ import { SessionPersistenceError } from '../errors.js'
 import { changeChannel, changePayload } from './change-feed.js'
 import { backoff, type Db, isConnectionError } from './db.js'
 import type { GroupCommit } from './group-commit.js'
+import { fromLargeObject, isParted, withStagedBytes } from './line-parts.js'
 import { lockedError, type SessionRow, toSessionRow } from './session-row.js'
 
 // The first batch of a session publishes its row (header line, writer epoch) and its lines at once.
@@ -99,23 +100,27 @@ export async function appendBatch(
       if (ambiguous && (await storedState(db, schema, batch, options.path)) === 'stored') return
       const { sessionId, epoch, firstSeq, count, bytes, create } = batch
       // A session's later batches share their statement with other sessions' (group-commit.ts).
+      const values = (lines: string | Buffer) => [
+        sessionId,
+        epoch,
+        firstSeq,
+        count,
+        bytes + Buffer.byteLength(create!.headerLine) + 1, // the new row's size counts its header line too
+        lines, // split on "\n" by the server, as a group statement's
+        create!.headerLine,
+        create!.createdAt,
+        create!.host,
+        process.pid,
+        kindsLiteral(batch),
+        changeChannel(schema),
+        changePayload(sessionId),
+      ]
+      const { text } = batch
       const inserted = create
         ? (
-            await db.query<{ n: number }>(CREATE(schema), [
-              sessionId,
-              epoch,
-              firstSeq,
-              count,
-              bytes + Buffer.byteLength(create.headerLine) + 1, // the new row's size counts its header line too
-              batch.text, // split on "\n" by the server, as a group statement's
-              create.headerLine,
-              create.createdAt,
-              create.host,
-              process.pid,
-              kindsLiteral(batch),
-              changeChannel(schema),
-              changePayload(sessionId),
-            ])
+            isParted(text)
+              ? await db.transaction((client) => withStagedBytes(client, text, (oid) => client.query<{ n: number }>(fromLargeObject(CREATE(schema), 6), values(oid))))
+              : await db.query<{ n: number }>(CREATE(schema), values(text))
           ).rows[0]?.n === count
         : await group.submit(batch)
       if (inserted) return

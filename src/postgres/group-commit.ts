@@ -3,6 +3,7 @@ import { SessionPersistenceError } from '../errors.js'
 import type { Batch } from './append-batch.js'
 import { changeChannel, changePayload } from './change-feed.js'
 import { type Db, isConnectionError } from './db.js'
+import { fromLargeObject, isParted, withStagedBytes } from './line-parts.js'
 
 // Batches of several sessions in one statement, so one transaction and one WAL flush. Each
 // batch is still fenced on its own: the UPDATE claims a session only where the row carries the
@@ -44,7 +45,8 @@ const UNKNOWN_KIND = 7
 /** At most this many lines in one statement: a group never grows into one huge message. */
 const MAX_GROUP_LINES = 5_000
 /**
- * At most this many bytes of lines in one statement (a batch that is bigger goes alone): a few
+ * At most this many bytes of lines in one statement (a batch that is bigger goes alone, and so
+ * does one sent in parts, PARTED_BYTES or more): a few
  * huge lines (a 64 MiB tool result) never make one statement of hundreds of MiB, which would
  * cost their sum in memory on both sides and could pass the server's 1 GB limit on a value.
  */
@@ -87,6 +89,9 @@ export class GroupCommit {
    * 63 bytes) never meets a statement of that name prepared with other text.
    */
   readonly #name: string
+  /** The statement for a lone batch of PARTED_BYTES or more, its lines sent in parts (line-parts.ts). */
+  readonly #partedText: string
+  readonly #partedName: string
   readonly #slots: number
   readonly #channel: string
   #waiting: Waiter[] = []
@@ -105,6 +110,8 @@ export class GroupCommit {
     this.#db = db
     this.#text = GROUP_APPEND(schema)
     this.#name = `spj_append_${createHash('sha256').update(this.#text).digest('hex').slice(0, 32)}`
+    this.#partedText = fromLargeObject(this.#text, 8)
+    this.#partedName = `spj_append_${createHash('sha256').update(this.#partedText).digest('hex').slice(0, 32)}`
     this.#slots = slots
     this.#channel = changeChannel(schema)
   }
@@ -147,7 +154,10 @@ export class GroupCommit {
         take < this.#waiting.length &&
         take < MAX_GROUP_BATCHES &&
         (take === 0 ||
-          (lines + this.#waiting[take]!.batch.count <= MAX_GROUP_LINES && bytes + this.#waiting[take]!.batch.bytes <= MAX_GROUP_BYTES))
+          (!isParted(this.#waiting[0]!.batch.text) &&
+            !isParted(this.#waiting[take]!.batch.text) &&
+            lines + this.#waiting[take]!.batch.count <= MAX_GROUP_LINES &&
+            bytes + this.#waiting[take]!.batch.bytes <= MAX_GROUP_BYTES))
       ) {
         lines += this.#waiting[take]!.batch.count
         bytes += this.#waiting[take]!.batch.bytes
@@ -235,22 +245,24 @@ export class GroupCommit {
     }
     // One batch sends its lines as they are (text, or the bytes of a huge batch); several are joined as text.
     const lines = texts.length === 1 ? texts[0]! : texts.map((t) => (typeof t === 'string' ? t : t.toString('utf8'))).join('\n')
-    const { rows } = await this.#db.query<{ bi: number }>(
-      this.#text,
-      [
-        ids,
-        epochs,
-        literal(firsts),
-        literal(counts),
-        literal(sizes),
-        literal(lineBatch),
-        literal(lineSeq),
-        lines,
-        this.#channel,
-        batches.map((b) => changePayload(b.sessionId)).join(' '),
-      ],
-      this.#name, // named: each connection parses and plans the statement once, not on every batch
-    )
+    const values = (linesValue: string | Buffer) => [
+      ids,
+      epochs,
+      literal(firsts),
+      literal(counts),
+      literal(sizes),
+      literal(lineBatch),
+      literal(lineSeq),
+      linesValue,
+      this.#channel,
+      batches.map((b) => changePayload(b.sessionId)).join(' '),
+    ]
+    // A huge batch (it is always alone: MAX_GROUP_BYTES) is sent in parts, in a transaction of its own.
+    const { rows } = isParted(lines)
+      ? await this.#db.transaction((client) =>
+          withStagedBytes(client, lines, (oid) => client.query<{ bi: number }>({ name: this.#partedName, text: this.#partedText, values: values(oid) })),
+        )
+      : await this.#db.query<{ bi: number }>(this.#text, values(lines), this.#name) // named: each connection parses and plans the statement once, not on every batch
     return new Set(rows.map((r) => r.bi))
   }
 }

@@ -1,14 +1,28 @@
 import pg from 'pg'
 import { envelopeProblem } from '../session/envelope.js'
 import { parseHeaderLine } from '../session/header-line.js'
-import { checksumReason, type FormatVersion, unsealString } from '../session/line-codec.js'
+import { checkSuffix, checksumReason, CRC_SUFFIX_BYTES, type FormatVersion, unsealString } from '../session/line-codec.js'
 import type { SessionEvent, SessionHeader } from '../session/schema.js'
 import { SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
 import type { Db } from './db.js'
+import { PARTED_BYTES, readPartedLine } from './line-parts.js'
 
 const HEAD = (s: string) => `SELECT header_line, length::float8 AS length FROM "${s}".sessions WHERE session_id = $1`
+// A line of $4 bytes or more comes back as its size in bytes (digits: no stored line starts
+// with one but a damaged one, and one of those is judged the same read either way), and is then
+// read in parts (line-parts.ts); its size is known without reading it (the value's header). One
+// column, not a line and a size: a second column cost every load 4% more time in the query.
 const LINES = (s: string) =>
-  `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint ORDER BY seq`
+  `SELECT CASE WHEN octet_length(line) < $4 THEN line ELSE octet_length(line)::text END
+     FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint ORDER BY seq`
+
+/** The size a LINES row gives in place of a line of PARTED_BYTES or more, else undefined. */
+function partedSize(value: string): number | undefined {
+  const c = value.charCodeAt(0)
+  if (c < 0x30 || c > 0x39 || value.length > 12 || !/^[0-9]+$/.test(value)) return undefined
+  const size = Number(value)
+  return size >= PARTED_BYTES ? size : undefined
+}
 
 export interface StoredLog {
   header: SessionHeader
@@ -44,32 +58,63 @@ export function lineText(line: string, version: FormatVersion): { text: string }
  * nothing), so any defect is damage: `E_CORRUPT` naming the line (and the seq it stands at).
  */
 export function parseEventLine(line: string, index: number, path: string, id: string, version: FormatVersion): SessionEvent {
+  if (line.includes('\n')) throw damage(index, 'the line holds a newline', path, id)
+  const decoded = lineText(line, version)
+  if ('reason' in decoded) throw damage(index, `${decoded.reason} (seq ${index})`, path, id)
+  return parseEventJson(decoded.text, index, path, id, version)
+}
+
+/** Parses and checks the JSON text of an event line (its checksum already checked and cut). */
+function parseEventJson(text: string, index: number, path: string, id: string, version: FormatVersion): SessionEvent {
   let value: unknown
   let reason: string | undefined
-  if (line.includes('\n')) reason = 'the line holds a newline'
-  else {
-    const decoded = lineText(line, version)
-    if ('reason' in decoded) reason = `${decoded.reason} (seq ${index})`
-    else {
-      try {
-        value = JSON.parse(decoded.text)
-        reason = envelopeProblem(value)
-        // A sealed line whose JSON holds a crc of its own is a defect, as on JSONL (§16: reserved).
-        if (reason === undefined && version === 1 && (value as { crc?: unknown }).crc !== undefined) reason = 'a reserved crc field inside the line'
-        if (reason === undefined && (value as SessionEvent).seq !== index) {
-          reason = `seq ${(value as SessionEvent).seq} where ${index} was expected`
-        }
-      } catch (err) {
-        reason = `not JSON: ${(err as Error).message}`
-      }
+  try {
+    value = JSON.parse(text)
+    reason = envelopeProblem(value)
+    // A sealed line whose JSON holds a crc of its own is a defect, as on JSONL (§16: reserved).
+    if (reason === undefined && version === 1 && (value as { crc?: unknown }).crc !== undefined) reason = 'a reserved crc field inside the line'
+    if (reason === undefined && (value as SessionEvent).seq !== index) {
+      reason = `seq ${(value as SessionEvent).seq} where ${index} was expected`
     }
+  } catch (err) {
+    reason = `not JSON: ${(err as Error).message}`
   }
-  if (reason !== undefined) {
-    // Line numbers as in the JSONL file: the header is line 1. The byte offset is not tracked
-    // on this path (it would cost every load); -1 says so.
-    throw new SessionPersistenceCorruptionError(index + 2, -1, reason, { path, sessionId: id })
-  }
+  if (reason !== undefined) throw damage(index, reason, path, id)
   return value as SessionEvent
+}
+
+/**
+ * A stored line's defect: line numbers as in the JSONL file (the header is line 1). The byte
+ * offset is not tracked on this path (it would cost every load); -1 says so.
+ */
+function damage(index: number, reason: string, path: string, id: string): SessionPersistenceCorruptionError {
+  return new SessionPersistenceCorruptionError(index + 2, -1, reason, { path, sessionId: id })
+}
+
+/**
+ * Reads the line at `seq` (`size` bytes, PARTED_BYTES or more) in parts and checks it as
+ * parseEventLine checks a line, without making its text more than once (§15.5); the line itself
+ * is made only when `keepLine` asks for it.
+ */
+async function readPartedEvent(
+  client: pg.ClientBase,
+  where: { schema: string; id: string; path: string; version: FormatVersion },
+  seq: number,
+  size: number,
+  keepLine: boolean,
+): Promise<{ event: SessionEvent; line: string | undefined }> {
+  const { schema, id, path, version } = where
+  const sealed = version === 1
+  const got = await readPartedLine(client, schema, id, seq, size, sealed ? { keepBytes: CRC_SUFFIX_BYTES, close: '}' } : { keepBytes: 0, close: '' })
+  // Gone only if the row changed between the two reads, which a snapshot or the lock rules out.
+  if (!got) throw damage(seq, 'the row changed while it was read', path, id)
+  if (got.newline) throw damage(seq, 'the line holds a newline', path, id)
+  if (sealed) {
+    const verdict = checkSuffix(got.tail, got.crc)
+    if (verdict !== 'ok') throw damage(seq, `${checksumReason(verdict)} (seq ${seq})`, path, id)
+  }
+  const event = parseEventJson(got.text, seq, path, id, version)
+  return { event, line: keepLine ? (sealed ? got.text.slice(0, -1) + got.tail : got.text) : undefined }
 }
 
 /** A session's row as reads need it: its header line and how many events it holds. */
@@ -125,28 +170,62 @@ export async function readEvents(
   const events: SessionEvent[] = []
   const lines: string[] | undefined = options.keepLines ? [] : undefined
   const { onEvent } = options
+  const where = { schema, id, path, version }
   let count = 0
-  if (to > from) {
+  // A pass reads the rows from `start`. A line of PARTED_BYTES or more is read in parts after the
+  // pass: kept events get a slot filled then; handed on (onEvent), the pass stops at it (the rows
+  // after it are ignored, never held) and the next pass starts after it.
+  for (let start = from; start < to; ) {
+    const parted: { slot: number; seq: number; size: number }[] = []
+    let failed: { err: unknown; seq: number } | undefined
+    let stopped: { seq: number; size: number } | undefined
+    let received = 0
     await new Promise<void>((resolve, reject) => {
-      let failed: unknown
-      const config = { text: LINES(schema), values: [id, from, to], rowMode: 'array' }
+      const config = { text: LINES(schema), values: [id, start, to, PARTED_BYTES], rowMode: 'array' }
       const query = new pg.Query<[string]>(config as pg.QueryConfig)
       query.on('row', (row) => {
-        if (failed !== undefined) return
+        const line = row[0]
+        const seq = start + received++
+        if (failed !== undefined || stopped !== undefined) return
+        const size = partedSize(line)
+        if (size !== undefined) {
+          if (onEvent) stopped = { seq, size }
+          else {
+            parted.push({ slot: events.length, seq, size })
+            events.push(undefined as never) // filled below
+            lines?.push(undefined as never)
+          }
+          return
+        }
         try {
-          const event = parseEventLine(row[0], from + count, path, id, version)
-          count++
+          const event = parseEventLine(line, seq, path, id, version)
           if (onEvent) onEvent(event)
           else events.push(event)
-          lines?.push(row[0])
+          lines?.push(line)
         } catch (err) {
-          failed = err
+          failed = { err, seq }
         }
       })
       query.on('error', reject)
-      query.on('end', () => (failed === undefined ? resolve() : reject(failed)))
+      query.on('end', () => resolve())
       void client.query(query)
     })
+    // Parted lines before the pass's first defect are judged first: the first defect is reported.
+    for (const p of parted) {
+      if (failed !== undefined && p.seq > failed.seq) break
+      const { event, line } = await readPartedEvent(client, where, p.seq, p.size, lines !== undefined)
+      events[p.slot] = event
+      if (lines) lines[p.slot] = line!
+    }
+    if (failed !== undefined) throw failed.err
+    if (stopped !== undefined) {
+      onEvent!((await readPartedEvent(client, where, stopped.seq, stopped.size, false)).event)
+      count = stopped.seq + 1 - from
+      start = stopped.seq + 1
+      continue
+    }
+    count = start - from + received
+    break
   }
   if (count !== Math.max(0, to - from)) {
     throw new SessionPersistenceCorruptionError(from + count + 2, -1, 'rows are missing below the stored length', {

@@ -148,6 +148,16 @@ export function unsealString(line: string): string | undefined {
   return hex(crc32(p)) === want ? `${p}}` : undefined
 }
 
+/**
+ * Whether `suffix` (the last CRC_SUFFIX_BYTES of a version-1 line, as text) is the checksum
+ * field of the bytes before it, whose CRC-32 is `crc`: a line read in parts is checked so.
+ */
+export function checkSuffix(suffix: string, crc: number): 'ok' | 'missing' | 'mismatch' {
+  const digits = suffix.slice(PREFIX.length, PREFIX.length + 8)
+  if (suffix.length !== CRC_SUFFIX_BYTES || !suffix.startsWith(PREFIX) || !suffix.endsWith('"}') || !HEX.test(digits)) return 'missing'
+  return digits === hex(crc) ? 'ok' : 'mismatch'
+}
+
 /** The reason a reader gives for a version-1 line whose checksum fails (§16: it names `checksum mismatch`). */
 export function checksumReason(result: 'missing' | 'mismatch'): string {
   return result === 'missing' ? 'checksum mismatch: the line has no checksum' : 'checksum mismatch'

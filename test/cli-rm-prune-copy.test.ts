@@ -101,17 +101,19 @@ describe('session-jsonl prune', () => {
     return { root, paths, writer }
   }
 
-  test('--dry-run lists the sessions last written before the cutoff, oldest first, and deletes nothing', async () => {
+  test('--dry-run lists the sessions last written before the cutoff, oldest first, and deletes nothing; a locked one is reported as the real run skips it', async () => {
     const { root, writer } = await agedRoot()
     const before = await logs(root)
     const r = await run(['--root', root, 'prune', '--older-than', '30d', '--dry-run'])
     expect(r.code).toBe(0)
     const lines = r.stdout.trim().split('\n')
-    expect(lines.slice(0, 3).map((l) => l.split(' ').slice(0, 3).join(' '))).toEqual(['would remove old-held', 'would remove old-a', 'would remove old-b'])
-    expect(lines[3]).toMatch(/^would remove 3 session\(s\), .* last written before /)
+    expect(lines.slice(0, 2).map((l) => l.split(' ').slice(0, 3).join(' '))).toEqual(['would remove old-a', 'would remove old-b'])
+    expect(lines[2]).toMatch(/^would remove 2 session\(s\), .* last written before .*; 1 skipped$/)
+    expect(r.stderr).toMatch(/^skipped old-held: E_LOCKED: session 'old-held' is being written by pid \d+ /)
     expect(await logs(root)).toEqual(before)
     const json = JSON.parse((await run(['--root', root, 'prune', '--older-than', '30d', '--dry-run', '--json'])).stdout)
-    expect(json.wouldRemove.map((s: { id: string }) => s.id)).toEqual(['old-held', 'old-a', 'old-b'])
+    expect(json.wouldRemove.map((s: { id: string }) => s.id)).toEqual(['old-a', 'old-b'])
+    expect(json.skipped.map((s: { id: string; code: string }) => [s.id, s.code])).toEqual([['old-held', 'E_LOCKED']])
     expect(json.dryRun).toBe(true)
     await writer.closeAll()
   })

@@ -1,4 +1,6 @@
+import type { SessionPersistenceError } from '../errors.js'
 import { type LockEntry, readLockEntries } from '../jsonl/lock/lock-report.js'
+import { lockedError } from '../jsonl/lock/session-lock.js'
 import { formatTime, shown } from './render.js'
 
 // What `verify` shows of a root's lock directory: a dead writer's lock, a takeover marker or a
@@ -8,6 +10,19 @@ import { formatTime, shown } from './render.js'
 /** The lock directory's entries, judged as a takeover would judge them. */
 export async function lockVerdicts(root: string): Promise<LockVerdict[]> {
   return (await readLockEntries(root)).map(lockVerdict)
+}
+
+/**
+ * The sessions a lock holds that a delete could not take over now (not stale: its writer alive,
+ * or unknown and refreshed within its staleLockMs), each with the `E_LOCKED` that delete would
+ * refuse with. Read-only: no lock is taken, so a dry run can say what the real run will skip.
+ */
+export async function heldSessions(root: string): Promise<Map<string, SessionPersistenceError>> {
+  const held = new Map<string, SessionPersistenceError>()
+  for (const e of await readLockEntries(root)) {
+    if (e.kind === 'lock' && !e.stale && e.sessionId !== undefined) held.set(e.sessionId, lockedError(e.sessionId, e.path, e.owner))
+  }
+  return held
 }
 
 export interface LockVerdict {

@@ -3,6 +3,7 @@ import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js
 import type { ListProblem, SessionListing } from '../persistence.js'
 import type { Io } from './commands.js'
 import type { OpenedRoot } from './open-root.js'
+import { heldSessions } from './lock-verdicts.js'
 import { transferRaw } from './raw-stream.js'
 import { formatBytes, formatTime, oneLine, shown } from './render.js'
 
@@ -52,10 +53,22 @@ export async function prune(
   const removed: SessionListing[] = []
   const skipped: Skipped[] = []
   const describe = (l: SessionListing) => `${shown(l.meta.id, true)} (last write ${formatTime(l.mtimeMs)} UTC, ${formatBytes(l.sizeBytes)})`
+  const skip = (id: string, code: string, message: string) => {
+    skipped.push({ id, code, message })
+    if (!opts.json) io.err(`skipped ${shown(id, true)}: ${code}: ${oneLine(message, 200)}\n`)
+  }
+  // A dry run takes no lock: it reads the lock directory as a takeover would judge it, so that a
+  // session a live writer holds is reported as the real run will skip it (E_LOCKED), not as one
+  // it would remove. (A PostgreSQL root's locks are the server's: not checked here.)
+  const held = opts.dryRun && root.directory !== undefined ? await heldSessions(root.directory) : new Map<string, SessionPersistenceError>()
   for (const [i, l] of stale.entries()) {
     if (opts.dryRun) {
-      removed.push(l)
-      if (!opts.json) io.out(`would remove ${describe(l)}\n`)
+      const locked = held.get(l.meta.id)
+      if (locked) skip(l.meta.id, locked.code, locked.message)
+      else {
+        removed.push(l)
+        if (!opts.json) io.out(`would remove ${describe(l)}\n`)
+      }
       continue
     }
     try {
@@ -66,9 +79,7 @@ export async function prune(
       if (!opts.json) io.out(`removed ${describe(l)}\n`)
     } catch (err) {
       if (!isSessionPersistenceError(err)) throw err
-      const message = err.code === 'E_SESSION_LIVE' ? WRITTEN_SINCE_LISTED : err.message
-      skipped.push({ id: l.meta.id, code: err.code, message })
-      if (!opts.json) io.err(`skipped ${shown(l.meta.id, true)}: ${err.code}: ${oneLine(message, 200)}\n`)
+      skip(l.meta.id, err.code, err.code === 'E_SESSION_LIVE' ? WRITTEN_SINCE_LISTED : err.message)
     }
     io.progress?.('prune', i + 1, stale.length)
   }

@@ -14,7 +14,6 @@ import { type PreparedBatch, prepareBatch } from '../session/prepare-batch.js'
 import { redactEvents } from '../session/redact.js'
 import { checkLogIn } from './check-log.js'
 import { rawLogFromBytes, rawLogToBytes } from '../session/raw-log.js'
-import { readRange } from './read-range.js'
 import { planRepair } from './repair-plan.js'
 import { scanLog } from './scan-log.js'
 import type { JsonlConfig, SessionEvent, SessionHeader, SessionMeta } from '../session/schema.js'
@@ -78,6 +77,18 @@ function firstBody(header: string, lines: Buffer): { bytes: Buffer | BodyWriter;
 /** Never reached: a first append sets what its link waits for before its first await. */
 function notYetLocked(): Promise<never> {
   return Promise.reject(new Error('a new log was about to be published before its writer lock was asked for'))
+}
+
+/** Bytes `[from, to)` of an open file; `EIO` if it is shorter than that (it shrank while being read). */
+async function readBytes(handle: FileHandle, path: string, from: number, to: number): Promise<Buffer> {
+  const buf = Buffer.alloc(to - from)
+  let done = 0
+  while (done < buf.length) {
+    const n = await handle.read(buf, done, buf.length - done, from + done)
+    if (n === 0) throw Object.assign(new Error(`${path} shrank while it was being read`), { code: 'EIO' })
+    done += n
+  }
+  return buf
 }
 
 interface ReadOptions {
@@ -228,13 +239,28 @@ class JsonlPersistence implements JsonlSessionPersistence {
 
   /** Read-only scan; a log this instance is writing is read up to its acknowledged length. */
   async #read(id: string, path: string, options: ReadOptions) {
+    return this.#withLog(path, (handle) => this.#scan(id, path, handle, options))
+  }
+
+  /** As #read, on a log already open: what is read after it comes from the same file. */
+  async #scan(id: string, path: string, handle: FileHandle, options: ReadOptions) {
     const { closeOpenTurn, keepEventEnds } = options
     const to = this.#readableSize(id, path)
+    const scan = await scanLog(handle, { path, sessionId: id, keepEventEnds, ...(to === undefined ? {} : { to }) })
+    const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn })
+    return { scan, plan }
+  }
+
+  /**
+   * Runs `use` on the log at `path` opened once for reading. A scan and a read of the bytes it
+   * found run on one descriptor: a rewrite renamed over the path in between (redact, migrate or
+   * repair in another process, which hold the lock a reader does not take) cannot make the second
+   * read land in another file at the first one's offsets.
+   */
+  async #withLog<T>(path: string, use: (handle: FileHandle) => Promise<T>): Promise<T> {
     const handle = await this.#ctx.fs.open(path, 'r')
     try {
-      const scan = await scanLog(handle, { path, sessionId: id, keepEventEnds, ...(to === undefined ? {} : { to }) })
-      const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn })
-      return { scan, plan }
+      return await use(handle)
     } finally {
       await handle.close()
     }
@@ -287,16 +313,22 @@ class JsonlPersistence implements JsonlSessionPersistence {
     return this.#run(s, async () => {
       // The parent is only read; an absent parent takes no lock.
       const parentPath = await findOneLog(this.#ctx, parentId)
-      const { scan } = await this.#read(parentId, parentPath, { closeOpenTurn: false, keepEventEnds: true })
-      const meta = forkMeta({ id: parentId, path: parentPath, scan }, child)
-      const path = logPath(this.#ctx.root, meta.id, meta.cwd)
-      await this.#assertNoLog(meta.id, path)
-      // A fork is written in its parent's version (§16): its seed lines are the parent's bytes.
-      Object.assign(s, { meta, path, nextSeq: child.seedLength, version: scan.header.version })
-      if (child.seedLength === 0) return meta // nothing to write: the lock is taken at the first append
-      s.lock = await this.#locks.acquire(meta.id)
-      const seed = await readRange(this.#ctx, parentPath, scan.headerBytes, scan.eventEnds?.[child.seedLength - 1] ?? 0)
-      s.writer = await this.#materialize(s, path, firstBody(headerLine(meta, scan.header.version), seed), () => this.#assertNoLog(meta.id, path))
+      // The parent is opened once: its seed is copied from the file that was scanned, even if a
+      // rewrite of the parent (it holds the lock fork never takes) renames a new log over it meanwhile.
+      const { meta, path, version, seed } = await this.#withLog(parentPath, async (parent) => {
+        const { scan } = await this.#scan(parentId, parentPath, parent, { closeOpenTurn: false, keepEventEnds: true })
+        const meta = forkMeta({ id: parentId, path: parentPath, scan }, child)
+        const path = logPath(this.#ctx.root, meta.id, meta.cwd)
+        await this.#assertNoLog(meta.id, path)
+        // A fork is written in its parent's version (§16): its seed lines are the parent's bytes.
+        const version = scan.header.version
+        Object.assign(s, { meta, path, nextSeq: child.seedLength, version })
+        if (child.seedLength === 0) return { meta, path, version } // nothing to write: the lock is taken at the first append
+        s.lock = await this.#locks.acquire(meta.id)
+        const seed = await readBytes(parent, parentPath, scan.headerBytes, scan.eventEnds?.[child.seedLength - 1] ?? 0)
+        return { meta, path, version, seed }
+      })
+      if (seed) s.writer = await this.#materialize(s, path, firstBody(headerLine(meta, version), seed), () => this.#assertNoLog(meta.id, path))
       return meta
     })
   }
@@ -343,8 +375,12 @@ class JsonlPersistence implements JsonlSessionPersistence {
     try {
       const path = await findOneLog(this.#ctx, id)
       // Read as inspect reads: committed damage is refused, a torn tail is left out, no closers.
-      const { scan } = await this.#read(id, path, { closeOpenTurn: false, keepEventEnds: false })
-      return rawLogFromBytes(id, await readRange(this.#ctx, path, 0, scan.validEnd))
+      // One descriptor for the scan and the bytes: the header and lines are of one file.
+      const bytes = await this.#withLog(path, async (handle) => {
+        const { scan } = await this.#scan(id, path, handle, { closeOpenTurn: false, keepEventEnds: false })
+        return readBytes(handle, path, 0, scan.validEnd)
+      })
+      return rawLogFromBytes(id, bytes)
     } catch (err) {
       throw this.#wrap(err, `read the raw log of session '${id}'`)
     }

@@ -434,6 +434,28 @@ describe.each(backends)('the AI SDK session over %s', (_name, backend) => {
     expect(toAiSdkMessages(all)).toEqual([{ role: 'user', content: 'pending' }])
   })
 
+  it('a summary too long for a line is refused before anything is queued: the session goes on', async () => {
+    const open = await backend()
+    const s = await openAiSdkSession({ persistence: open(), sessionId: 'long-summary' })
+    await s.turn('q').end({ kind: 'completed' })
+    const length = s.events.length
+    const err = await s.compact({ summary: 'x'.repeat(64 * 1024 * 1024) }).then(
+      () => undefined,
+      (e: { code: string; message: string }) => e,
+    )
+    expect(err?.code).toBe('E_INVALID_EVENT')
+    expect(err?.message).toMatch(/serializes to \d+ bytes/)
+    expect(s.events).toHaveLength(length)
+    // The session is not broken: the next compaction and turn are recorded at the next seqs.
+    await s.compact({ summary: 'short', firstKeptSeq: length })
+    await s.turn('q2').end({ kind: 'completed' })
+    await s.close()
+    const all = (await open().read('long-summary')).events
+    expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i))
+    expect(all.filter((e) => e.type === 'history/compact').map((e) => (e.data as { summary: string }).summary)).toEqual(['short'])
+    expect(all.at(-1)?.type).toBe('turn/end')
+  })
+
   it('a summary the caller changes after compact() does not change what was recorded', async () => {
     const open = await backend()
     const s = await openAiSdkSession({ persistence: open(), sessionId: 'mut' })

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { type CompactionSummary, CompactionSummarySchema } from '../../session/compaction-summary.js'
 import { asObject } from '../../session/as-object.js'
 import { plainJsonProblem } from '../../session/json-check.js'
+import { serializeEvents } from '../../session/prepare-batch.js'
 import type { JsonValue, SessionEvent, SessionMeta } from '../../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { RepairReport, SessionPersistence } from '../../persistence.js'
@@ -194,6 +195,10 @@ export class AiSdkSession {
     const problem = plainJsonProblem(compaction.summary, 'summary')
     if (problem) throw new SessionPersistenceError('E_NOT_JSON', `compact: ${problem}`, { sessionId: this.id })
     const summary = structuredClone(compaction.summary) as JsonValue
+    // Refused here, not by the backend: a refused append breaks the session's writer for good
+    // (its seq is taken), and a summary too long for a line must leave the session usable.
+    // Measured as version 1 writes it (the longer line: a version-0 log refuses up to 17 bytes early).
+    serializeEvents(this.id, [{ seq, type: 'history/compact', time: Date.now(), data: { summary, firstKeptSeq } }], 1)
     const run = this.#recordCompaction(summary, firstKeptSeq)
     this.#compacting = run.finally(() => {
       this.#compacting = undefined

@@ -11,6 +11,7 @@ import { createPostgresPersistence, type PostgresSessionPersistence } from '../s
 import { sealLine } from '../src/session/line-codec.js'
 import type { SessionEvent } from '../src/session/schema.js'
 import { meta, turn } from './helpers/events.js'
+import pg from 'pg'
 import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
 
 const url = pgUrl()
@@ -137,6 +138,45 @@ describe.skipIf(!url)('lines of a megabyte or more on PostgreSQL, in parts', () 
     await sql(url!, `DELETE FROM "${schema}".events WHERE session_id = $1 AND seq = 14`, [id])
     expect(await rejection(check(r, id))).toMatchObject({ code: 'E_CORRUPT', line: 16 })
     expect(await rejection(r.inspect(id))).toMatchObject({ code: 'E_CORRUPT', line: 16 })
+  }, 120_000)
+
+  test('a load whose lock is lost and whose session is deleted while it reads huge lines is never E_CORRUPT', async () => {
+    const writer = open(1)
+    await writer.create(meta('gone'))
+    for (let i = 0; i < 40; i += 4) await writer.append('gone', Array.from({ length: 4 }, (_, k) => result(i + k, 'p'.repeat(PART_BYTES + 10))))
+    await writer.close('gone')
+    const loader = createPostgresPersistence({ connectionString: url!, schema, poolSize: 3, host: 'parted-loader' })
+    stores.push(loader)
+    const admin = new pg.Client({ connectionString: url! })
+    await admin.connect()
+    try {
+      const loading = loader.load('gone').then(
+        (l) => `loaded ${l.events.length}`,
+        (e: { code: string }) => e.code,
+      )
+      // Once the loader reads a huge line in parts: its lock connection ends and another instance deletes the session.
+      let deleted: string | undefined
+      for (let t = 0; t < 20_000 && deleted === undefined; t++) {
+        const { rows } = await admin.query<{ pid: number; query: string }>(
+          `SELECT pid, query FROM pg_stat_activity WHERE application_name = 'session-persistence-jsonl parted-loader'`,
+        )
+        if (!rows.some((r) => r.query.includes('MATERIALIZED'))) continue
+        for (const r of rows.filter((r) => r.query.includes('advisory_lock'))) await admin.query('SELECT pg_terminate_backend($1)', [r.pid])
+        // The ended connection's advisory lock goes with its backend, a moment later.
+        for (let tries = 0; tries < 200 && deleted !== 'deleted'; tries++) {
+          deleted = await writer.delete('gone').then(
+            () => 'deleted',
+            (e: { code: string }) => e.code,
+          )
+          if (deleted === 'E_LOCKED') await new Promise((r) => setTimeout(r, 10))
+        }
+      }
+      expect(deleted).toBe('deleted')
+      // Read as of one snapshot (all 40), or the session found gone or taken: never damage.
+      expect(['loaded 40', 'E_NOT_FOUND', 'E_LOCKED']).toContain(await loading)
+    } finally {
+      await admin.end()
+    }
   }, 120_000)
 
   test('a writer that lost the session is refused a huge batch: nothing stored, no large object left', async () => {

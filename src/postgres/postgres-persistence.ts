@@ -8,7 +8,7 @@ import { defaultLogger } from '../session/logger.js'
 import { headerLine, metaFromHeader, validateMeta } from '../session/meta.js'
 import { redactEvents } from '../session/redact.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
-import { SessionPersistenceError } from '../errors.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
 import type {
   DeleteOptions,
@@ -45,7 +45,7 @@ import { ChangeFeed } from './change-feed.js'
 import { watchSource } from './watch-session.js'
 import { watchLoop } from '../session/watch-loop.js'
 import { checkId, newTracked, notWritable, serializeBatch, type Tracked } from './session-state.js'
-import { claimSession, lockedBy, readSessionRow } from './session-row.js'
+import { claimSession, lockedBy, lockedError, readSessionRow } from './session-row.js'
 import { SessionWriter } from './session-writer.js'
 
 /** The PostgreSQL backend: the seam plus fork, closeAll, raw transfer, and `end()`. */
@@ -159,7 +159,11 @@ class PostgresPersistence implements PostgresSessionPersistence {
       const { version } = header
       // Under the lock: the rows below the length read by the claim stay as they are.
       const firstSeq = tail ? ((await findTailStart(this.#db, this.#c.schema, id, head as TailProbes, s.path, version)) ?? 0) : 0
-      const { events } = await this.#db.with((client) => readEvents(client, this.#c.schema, id, s.path, firstSeq, head.length, version))
+      // One snapshot for the rows and any huge line read after them (read-session.ts): a lock
+      // lost meanwhile and the session deleted by another instance never reads as damage.
+      const { events } = await readSnapshot(this.#db, (client) => readEvents(client, this.#c.schema, id, s.path, firstSeq, head.length, version)).catch(
+        (err: unknown) => this.#lostOrDamaged(err, s),
+      )
       const log = { header, events }
       const meta = metaFromHeader(log.header)
       Object.assign(s, { meta, headerLine: head.headerLine, version, stored: true, nextSeq: head.length })
@@ -173,6 +177,18 @@ class PostgresPersistence implements PostgresSessionPersistence {
       if (closers.length > 0) loaded.repair = { persisted: true, droppedBytes: 0, droppedLines: 0, droppedTurnEnds: 0, closers }
       return loaded
     })
+  }
+
+  /**
+   * A defect found by a load under the lock is damage only if the session is still ours: a row
+   * gone is `E_NOT_FOUND`, another writer's token `E_LOCKED` (the lock was lost meanwhile).
+   */
+  async #lostOrDamaged(err: unknown, s: Tracked): Promise<never> {
+    if (!isSessionPersistenceError(err, 'E_CORRUPT')) throw err
+    const row = await readSessionRow(this.#db, this.#c.schema, s.id)
+    if (!row) throw notFound(s.id, s.path)
+    if (row.epoch !== s.epoch) throw lockedError(s.id, row, s.path, { lost: true })
+    throw err
   }
 
   async inspect(id: string): Promise<LoadedSession> {

@@ -9,6 +9,7 @@ import { readHeaderLine } from './read-session.js'
 import { parseHeaderLine } from '../session/header-line.js'
 import type { SessionHeader } from '../session/schema.js'
 import type { PeekedBatch, PeekedFile } from './fs/file-system.js'
+import { notRegularFile } from './errno.js'
 import type { StoreContext } from './store-context.js'
 import { listingOrder } from '../session/read-options.js'
 
@@ -21,9 +22,16 @@ export async function readHeader(
 ): Promise<{ header: SessionHeader; sizeBytes: number; mtimeMs: number }> {
   const handle = await ctx.fs.open(path, 'r')
   try {
+    // A listing that stat'ed the logs already (by last write, and refused FIFOs, sockets and
+    // devices) needs no second stat. The stat comes first: a FIFO or a device is never read (a
+    // directory fails its read, EISDIR, as it always did).
+    let st = known
+    if (!st) {
+      const fresh = await handle.stat()
+      if (!fresh.isFile && !fresh.isDirectory) throw notRegularFile(path, fresh)
+      st = fresh
+    }
     const { header } = await readHeaderLine(handle, path, sessionId)
-    // A listing that stat'ed the logs already (by last write) needs no second stat.
-    const st = known ?? (await handle.stat())
     return { header, sizeBytes: st.size, mtimeMs: st.mtimeMs }
   } finally {
     await handle.close()
@@ -68,6 +76,13 @@ export async function listSessions(
         onProblem({ path, code: 'E_CORRUPT', message: `${path}: the file name is not an encoded session id` })
         continue
       }
+      // A FIFO, socket or device named like a log is no log (`load` does not find it either):
+      // reported, never opened (an open of a FIFO may wait for a writer). A directory is read
+      // and reported as the read fails (EISDIR), as it always was.
+      if (!entry.isFile && !entry.isDirectory && entry.isSymbolicLink === false) {
+        report(path, notRegularFile(path, entry))
+        continue
+      }
       files.push({ path, id, size: undefined, mtimeMs: undefined })
     }
   }
@@ -105,6 +120,7 @@ export async function listSessions(
   const statOne = async (f: ListedFile) => {
     try {
       const st = await ctx.fs.stat(f.path)
+      if (!st.isFile && !st.isDirectory) throw notRegularFile(f.path, st)
       f.size = st.size
       f.mtimeMs = st.mtimeMs
     } catch (err) {

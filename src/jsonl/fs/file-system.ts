@@ -64,7 +64,9 @@ export interface PeekedFile {
 }
 
 /**
- * `'r'` reads; `'r+'` reads and writes an existing file; `'wx'` creates a new file exclusively
+ * `'r'` reads, and must not wait: an open of a FIFO returns at once (the Node seam adds
+ * O_NONBLOCK), and the package refuses what its `fstat` shows is not a regular file. `'r+'`
+ * reads and writes an existing file; `'wx'` creates a new file exclusively
  * (`EEXIST` if the name exists). The `dsync` variants add O_DSYNC (see `supportsDsync`).
  */
 export type OpenFlags = 'r' | 'r+' | 'wx' | 'r+dsync' | 'wxdsync'
@@ -73,6 +75,12 @@ export interface DirEntry {
   name: string
   isDirectory: boolean
   isFile: boolean
+  /**
+   * Whether the entry is a symbolic link (not followed). Absent: not known, and an entry that is
+   * neither file nor directory is opened to see what it is; false lets a listing skip a FIFO,
+   * socket or device without opening it.
+   */
+  isSymbolicLink?: boolean
 }
 
 export interface FileStat {

@@ -104,8 +104,18 @@ class NodeFileHandle implements FileHandle {
 // O_DSYNC is undefined where the platform has none (Windows): the dsync flags are then refused.
 const O_DSYNC: number | undefined = constants.O_DSYNC
 
-/** The flags Node is given: strings for the plain modes, numbers with O_DSYNC. */
+/**
+ * Reads open with O_NONBLOCK where the platform has it (not Windows: 0 there). It changes nothing
+ * for a regular file, but an open of a FIFO returns at once instead of waiting for a writer (on a
+ * thread of libuv's pool, which four such opens fill, and the process cannot exit meanwhile),
+ * and a read of one returns what is there. The callers refuse what is not a regular file.
+ */
+const O_NONBLOCK: number = constants.O_NONBLOCK ?? 0
+const READ_FLAGS: string | number = O_NONBLOCK === 0 ? 'r' : constants.O_RDONLY | O_NONBLOCK
+
+/** The flags Node is given: strings for the plain modes, numbers with O_DSYNC or O_NONBLOCK. */
 function nodeFlags(flags: OpenFlags): string | number {
+  if (flags === 'r') return READ_FLAGS
   if (flags === 'r+dsync' || flags === 'wxdsync') {
     if (O_DSYNC === undefined) {
       throw Object.assign(new Error(`ENOTSUP: O_DSYNC is not available on ${process.platform}`), { code: 'ENOTSUP' })
@@ -144,7 +154,9 @@ const NODE_FS: FileSystem = {
   readdir: (path) =>
     new Promise<DirEntry[]>((resolve, reject) =>
       readdirCallback(path, { withFileTypes: true }, (err, entries) =>
-        err ? reject(err) : resolve(entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory(), isFile: e.isFile() }))),
+        err
+          ? reject(err)
+          : resolve(entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory(), isFile: e.isFile(), isSymbolicLink: e.isSymbolicLink() }))),
       ),
     ),
   stat(path) {

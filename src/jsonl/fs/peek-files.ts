@@ -69,6 +69,17 @@ function peekWorker(): void {
   const stride: number = workerData.stride ?? 1
   const starts: number[] = workerData.starts ?? Array.from({ length: Math.ceil(paths.length / batchFiles) }, (_, j) => j * batchFiles)
   const scratch = Buffer.allocUnsafe(Math.max(headBytes, 1))
+  // As the seam's reads (node-file-system.ts): an open of a FIFO must not wait for a writer (it
+  // would hold the worker, and the listing, for good), and a FIFO, socket or device is never read
+  // (a directory fails its read, EISDIR, as with the asynchronous calls).
+  const O_NONBLOCK = fs.constants?.O_NONBLOCK
+  const READ_FLAGS = O_NONBLOCK === undefined ? 'r' : fs.constants.O_RDONLY | O_NONBLOCK
+  // The file types (S_IFMT of `mode`) refused: FIFO, character device, block device, socket.
+  const SPECIAL: Record<number, string> = { 0o010000: 'a FIFO', 0o020000: 'a character device', 0o060000: 'a block device', 0o140000: 'a socket' }
+  const refuseSpecial = (path: string, st: import('node:fs').Stats) => {
+    const kind = SPECIAL[st.mode & 0o170000]
+    if (kind !== undefined) throw new Error(`${path} is not a regular file (${kind})`)
+  }
   for (let j = 0; j < starts.length; j++) {
     // Back-pressure: sleep while this batch would be more than `window` ahead of the consumer.
     const index = starts[j]! / batchFiles
@@ -90,16 +101,18 @@ function peekWorker(): void {
       try {
         if (headBytes === 0) {
           const st = fs.statSync(path)
+          refuseSpecial(path, st)
           sizes[i] = st.size
           mtimes[i] = st.mtimeMs
           continue
         }
-        const fd = fs.openSync(path, 'r')
+        const fd = fs.openSync(path, READ_FLAGS)
         let got: number
         let st: import('node:fs').Stats
         try {
-          got = fs.readSync(fd, scratch, 0, headBytes, 0)
           st = fs.fstatSync(fd)
+          refuseSpecial(path, st)
+          got = fs.readSync(fd, scratch, 0, headBytes, 0)
         } finally {
           fs.closeSync(fd)
         }

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import type { LockHolder } from '../../errors.js'
-import { errno } from '../errno.js'
+import { errno, notRegularFile } from '../errno.js'
 import type { FileSystem } from '../fs/file-system.js'
 import { isPidAlive, type MachineIdentity, type ProcessIdentity, readStartTime } from './process-identity.js'
 
@@ -33,7 +33,10 @@ export interface ObservedRecord {
   mtimeMs: number
 }
 
-/** Reads a lock file or marker; undefined when there is none. */
+/**
+ * Reads a lock file or marker; undefined when there is none. What is there and is not a regular
+ * file is an error: the seam's open does not wait on a FIFO (file-system.ts), and it is not read.
+ */
 export async function observeRecord(fs: FileSystem, path: string): Promise<ObservedRecord | undefined> {
   let h
   try {
@@ -44,6 +47,9 @@ export async function observeRecord(fs: FileSystem, path: string): Promise<Obser
   }
   try {
     const st = await h.stat()
+    // A FIFO, socket, device or directory here is nobody's lock, and never becomes stale: an
+    // error (E_IO where it surfaces), neither a wait nor a takeover (docs/decisions.md).
+    if (!st.isFile) throw notRegularFile(path, st)
     const buf = Buffer.alloc(Math.min(st.size, 4096))
     const n = buf.length > 0 ? await h.read(buf, 0, buf.length, 0) : 0
     return { owner: parseRecord(buf.toString('utf8', 0, n)), ino: st.ino, mtimeMs: st.mtimeMs }

@@ -57,10 +57,29 @@ export function ioSink(io: Io): Sink {
   )
 }
 
-/** A file, created or truncated (its directory must exist). */
+/** The mode of a file the CLI writes session data to (SPEC §5: 0600 whatever the umask). */
+const OUT_MODE = 0o600
+
+/**
+ * A file, created or truncated (its directory must exist). It holds a session's transcript, so
+ * it is 0600 whatever the umask: created so, and a regular file that had looser bits (or that the
+ * umask cut) is chmod'ed. What is not a regular file (a terminal, /dev/null, a FIFO a reader
+ * waits on) keeps its mode, and so does a file of another user's that this one may not chmod.
+ */
 export async function fileSink(path: string): Promise<Sink> {
   await stat(dirname(resolve(path)))
-  const handle: FileHandle = await open(path, 'w')
+  const handle: FileHandle = await open(path, 'w', OUT_MODE)
+  try {
+    const st = await handle.stat()
+    if (st.isFile() && (st.mode & 0o7777) !== OUT_MODE) {
+      await handle.chmod(OUT_MODE).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EPERM') throw err
+      })
+    }
+  } catch (err) {
+    await handle.close().catch(() => {})
+    throw err
+  }
   return holding(
     async (text) => {
       await handle.write(text)

@@ -140,6 +140,31 @@ describe.skipIf(!url)('lines of a megabyte or more on PostgreSQL, in parts', () 
     expect(await rejection(r.inspect(id))).toMatchObject({ code: 'E_CORRUPT', line: 16 })
   }, 120_000)
 
+  test('watch from 0 of huge lines among small ones gives each event once, in order, as a load does', async () => {
+    const s = open(1)
+    const id = 'watched'
+    await s.create(meta(id))
+    const events: SessionEvent[] = [...turn(0, 1)]
+    for (let i = 4; i < 12; i++) events.push(i % 3 === 0 ? result(i, mixed(PART_BYTES + i)) : result(i, `small ${i}`))
+    await s.append(id, events.slice(0, 4))
+    for (let i = 4; i < 12; i += 2) await s.append(id, events.slice(i, i + 2))
+    const watcher = open(1)
+    const stop = new AbortController()
+    const seen: SessionEvent[] = []
+    const watching = (async () => {
+      for await (const e of watcher.watch(id, { fromSeq: 0, signal: stop.signal })) {
+        seen.push(e)
+        if (e.seq === 13) stop.abort()
+      }
+    })()
+    // Two more, one huge, appended while it watches.
+    const late = [result(12, mixed(2 * PART_BYTES)), result(13, 'last')]
+    await s.append(id, late)
+    await watching
+    expect(seen).toEqual([...events, ...late])
+    await s.close(id)
+  }, 120_000)
+
   test('a load whose lock is lost and whose session is deleted while it reads huge lines is never E_CORRUPT', async () => {
     const writer = open(1)
     await writer.create(meta('gone'))

@@ -1,4 +1,4 @@
-// §15.5: peak memory above baseline of one append, load and read of a session holding one line
+// §15.5: peak memory above baseline of one append, load, read and watch of a session holding one line
 // of about 64 MiB, as a multiple of the line's size (the contract's bound: 4×), each in a fresh
 // process, both format versions. Peak is the process's own high-water mark (VmHWM, reset to the
 // current RSS through /proc/self/clear_refs just before the call, the event to append already
@@ -43,7 +43,14 @@ if (process.argv[2] === 'child') {
   const base = status('VmRSS')
   if (op.startsWith('append')) await p.append(id, [event])
   else if (op === 'load') globalThis.kept = await p.load('s')
-  else globalThis.kept = await p.read('s', { fromSeq: 1, toSeq: 2 }) // the huge event, not the closer a load appended
+  else if (op === 'watch') {
+    // A watcher from the huge event on, until it has it (the next line is the closer a load appended).
+    const stop = new AbortController()
+    for await (const e of p.watch('s', { fromSeq: 1, signal: stop.signal })) {
+      globalThis.kept = e
+      stop.abort()
+    }
+  } else globalThis.kept = await p.read('s', { fromSeq: 1, toSeq: 2 }) // the huge event, not the closer a load appended
   const peak = status('VmHWM')
   await p.closeAll()
   await p.end?.()
@@ -72,8 +79,9 @@ for (const version of [0, 1]) {
     const later = run('append', root, version)
     const read = run('read', root, version)
     const load = run('load', root, version)
+    const watch = run('watch', root, version)
     const f = (x) => `${x.toFixed(2)}×${x <= 4 ? '' : ' (over 4×)'}`
-    console.log(`  version ${version}: first append ${f(first)}, later append ${f(later)}, load ${f(load)}, read of it ${f(read)}`)
+    console.log(`  version ${version}: first append ${f(first)}, later append ${f(later)}, load ${f(load)}, read of it ${f(read)}, watch of it ${f(watch)}`)
   } finally {
     if (!postgres) rmSync(root, { recursive: true, force: true })
   }

@@ -94,7 +94,9 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
       handle,
       (buf, start, end, offset, complete) => {
         if (!complete) return false
-        const event = parseEventLine(buf.subarray(start, end), version)
+        // Unsealed in place (the chunk is the reader's, never kept past this call): a huge
+        // version-1 line is not copied once more to drop its checksum (§15.5).
+        const event = parseEventLine(buf.subarray(start, end), version, true)
         if (!event || event.seq !== at.seq) {
           refused = true
           return false

@@ -12,12 +12,12 @@ const HEAD = (s: string) => `SELECT header_line, length::float8 AS length FROM "
 // with one but a damaged one, and one of those is judged the same read either way), and is then
 // read in parts (line-parts.ts); its size is known without reading it (the value's header). One
 // column, not a line and a size: a second column cost every load 4% more time in the query.
+export const LINE_OR_SIZE = (param: string) => `CASE WHEN octet_length(line) < ${param} THEN line ELSE octet_length(line)::text END`
 const LINES = (s: string) =>
-  `SELECT CASE WHEN octet_length(line) < $4 THEN line ELSE octet_length(line)::text END
-     FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint ORDER BY seq`
+  `SELECT ${LINE_OR_SIZE('$4')} FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint ORDER BY seq`
 
 /** The size a LINES row gives in place of a line of PARTED_BYTES or more, else undefined. */
-function partedSize(value: string): number | undefined {
+export function partedSize(value: string): number | undefined {
   const c = value.charCodeAt(0)
   if (c < 0x30 || c > 0x39 || value.length > 12 || !/^[0-9]+$/.test(value)) return undefined
   const size = Number(value)
@@ -94,20 +94,20 @@ function damage(index: number, reason: string, path: string, id: string): Sessio
 /**
  * Reads the line at `seq` (`size` bytes, PARTED_BYTES or more) in parts and checks it as
  * parseEventLine checks a line, without making its text more than once (§15.5); the line itself
- * is made only when `keepLine` asks for it.
+ * is made only when `keepLine` asks for it. `undefined` when the row is gone (a snapshot or the
+ * lock rules that out; a watcher's poll does not).
  */
-async function readPartedEvent(
+export async function readPartedEvent(
   client: pg.ClientBase,
   where: { schema: string; id: string; path: string; version: FormatVersion },
   seq: number,
   size: number,
   keepLine: boolean,
-): Promise<{ event: SessionEvent; line: string | undefined }> {
+): Promise<{ event: SessionEvent; line: string | undefined } | undefined> {
   const { schema, id, path, version } = where
   const sealed = version === 1
   const got = await readPartedLine(client, schema, id, seq, size, sealed ? { keepBytes: CRC_SUFFIX_BYTES, close: '}' } : { keepBytes: 0, close: '' })
-  // Gone only if the row changed between the two reads, which a snapshot or the lock rules out.
-  if (!got) throw damage(seq, 'the row changed while it was read', path, id)
+  if (!got) return undefined
   if (got.newline) throw damage(seq, 'the line holds a newline', path, id)
   if (sealed) {
     const verdict = checkSuffix(got.tail, got.crc)
@@ -115,6 +115,19 @@ async function readPartedEvent(
   }
   const event = parseEventJson(got.text, seq, path, id, version)
   return { event, line: keepLine ? (sealed ? got.text.slice(0, -1) + got.tail : got.text) : undefined }
+}
+
+/** readPartedEvent where the row cannot be gone: a gone row is a defect. */
+async function readPartedEventHeld(
+  client: pg.ClientBase,
+  where: { schema: string; id: string; path: string; version: FormatVersion },
+  seq: number,
+  size: number,
+  keepLine: boolean,
+): Promise<{ event: SessionEvent; line: string | undefined }> {
+  const read = await readPartedEvent(client, where, seq, size, keepLine)
+  if (!read) throw damage(seq, 'the row changed while it was read', where.path, where.id)
+  return read
 }
 
 /** A session's row as reads need it: its header line and how many events it holds. */
@@ -213,13 +226,13 @@ export async function readEvents(
     // Parted lines before the pass's first defect are judged first: the first defect is reported.
     for (const p of parted) {
       if (failed !== undefined && p.seq > failed.seq) break
-      const { event, line } = await readPartedEvent(client, where, p.seq, p.size, lines !== undefined)
+      const { event, line } = await readPartedEventHeld(client, where, p.seq, p.size, lines !== undefined)
       events[p.slot] = event
       if (lines) lines[p.slot] = line!
     }
     if (failed !== undefined) throw failed.err
     if (stopped !== undefined) {
-      onEvent!((await readPartedEvent(client, where, stopped.seq, stopped.size, false)).event)
+      onEvent!((await readPartedEventHeld(client, where, stopped.seq, stopped.size, false)).event)
       count = stopped.seq + 1 - from
       start = stopped.seq + 1
       continue

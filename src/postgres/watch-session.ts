@@ -3,26 +3,35 @@ import type { SessionEvent } from '../session/schema.js'
 import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
 import type { ChangeFeed } from './change-feed.js'
 import type { Db } from './db.js'
-import { parseEventLine, parseStoredHeader } from './read-session.js'
+import { PARTED_BYTES } from './line-parts.js'
+import { LINE_OR_SIZE, parseEventLine, parseStoredHeader, partedSize, readPartedEvent } from './read-session.js'
 
 // The session's length and its next lines, in one statement (one snapshot): no row means no
-// session. The lines come from the primary key, from `next` on, at most a page at a time. The
-// header line comes with the first row only (its format version says how to check the lines).
-// The incarnation tells this session row from one that replaced it (schema version 4).
+// session. The lines come from the primary key, from `next` on, at most a page at a time: PAGE
+// lines, and no line after PAGE_BYTES of them (the first always), so a page after a huge line
+// ends there. A line of a megabyte or more comes as its size and is read in parts
+// (read-session.ts, §15.5). The header line comes with the first row only (its format version
+// says how to check the lines). The incarnation tells this session row from one that replaced it
+// (schema version 4).
 const POLL = (s: string) => `
   SELECT s.length::float8 AS length, s.incarnation::text AS incarnation, e.seq::float8 AS seq, e.line,
          CASE WHEN e.seq IS NOT DISTINCT FROM min(e.seq) OVER () THEN s.header_line END AS header_line
     FROM "${s}".sessions s
     LEFT JOIN LATERAL (
-      SELECT seq, line FROM "${s}".events
-       WHERE session_id = s.session_id AND seq >= $2::bigint AND seq < s.length
-       ORDER BY seq LIMIT $3
+      SELECT seq, line FROM (
+        SELECT seq, ${LINE_OR_SIZE('$4')} AS line, sum(octet_length(line)) OVER (ORDER BY seq) - octet_length(line) AS before
+          FROM "${s}".events
+         WHERE session_id = s.session_id AND seq >= $2::bigint AND seq < s.length
+         ORDER BY seq LIMIT $3
+      ) p WHERE p.before < $5
     ) e ON true
    WHERE s.session_id = $1
    ORDER BY e.seq`
 
 /** Lines read per poll: a watcher from 0 of a long session reads it a page at a time, in bounded memory. */
 const PAGE = 500
+/** Bytes of lines read per poll, but the first line's. */
+const PAGE_BYTES = 8 * 1024 * 1024
 
 export interface WatchDeps {
   db: Db
@@ -63,7 +72,7 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
       const { rows } = await deps.limit(() =>
         deps.db.query<{ length: number; incarnation: string | null; seq: number | null; line: string | null; header_line: string | null }>(
           POLL(deps.schema),
-          [id, next, PAGE],
+          [id, next, PAGE, PARTED_BYTES, PAGE_BYTES],
         ),
       )
       if (rows.length === 0) return { kind: 'missing' }
@@ -80,7 +89,17 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
       if (headerLine !== checkedHeader?.line) checkedHeader = { line: headerLine, version: parseStoredHeader(headerLine, id, deps.path).version }
       const { version } = checkedHeader
       for (const row of rows) {
-        if (row.seq !== null && row.line !== null) events.push(parseEventLine(row.line, row.seq, deps.path, id, version))
+        if (row.seq === null || row.line === null) continue
+        const size = partedSize(row.line)
+        if (size === undefined) {
+          events.push(parseEventLine(row.line, row.seq, deps.path, id, version))
+          continue
+        }
+        const where = { schema: deps.schema, id, path: deps.path, version }
+        const read = await deps.limit(() => deps.db.with((client) => readPartedEvent(client, where, row.seq!, size, false)))
+        // Gone since the page was read: the session was deleted or replaced, which the next poll sees.
+        if (!read) break
+        events.push(read.event)
       }
       return { kind: 'events', events }
     },

@@ -59,6 +59,23 @@ describe.skipIf(!url)('streamed raw transfer over PostgreSQL', () => {
     expect(await codeOf(a.openRawStream('missing'))).toBe('E_NOT_FOUND')
   })
 
+  test("a caller's page of any size goes in several INSERTs: 12,000 lines in one page, and 40 MiB in one page", async () => {
+    const b = open(schemas[1]!)
+    const header = (id: string) => JSON.stringify({ type: 'session', version: 0, id, createdAt: 1, delegationDepth: 0 })
+    const line = (seq: number, text: string) => JSON.stringify({ seq, type: 'tool/result', time: 1, data: { content: [{ type: 'text', text } ] } })
+    const many = Array.from({ length: 12_000 }, (_, i) => line(i, `r${i} ü`))
+    const big = Array.from({ length: 40 }, (_, i) => line(i, `${i}`.padEnd(1024 * 1024, 'é€')))
+    for (const [id, lines] of [['one-page-many', many], ['one-page-big', big]] as const) {
+      const eventPages = (async function* () {
+        yield lines
+      })()
+      expect(await b.importRawStream({ id, headerLine: header(id), eventPages })).toEqual({ eventLines: lines.length })
+      expect((await b.readRaw(id)).eventLines).toEqual(lines)
+      const [row] = await sql<{ length: number; size: number }>(url!, `SELECT length::int, size_bytes::float8 AS size FROM "${schemas[1]}".sessions WHERE session_id = $1`, [id])
+      expect(row).toEqual({ length: lines.length, size: Buffer.byteLength(header(id)) + 1 + lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0) })
+    }
+  }, 120_000)
+
   test('a source that fails in the middle, a line that breaks the envelope, a seq out of place: nothing is stored', async () => {
     const b = open(schemas[1]!)
     const raw = await b.readRaw('paged')

@@ -54,10 +54,36 @@ const INSERT_ROW = (s: string) => `
   VALUES ($1, $2, $3::bigint, 0, $4::bigint, $5::bigint, $6, $7::integer, now())
   ON CONFLICT (session_id) DO NOTHING`
 
+// The lines travel as one text split on "\n" by the server, as an append's do (a checked raw
+// line holds no raw newline): cheaper to send than a text[] the driver quotes line by line.
 const INSERT_PAGE = (s: string) => `
   INSERT INTO "${s}".events (session_id, seq, line, kind)
   SELECT $1, $2::bigint + u.ord - 1, u.line, u.kind
-    FROM ROWS FROM (unnest($3::text[]), unnest($4::smallint[])) WITH ORDINALITY AS u(line, kind, ord)`
+    FROM ROWS FROM (string_to_table($3::text, E'\\n'), unnest($4::smallint[])) WITH ORDINALITY AS u(line, kind, ord)`
+
+/**
+ * At most this many lines and bytes in one INSERT: a caller's page of any size (importRawStream
+ * takes any stream; importRaw pages by lines only) goes in several, never one message near the
+ * server's 1 GB limit. A longer line goes alone.
+ */
+const INSERT_LINES = 5_000
+const INSERT_BYTES = 16 * 1024 * 1024
+
+/** `page` cut into runs of at most INSERT_LINES lines and about INSERT_BYTES bytes. */
+function* insertRuns(page: readonly string[]): Generator<{ from: number; lines: readonly string[]; bytes: number }> {
+  let from = 0
+  let bytes = 0
+  for (let i = 0; i < page.length; i++) {
+    const size = Buffer.byteLength(page[i]!) + 1
+    if (i > from && (i - from >= INSERT_LINES || bytes + size > INSERT_BYTES)) {
+      yield { from, lines: page.slice(from, i), bytes }
+      from = i
+      bytes = 0
+    }
+    bytes += size
+  }
+  if (page.length > from) yield { from, lines: page.slice(from), bytes }
+}
 
 const FINISH = (s: string) => `
   UPDATE "${s}".sessions SET length = $2::bigint, size_bytes = size_bytes + $3::bigint, updated_at = now() WHERE session_id = $1`
@@ -97,9 +123,12 @@ export async function importRawStream(
     let bytes = 0
     for await (const page of pages) {
       const kinds = checked?.slice(count, count + page.length) ?? page.map((line, i) => checkRawLine(line, count + i, log.id, path, version))
-      await client.query(INSERT_PAGE(schema), [log.id, count, page, `{${kinds.join(',')}}`])
+      for (const run of insertRuns(page as string[])) {
+        const runKinds = kinds.slice(run.from, run.from + run.lines.length)
+        await client.query(INSERT_PAGE(schema), [log.id, count + run.from, run.lines.join('\n'), `{${runKinds.join(',')}}`])
+        bytes += run.bytes
+      }
       count += page.length
-      for (const line of page as string[]) bytes += Buffer.byteLength(line) + 1
     }
     await client.query(FINISH(schema), [log.id, count, bytes])
     await client.query('SELECT pg_notify($1, $2)', [changeChannel(schema), changePayload(log.id)]) // delivered at COMMIT

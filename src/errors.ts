@@ -102,8 +102,10 @@ export function isSessionPersistenceError(err: unknown, code?: ErrorCode): err i
 export function ioError(err: unknown, what: string, details: ErrorDetails = {}): SessionPersistenceError {
   if (isSessionPersistenceError(err)) return err
   const sys = err as NodeJS.ErrnoException
-  const code = typeof sys?.code === 'string' ? `${sys.code}: ` : ''
-  return new SessionPersistenceError('E_IO', `${what} failed: ${code}${sys?.message ?? String(err)}`, {
+  const message = sys?.message ?? String(err)
+  // Node's own messages start with their code already ("EACCES: permission denied, …").
+  const code = typeof sys?.code === 'string' && !message.startsWith(`${sys.code}:`) ? `${sys.code}: ` : ''
+  return new SessionPersistenceError('E_IO', `${what} failed: ${code}${message}`, {
     ...details,
     cause: err,
   })

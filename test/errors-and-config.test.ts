@@ -41,6 +41,17 @@ describe('errors (docs/contract.md §9)', () => {
   })
 })
 
+describe('E_IO messages', () => {
+  test('a system error is named by its code once, whether or not its message starts with it', async () => {
+    const { ioError } = await import('../src/errors.js')
+    const node = Object.assign(new Error("EACCES: permission denied, open '/r/a.jsonl'"), { code: 'EACCES' })
+    expect(ioError(node, 'open a log').message).toBe("open a log failed: EACCES: permission denied, open '/r/a.jsonl'")
+    const bare = Object.assign(new Error('input/output error'), { code: 'EIO' })
+    expect(ioError(bare, 'read a log').message).toBe('read a log failed: EIO: input/output error')
+    expect(ioError(new Error('odd'), 'sync').message).toBe('sync failed: odd')
+  })
+})
+
 describe('configuration (E_CONFIG)', () => {
   const configCode = (config: unknown) => {
     try {

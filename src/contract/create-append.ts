@@ -91,6 +91,55 @@ export function createAndAppendTests({ open }: ContractContext): void {
       await a.close('bad-batch')
     })
 
+    test('an event whose JSON would differ from what was checked is refused: getters of its class, an inherited or own toJSON, a getter that throws', async () => {
+      const a = await open()
+      await a.create(meta('not-plain'))
+      await a.append('not-plain', completeTurn(0, 1))
+      class Getters {
+        get seq() {
+          return 4
+        }
+        get type() {
+          return 'x'
+        }
+        get time() {
+          return 1
+        }
+      }
+      const inheritedToJSON = Object.assign(Object.create({ toJSON: () => ({ seq: 99, type: 'y', time: 1 }) }), { seq: 4, type: 'x', time: 1 })
+      const inheritedIgnorable = Object.assign(Object.create({ ignorable: true }), { seq: 4, type: 'x', time: 1 })
+      const throwing = {
+        seq: 4,
+        type: 'x',
+        time: 1,
+        get data() {
+          throw new Error('boom')
+        },
+      }
+      const cases: [unknown, ErrorCode][] = [
+        [new Getters(), 'E_INVALID_EVENT'],
+        [inheritedIgnorable, 'E_INVALID_EVENT'],
+        [inheritedToJSON, 'E_NOT_JSON'],
+        [{ seq: 4, type: 'x', time: 1, toJSON: () => ({}) }, 'E_NOT_JSON'],
+        [throwing, 'E_NOT_JSON'],
+      ]
+      for (const [event, code] of cases) expect(await codeOf(a.append('not-plain', [event as SessionEvent]))).toBe(code)
+      // A class instance whose fields are its own is serialized as they are: accepted.
+      class Fields {
+        seq = 4
+        type = 'from-a-class'
+        time = T0 + 4
+        data = { kept: true }
+      }
+      await a.append('not-plain', [new Fields() as unknown as SessionEvent])
+      await a.close('not-plain')
+      const b = await open()
+      const loaded = await b.load('not-plain')
+      expect(loaded.events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4])
+      expect(loaded.events[4]).toEqual({ seq: 4, type: 'from-a-class', time: T0 + 4, data: { kept: true } })
+      await b.close('not-plain')
+    })
+
     test('an empty batch is a no-op', async () => {
       const a = await open()
       await a.create(meta('noop'))

@@ -72,59 +72,92 @@ function serializeLines(
   let chars = 0
   let firstSeq = 0
   for (let i = 0; i < events.length; i++) {
-    const event: unknown = events[i]
-    const envelope = envelopeProblem(event)
-    if (envelope) {
-      throw new SessionPersistenceError('E_INVALID_EVENT', `event ${i} of the batch: ${envelope}`, { sessionId })
-    }
-    const e = event as SessionEvent
-    // `crc` is the checksum's name (§16): reserved in every version, so no log can hold both.
-    if (e.crc !== undefined) {
-      throw new SessionPersistenceError('E_INVALID_EVENT', `event ${i} of the batch: 'crc' is a reserved field`, { sessionId })
-    }
-    if (!isPlainJson(e)) {
-      for (const key of Object.keys(e)) {
-        if (isEnvelopeKey(key)) continue
-        const value = (e as Record<string, unknown>)[key]
-        if (value === undefined) continue
-        let problem: string | undefined
-        try {
-          problem = plainJsonProblem(value, pathKey('', key))
-        } catch (err) {
-          if (!(err instanceof RangeError)) throw err
-          problem = `${pathKey('', key)} is nested too deeply to check (${err.message})`
-        }
-        if (problem) {
-          throw new SessionPersistenceError('E_NOT_JSON', `event '${e.type}' (seq ${e.seq}): ${problem}`, { sessionId })
-        }
-      }
-    }
-    if (i === 0) firstSeq = e.seq
-    else if (e.seq !== firstSeq + i) {
-      throw new SessionPersistenceError(
-        'E_SEQ_NOT_CONTIGUOUS',
-        `batch is not contiguous: event ${i} has seq ${e.seq}, expected ${firstSeq + i}`,
-        { sessionId },
-      )
-    }
-    let json: string
     try {
-      json = JSON.stringify(e)
+      const { json, seq } = serializeEvent(sessionId, events[i], i, i === 0 ? undefined : firstSeq, extra)
+      if (i === 0) firstSeq = seq
+      jsons[i] = json
+      chars += json.length
     } catch (err) {
-      // Plain JSON nested deeper than the engine's stack: JSON.stringify overflows it.
-      if (!(err instanceof RangeError)) throw err
-      throw new SessionPersistenceError('E_NOT_JSON', `event '${e.type}' (seq ${e.seq}) is nested too deeply to serialize (${err.message})`, { sessionId, cause: err })
+      if (err instanceof SessionPersistenceError) throw err
+      // A getter of the event or of its content threw (or changed what it gives between the check
+      // and the serialization): it is not plain data.
+      throw new SessionPersistenceError('E_NOT_JSON', `event ${i} of the batch could not be read as JSON: ${err instanceof Error ? err.message : String(err)}`, {
+        sessionId,
+        cause: err,
+      })
     }
-    // A UTF-8 byte takes at most 3 bytes per UTF-16 unit: short lines skip the exact count.
-    if ((json.length + extra) * 3 > MAX_LINE_BYTES && Buffer.byteLength(json) + extra > MAX_LINE_BYTES) {
-      throw new SessionPersistenceError(
-        'E_INVALID_EVENT',
-        `event '${e.type}' (seq ${e.seq}) serializes to ${Buffer.byteLength(json) + extra} bytes; a line holds at most ${MAX_LINE_BYTES} (64 MiB)`,
-        { sessionId },
-      )
-    }
-    jsons[i] = json
-    chars += json.length
   }
   return { firstSeq, count: events.length, jsons, chars }
+}
+
+const hasOwn = (o: object, key: string) => Object.prototype.hasOwnProperty.call(o, key)
+
+/**
+ * Checks event `i` of a batch and serializes it: its envelope, its content as plain JSON, its seq
+ * (`firstSeq + i`, unless it is the first). What is checked is what `JSON.stringify` writes: the
+ * envelope's fields are the event's own (a getter of its class or a field inherited from its
+ * prototype is checked but not serialized), and no `toJSON` stands in for it.
+ */
+function serializeEvent(sessionId: string, event: unknown, i: number, firstSeq: number | undefined, extra: number): { json: string; seq: number } {
+  const envelope = envelopeProblem(event)
+  if (envelope) {
+    throw new SessionPersistenceError('E_INVALID_EVENT', `event ${i} of the batch: ${envelope}`, { sessionId })
+  }
+  const e = event as SessionEvent
+  if (!hasOwn(e, 'seq') || !hasOwn(e, 'type') || !hasOwn(e, 'time') || (e.ignorable !== undefined && !hasOwn(e, 'ignorable'))) {
+    throw new SessionPersistenceError(
+      'E_INVALID_EVENT',
+      `event ${i} of the batch: seq, type, time (and ignorable) must be its own fields, not inherited or getters of its class (JSON.stringify would not write them)`,
+      { sessionId },
+    )
+  }
+  if (typeof (e as { toJSON?: unknown }).toJSON === 'function') {
+    throw new SessionPersistenceError('E_NOT_JSON', `event '${e.type}' (seq ${e.seq}) has a toJSON method: JSON.stringify would write what it returns instead`, { sessionId })
+  }
+  // `crc` is the checksum's name (§16): reserved in every version, so no log can hold both.
+  if (e.crc !== undefined) {
+    throw new SessionPersistenceError('E_INVALID_EVENT', `event ${i} of the batch: 'crc' is a reserved field`, { sessionId })
+  }
+  if (!isPlainJson(e)) {
+    for (const key of Object.keys(e)) {
+      if (isEnvelopeKey(key)) continue
+      const value = (e as Record<string, unknown>)[key]
+      if (value === undefined) continue
+      let problem: string | undefined
+      try {
+        problem = plainJsonProblem(value, pathKey('', key))
+      } catch (err) {
+        if (!(err instanceof RangeError)) throw err
+        problem = `${pathKey('', key)} is nested too deeply to check (${err.message})`
+      }
+      if (problem) {
+        throw new SessionPersistenceError('E_NOT_JSON', `event '${e.type}' (seq ${e.seq}): ${problem}`, { sessionId })
+      }
+    }
+  }
+  const seq = e.seq
+  if (firstSeq !== undefined && seq !== firstSeq + i) {
+    throw new SessionPersistenceError(
+      'E_SEQ_NOT_CONTIGUOUS',
+      `batch is not contiguous: event ${i} has seq ${seq}, expected ${firstSeq + i}`,
+      { sessionId },
+    )
+  }
+  let json: string
+  try {
+    json = JSON.stringify(e)
+  } catch (err) {
+    // Plain JSON nested deeper than the engine's stack: JSON.stringify overflows it.
+    if (!(err instanceof RangeError)) throw err
+    throw new SessionPersistenceError('E_NOT_JSON', `event '${e.type}' (seq ${e.seq}) is nested too deeply to serialize (${err.message})`, { sessionId, cause: err })
+  }
+  // A UTF-8 byte takes at most 3 bytes per UTF-16 unit: short lines skip the exact count.
+  if ((json.length + extra) * 3 > MAX_LINE_BYTES && Buffer.byteLength(json) + extra > MAX_LINE_BYTES) {
+    throw new SessionPersistenceError(
+      'E_INVALID_EVENT',
+      `event '${e.type}' (seq ${e.seq}) serializes to ${Buffer.byteLength(json) + extra} bytes; a line holds at most ${MAX_LINE_BYTES} (64 MiB)`,
+      { sessionId },
+    )
+  }
+  return { json, seq }
 }

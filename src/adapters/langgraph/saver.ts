@@ -202,7 +202,7 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
   /** Deletes the thread's session (SPEC 4.9): `E_LOCKED` while another process holds it. */
   async deleteThread(threadId: string): Promise<void> {
     if (typeof threadId !== 'string' || threadId === '') throw new SessionPersistenceError('E_CONFIG', 'deleteThread: threadId must be a non-empty string')
-    await this.#threads.run(threadId, async (t) => {
+    await this.#threads.end(threadId, async (t) => {
       await this.#threads.release(t)
       try {
         await this.persistence.delete(t.sessionId)
@@ -215,7 +215,7 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
   /** Closes a thread now (after its pending calls), releasing its lock, instead of after `idleMs`. */
   async release(threadId: string): Promise<void> {
     if (typeof threadId !== 'string' || threadId === '') throw new SessionPersistenceError('E_CONFIG', 'release: threadId must be a non-empty string')
-    await this.#threads.run(threadId, (t) => this.#threads.release(t))
+    await this.#threads.end(threadId, (t) => this.#threads.release(t))
   }
 
   /** Closes every thread (after its pending calls), releasing every lock. The saver stays usable. */

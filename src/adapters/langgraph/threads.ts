@@ -17,6 +17,11 @@ export interface Thread {
   chain: Promise<unknown>
   /** Calls waiting for their append. */
   queue: QueuedCall[]
+  /**
+   * The thread's current life: bumped when a call that ends it (`deleteThread`, `release`,
+   * `close`, the idle release) is made, so that a flush takes only calls made before it.
+   */
+  epoch: number
   pending: number
   timer: NodeJS.Timeout | undefined
 }
@@ -25,6 +30,8 @@ export interface Thread {
 export type Build = (index: ThreadIndex) => Draft[] | undefined
 
 interface QueuedCall {
+  /** The thread's epoch when the call was made. */
+  epoch: number
   /** The call's serialization, then what makes its events. */
   ready: Promise<Build>
   resolve: () => void
@@ -68,12 +75,22 @@ export class Threads {
     return result
   }
 
+  /**
+   * Runs `fn` as `run` does, for a call that ends the thread's current life (its lock released,
+   * its log perhaps deleted): the calls made after it, even in the same tick, are appended after
+   * it, not taken along by a flush queued before it.
+   */
+  end<T>(threadId: string, fn: (t: Thread) => Promise<T>): Promise<T> {
+    this.#thread(threadId).epoch++
+    return this.run(threadId, fn)
+  }
+
   #thread(threadId: string): Thread {
     let t = this.#threads.get(threadId)
     if (!t) {
       // Computed first: an invalid thread id fails here, before anything is tracked.
       const sessionId = threadSessionId(threadId)
-      t = { threadId, sessionId, index: undefined, chain: Promise.resolve(), queue: [], pending: 0, timer: undefined }
+      t = { threadId, sessionId, index: undefined, chain: Promise.resolve(), queue: [], epoch: 0, pending: 0, timer: undefined }
       this.#threads.set(threadId, t)
     }
     return t
@@ -89,7 +106,7 @@ export class Threads {
     t.timer = setTimeout(() => {
       t.timer = undefined
       // A failed close is not worth an unhandled rejection: the next use opens the thread again.
-      this.run(t.threadId, (th) => this.release(th)).catch(() => {})
+      this.end(t.threadId, (th) => this.release(th)).catch(() => {})
     }, this.#idleMs)
     t.timer.unref()
   }
@@ -165,7 +182,9 @@ export class Threads {
    * queue while an append is in flight, or in the macrotask a flush lingers for before it takes
    * the queue, go together in the next append (group commit: with LangGraph's `durability:
    * 'async'` several are in flight at once; with 'sync', a step's `putWrites` and `put`), in call
-   * order; each resolves when that append has, and all of them fail if it fails.
+   * order; each resolves when that append has, and all of them fail if it fails. A flush takes
+   * only calls made in its own call's epoch: none made after a `deleteThread` or `release` made
+   * after its call, which go in an append after that call's.
    */
   submit<T>(threadId: string, prepared: Promise<T>, build: (index: ThreadIndex, prepared: T) => Draft[] | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -173,18 +192,28 @@ export class Threads {
       // A rejected serialization is handled where the flush awaits it.
       ready.catch(() => {})
       // Queued now, so that a flush already waiting in the thread's chain takes it along.
-      this.#thread(threadId).queue.push({ ready, resolve, reject })
-      this.run(threadId, (t) => this.#flush(t)).catch(reject)
+      const thread = this.#thread(threadId)
+      const epoch = thread.epoch
+      thread.queue.push({ epoch, ready, resolve, reject })
+      this.run(threadId, (t) => this.#flush(t, epoch)).catch(reject)
     })
   }
 
-  async #flush(t: Thread): Promise<void> {
-    if (t.queue.length === 0) return
+  /** The number of calls at the head of the queue made in `epoch` (epochs only grow along the queue). */
+  #leading(t: Thread, epoch: number): number {
+    let n = 0
+    while (n < t.queue.length && t.queue[n]!.epoch === epoch) n++
+    return n
+  }
+
+  async #flush(t: Thread, epoch: number): Promise<void> {
+    // Taken by an earlier flush of the same epoch; calls of a later epoch wait for their own.
+    if (this.#leading(t, epoch) === 0) return
     // Linger one macrotask before taking the queue: with `durability: 'sync'` LangGraph calls a
     // super-step's `put` in the same macrotask as its task's `putWrites` (a few promise hops
     // later), so both go in one append, one sync, instead of two in a row.
     await linger()
-    const queued = t.queue.splice(0)
+    const queued = t.queue.splice(0, this.#leading(t, epoch))
     const ready: QueuedCall[] = []
     const builds: Build[] = []
     for (const call of queued) {
@@ -253,7 +282,7 @@ export class Threads {
 
   /** Releases every thread, after the calls already made on it. */
   async closeAll(): Promise<void> {
-    await Promise.all([...this.#threads.values()].map((t) => this.run(t.threadId, (th) => this.release(th))))
+    await Promise.all([...this.#threads.values()].map((t) => this.end(t.threadId, (th) => this.release(th))))
   }
 
   #hold(t: Thread, loaded: LoadedSession): ThreadIndex {

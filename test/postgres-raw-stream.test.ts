@@ -59,6 +59,42 @@ describe.skipIf(!url)('streamed raw transfer over PostgreSQL', () => {
     expect(await codeOf(a.openRawStream('missing'))).toBe('E_NOT_FOUND')
   })
 
+  test('a stream hands out the lines before a damaged one, then E_CORRUPT; rows missing are damage, a delete meanwhile is E_NOT_FOUND', async () => {
+    const a = open(schemas[0]!)
+    const ids = ['raw-hurt', 'raw-short', 'raw-gone']
+    for (const id of ids) {
+      await a.create(meta(id))
+      await a.append(id, [...turn(0, 1), ...turn(4, 2)])
+      await a.close(id)
+    }
+    const rejection = async (stream: { eventPages: AsyncIterable<readonly string[]> }, seen: string[]) => {
+      try {
+        for await (const page of stream.eventPages) seen.push(...page)
+        return undefined
+      } catch (err) {
+        return err as { code: string; line?: number; message: string }
+      }
+    }
+    const stored = (await a.readRaw('raw-hurt')).eventLines
+    // A line changed behind the package's back: its checksum fails.
+    await sql(url!, `UPDATE "${schemas[0]}".events SET line = replace(line, 'question 2', 'question Z') WHERE session_id = 'raw-hurt' AND seq = 5`)
+    const seen: string[] = []
+    const hurt = await rejection(await a.openRawStream('raw-hurt'), seen)
+    expect(hurt).toMatchObject({ code: 'E_CORRUPT', line: 7 })
+    expect(seen).toEqual(stored.slice(0, 5))
+    // The last rows gone while the session's row still says 8: damage, not a delete.
+    await sql(url!, `DELETE FROM "${schemas[0]}".events WHERE session_id = 'raw-short' AND seq >= 6`)
+    const short: string[] = []
+    expect(await rejection(await a.openRawStream('raw-short'), short)).toMatchObject({ code: 'E_CORRUPT', line: 8 })
+    expect(short).toHaveLength(6)
+    // Deleted after the stream was opened: E_NOT_FOUND.
+    const opened = await a.openRawStream('raw-gone', { pageLines: 3 })
+    const iterator = opened.eventPages[Symbol.asyncIterator]()
+    expect((await iterator.next()).value).toHaveLength(3)
+    await a.delete('raw-gone')
+    expect(await iterator.next().then(() => ({ code: 'resolved' }), (e: { code: string }) => e)).toMatchObject({ code: 'E_NOT_FOUND' })
+  })
+
   test("a caller's page of any size goes in several INSERTs: 12,000 lines in one page, and 40 MiB in one page", async () => {
     const b = open(schemas[1]!)
     const header = (id: string) => JSON.stringify({ type: 'session', version: 0, id, createdAt: 1, delegationDepth: 0 })

@@ -1,5 +1,5 @@
 import type { RawPageOptions, RawSessionStream } from '../persistence.js'
-import { SessionPersistenceError } from '../errors.js'
+import { SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
 import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
 import { checkRawHeader, checkRawLine } from './import-raw.js'
@@ -27,7 +27,11 @@ const PAGE = (s: string) => `
  */
 export async function openRawStream(db: Db, schema: string, id: string, path: string, options: RawPageOptions = {}): Promise<RawSessionStream> {
   const { pageLines, pageBytes } = parseRawPageOptions(options)
-  const head = await readSnapshot(db, (client) => readHead(client, schema, id))
+  const opened = await readSnapshot(db, async (client) => ({
+    head: await readHead(client, schema, id),
+    incarnation: (await client.query<{ incarnation: string | null }>(INCARNATION(schema), [id])).rows[0]?.incarnation,
+  }))
+  const { head } = opened
   if (!head) throw notFound(id, path)
   const { version } = checkRawHeader(id, head.headerLine, path)
   const { length } = head
@@ -35,18 +39,37 @@ export async function openRawStream(db: Db, schema: string, id: string, path: st
     for (let next = 0; next < length; ) {
       const { rows } = await db.query<{ line: string }>(PAGE(schema), [id, next, length, pageLines, pageBytes])
       if (rows.length === 0) {
-        throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted while it was read`, { sessionId: id, path })
+        // No row where the length read at the start says there is one: the session was deleted
+        // (or replaced) meanwhile, or the rows are missing while its row stays (damage).
+        const now = (await db.query<{ incarnation: string | null }>(INCARNATION(schema), [id])).rows[0]
+        if (!now || now.incarnation !== opened.incarnation) {
+          throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted while it was read`, { sessionId: id, path })
+        }
+        throw new SessionPersistenceCorruptionError(next + 2, -1, 'rows are missing below the stored length', { path, sessionId: id })
       }
-      const page = rows.map((r, i) => {
-        parseEventLine(r.line, next + i, path, id, version)
-        return r.line
-      })
+      // The lines before a damaged one are handed out first (a reader of the raw log sees what
+      // precedes the damage, as on a directory root), then the damage is reported.
+      const page: string[] = []
+      let damage: unknown
+      for (const [i, r] of rows.entries()) {
+        try {
+          parseEventLine(r.line, next + i, path, id, version)
+        } catch (err) {
+          damage = err
+          break
+        }
+        page.push(r.line)
+      }
       next += page.length
-      yield page
+      if (page.length > 0) yield page
+      if (damage !== undefined) throw damage
     }
   }
   return { id, headerLine: head.headerLine, eventPages: eventPages() }
 }
+
+// The row's incarnation (schema version 4): tells a session from one re-created under its id.
+const INCARNATION = (s: string) => `SELECT incarnation::text AS incarnation FROM "${s}".sessions WHERE session_id = $1`
 
 const INSERT_ROW = (s: string) => `
   INSERT INTO "${s}".sessions

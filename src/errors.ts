@@ -81,7 +81,8 @@ export class SessionPersistenceCorruptionError extends SessionPersistenceError {
   constructor(line: number, byteOffset: number, reason: string, details: ErrorDetails = {}) {
     super(
       'E_CORRUPT',
-      `corrupt session log${details.path ? ` ${details.path}` : ''}: line ${line} (byte ${byteOffset}): ${reason}`,
+      // A byte offset of -1 is one not tracked (a database row): not shown.
+      `corrupt session log${details.path ? ` ${details.path}` : ''}: line ${line}${byteOffset >= 0 ? ` (byte ${byteOffset})` : ''}: ${reason}`,
       details,
     )
     this.name = 'SessionPersistenceCorruptionError'

@@ -118,6 +118,13 @@ describe('an exact id names that session, even when its log cannot be listed (SP
         expect(after.get(healthy.slice(root.length + 1))).toEqual(before.get(healthy.slice(root.length + 1)))
       })
 
+      test('rm names the log it removed by its path, not the root', async () => {
+        const { root, given, bad } = await make()
+        const r = await cli(['--root', root, 'rm', given])
+        expect(r.result).toBe(0)
+        expect(r.out).toContain(`(${bad})`)
+      })
+
       test('copy refuses it before copying anything (E_NOT_FOUND: it is not listed), and copies no other session', async () => {
         const { root, given, code } = await make()
         const target = await tmpRoot()

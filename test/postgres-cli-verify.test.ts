@@ -140,7 +140,7 @@ describe.skipIf(!url)('session-jsonl verify on a PostgreSQL root: the verdicts i
     const lines = text.stdout.split('\n')
     expect(lines).toContain('ok           ok-v0 (8 events)')
     expect(lines).toContain('repairable   open-v0: nothing to cut; would write 3 closing event(s)')
-    expect(lines).toContain(`corrupt      gap-v0: postgres:${schema}/gap-v0 line 5, byte -1: seq 4 where 3 was expected`)
+    expect(lines).toContain(`corrupt      gap-v0: postgres:${schema}/gap-v0 line 5: seq 4 where 3 was expected`)
     expect(lines.at(-2)).toBe('17 log(s): 5 ok, 4 repairable, 7 corrupt, 1 unsupported')
   })
 

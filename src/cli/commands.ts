@@ -58,7 +58,7 @@ export async function resolveIds(p: SessionStore, given: readonly string[], opti
  * means that one, never a longer id it is a prefix of, and a prefix that matches one and a
  * listed session is ambiguous.
  */
-async function knownIds(p: SessionStore): Promise<{ listings: SessionListing[]; unlisted: Set<string>; problems: Map<string, ListProblem> }> {
+export async function knownIds(p: SessionStore): Promise<{ listings: SessionListing[]; unlisted: Set<string>; problems: Map<string, ListProblem> }> {
   const reported: ListProblem[] = []
   const listings = await p.list({ onProblem: (pr) => reported.push(pr) })
   const idOf = problemIdReader(p)
@@ -289,7 +289,7 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
       io.out(`${s.yellow('repairable')}   ${name}: ${cut}; would write ${v.closers} closing event(s)${v.droppedTurnEnds ? `; ${v.droppedTurnEnds} committed turn end(s) lost to zeroed blocks` : ''}\n`)
     } else if (v.status === 'corrupt') {
       // An unlisted log is named by its path already: said once, not again before and in its reason.
-      const where = v.id === undefined ? '' : `: ${path}${v.line !== undefined ? ` line ${v.line}, byte ${v.byteOffset}` : ''}`
+      const where = v.id === undefined ? '' : `: ${path}${v.line !== undefined ? ` line ${v.line}${v.byteOffset !== undefined && v.byteOffset >= 0 ? `, byte ${v.byteOffset}` : ''}` : ''}`
       const reason = v.id === undefined && v.reason.startsWith(`corrupt session log ${v.path}: `) ? v.reason.slice(`corrupt session log ${v.path}: `.length) : v.reason
       io.out(`${s.red('corrupt')}      ${name}${where}: ${oneLine(reason, 160)}\n`)
     } else io.out(`${s.red('unsupported')}  ${name}: ${oneLine(v.reason, 160)}\n`)

@@ -1,7 +1,7 @@
 import { describeLocation } from '../session/location.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { ListProblem, SessionListing } from '../persistence.js'
-import type { Io } from './commands.js'
+import { type Io, knownIds } from './commands.js'
 import type { OpenedRoot } from './open-root.js'
 import { heldSessions } from './lock-verdicts.js'
 import { transferRaw } from './raw-stream.js'
@@ -20,9 +20,11 @@ export function parseDuration(text: string): number | undefined {
 }
 
 export async function rm(root: OpenedRoot, io: Io, id: string, opts: { json: boolean }): Promise<number> {
-  const listed = (await root.store.list({ onProblem: () => {} })).find((l) => l.meta.id === id)
+  const { listings, problems } = await knownIds(root.store)
+  const listed = listings.find((l) => l.meta.id === id)
   await root.store.delete(id)
-  const where = listed ? describeLocation(listed.location) : root.name
+  // A log that could not be listed (damaged, say) is named by the path its listing problem gave.
+  const where = listed ? describeLocation(listed.location) : (problems.get(id)?.path ?? root.name)
   io.out(opts.json ? `${JSON.stringify({ removed: id, location: listed?.location ?? null }, null, 2)}\n` : `removed ${shown(id, true)} (${shown(where, true)})\n`)
   return 0
 }

@@ -82,8 +82,16 @@ const HINTS: Record<string, string> = {
 function hintFor(err: SessionPersistenceError): string | undefined {
   // One id stored in two buckets (§3.1): more of the id cannot help, and `rm` refuses it too.
   if (err.code === 'E_AMBIGUOUS' && !PREFIX_AMBIGUITY.test(err.message)) return AMBIGUOUS_BUCKETS_HINT
+  // A PostgreSQL root the CLI opened without creating or migrating it (open-root.ts).
+  if (err.code === 'E_NOT_FOUND' && NO_SCHEMA.test(err.message)) return 'check ?schema= in the root URL; only copy --to creates a schema'
+  if (err.code === 'E_FORMAT_UNSUPPORTED' && OLDER_SCHEMA.test(err.message)) return OLDER_SCHEMA_HINT
   return HINTS[err.code]
 }
+
+/** migrate.ts's requireSchema: no such schema, or one at an older version. */
+const NO_SCHEMA = /^no PostgreSQL schema "/
+const OLDER_SCHEMA = /^PostgreSQL schema "[^"]*" at .* older than this release's \d+/
+const OLDER_SCHEMA_HINT = 'the CLI migrates only the target of copy --to: start an application of this release on it once'
 
 /** The prefix matched several ids (commands.ts's matchId), not one id in two buckets. */
 const PREFIX_AMBIGUITY = /' is a prefix of \d+ sessions: /
@@ -187,6 +195,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
   const loggerFor = (given: string) => ({ warn: isPostgresUrl(given) ? (message: string) => io.err(`warning: ${printable(message, true)}\n`) : () => {} })
   // Every command reads its root: a directory that does not exist is a typo, not an empty root
   // (verify and prune would report success on it). `copy --to` may still create its target.
+  // A PostgreSQL schema likewise (open-root.ts): its first query finds a missing one.
   if (!isPostgresUrl(rootArg)) await requireDirectory(rootArg)
   const root = await openRoot(rootArg, loggerFor(rootArg))
   const p = root.store
@@ -250,7 +259,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         if (values.all) {
           ids = (await p.list({ onProblem: (pr) => io.err(`warning: not copied ${printable(pr.path, true)}: ${pr.code}\n`) })).map((l) => l.meta.id)
         } else ids = await resolveIds(p, [arg!, ...extra])
-        target = await openRoot(values.to!, loggerFor(values.to!))
+        target = await openRoot(values.to!, loggerFor(values.to!), { create: true })
         return await copy(root, target, io, ids, { json: values.json, skipExisting: values['skip-existing'] })
       }
     }

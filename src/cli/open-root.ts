@@ -52,8 +52,13 @@ function redact(root: string): string {
  * Opens the root named by `--root`, `SESSION_JSONL_ROOT` or `--to`: a `postgres://` or
  * `postgresql://` URL selects the PostgreSQL backend (schema from `?schema=NAME`), anything else
  * is a JSONL directory. Opening does no I/O; the first command does.
+ *
+ * A PostgreSQL schema is created or migrated only with `create` (the target of `copy`, as a copy
+ * into a new directory creates it): on any other root a mistyped `?schema=` is `E_NOT_FOUND`,
+ * never an empty root made on the spot, and a schema an older release left is refused
+ * (`E_FORMAT_UNSUPPORTED`), never migrated (DDL, exclusive locks) by a command that reads it.
  */
-export async function openRoot(root: string, logger: Logger): Promise<OpenedRoot> {
+export async function openRoot(root: string, logger: Logger, { create = false }: { create?: boolean } = {}): Promise<OpenedRoot> {
   if (!isPostgresUrl(root)) {
     const store = createJsonlPersistence({ root, logger })
     return { store, name: store.root, directory: store.root, close: () => store.closeAll() }
@@ -69,7 +74,7 @@ export async function openRoot(root: string, logger: Logger): Promise<OpenedRoot
       { cause: err },
     )
   }
-  const store = mod.createPostgresPersistence({ connectionString, schema, logger })
+  const store = mod.createPostgresPersistence({ connectionString, schema, logger, schemaSetup: create ? 'create' : 'existing' })
   let closed: Promise<void> | undefined
   return {
     store,

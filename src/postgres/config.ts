@@ -22,6 +22,14 @@ export const PostgresConfigSchema = z
       .string()
       .regex(IDENTIFIER, 'schema must be a lowercase unquoted identifier ([a-z_][a-z0-9_]*, at most 63 bytes)')
       .default('session_persistence'),
+    schemaSetup: z
+      .enum(['create', 'existing'])
+      .default('create')
+      .describe(
+        "'create': the first operation creates the schema, or migrates it to this release's version. 'existing': " +
+          'never any DDL (read-only tools, roles without CREATE): a missing schema is E_NOT_FOUND, one at an older ' +
+          'version E_FORMAT_UNSUPPORTED until a store of this release (or a newer one) with create migrates it.',
+      ),
     logger,
     host: z.string().min(1).default(hostname()).describe('The host identity recorded as a session\'s holder.'),
     poolSize: z.number().int().min(1).max(1000).default(16).describe('Connections of the pool it opens itself.'),
@@ -70,4 +78,24 @@ export function parsePostgresConfig(config: unknown): ResolvedPostgresConfig {
     })
   }
   return parsed.data
+}
+
+/**
+ * The server a store connects to, for messages: its connection string without the password
+ * (nor its query), or the host, port and database of a caller's pool.
+ */
+export function describeServer(c: Pick<ResolvedPostgresConfig, 'connectionString' | 'pool'>): string {
+  const given = c.connectionString ?? (c.pool?.options as pg.PoolConfig | undefined)?.connectionString
+  if (given !== undefined) {
+    try {
+      const url = new URL(given)
+      url.password = ''
+      url.search = ''
+      return url.toString()
+    } catch {
+      return given.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@').replace(/password\s*=\s*\S+/gi, 'password=***')
+    }
+  }
+  const o = (c.pool?.options ?? {}) as pg.PoolConfig
+  return `the caller's pool (${o.host ?? 'default host'}:${o.port ?? 'default port'}, database ${o.database ?? 'default'})`
 }

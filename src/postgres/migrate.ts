@@ -75,6 +75,35 @@ export async function migrate(db: Db, schema: string, options: MigrateOptions = 
   }
 }
 
+/**
+ * What a store that never creates or migrates (`schemaSetup: 'existing'`) checks instead of
+ * `migrate`, without any lock or DDL: `schema` must exist (else `E_NOT_FOUND` naming it and
+ * `server`) at this release's version. An older version (0: a schema without our tables) is
+ * `E_FORMAT_UNSUPPORTED`, as a newer one is: left untouched, for a store that migrates to bring
+ * up to date.
+ */
+export async function requireSchema(db: Db, schema: string, server: string): Promise<void> {
+  const { rows } = await db.query<{ s: boolean; t: boolean }>(
+    'SELECT to_regnamespace($1) IS NOT NULL AS s, to_regclass($2) IS NOT NULL AS t',
+    [`"${schema}"`, `"${schema}".schema_migrations`],
+  )
+  if (!rows[0]?.s) {
+    throw new SessionPersistenceError('E_NOT_FOUND', `no PostgreSQL schema "${schema}" at ${server} (and this store creates none)`)
+  }
+  let current = 0
+  if (rows[0].t) {
+    const version = await db.query<{ v: number | null }>(`SELECT max(version) AS v FROM "${schema}".schema_migrations`)
+    current = version.rows[0]?.v ?? 0
+  }
+  if (checkVersion(schema, current)) return
+  throw new SessionPersistenceError(
+    'E_FORMAT_UNSUPPORTED',
+    `PostgreSQL schema "${schema}" at ${server} is at version ${current}${current === 0 ? ' (it has no session tables)' : ''}, ` +
+      `older than this release's ${SCHEMA_VERSION}; this store never migrates (schemaSetup 'existing'): let a store of ` +
+      'this release or a newer one that does (the default) migrate it first',
+  )
+}
+
 /** True when `current` is this release's version; throws for a newer one. */
 function checkVersion(schema: string, current: number): boolean {
   if (current > SCHEMA_VERSION) {

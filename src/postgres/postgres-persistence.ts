@@ -28,7 +28,7 @@ import type {
   RawLogStreaming,
 } from '../persistence.js'
 import { parseListOrder, parseLoadFrom, parseReadRange, parseWatchOptions } from '../session/read-options.js'
-import { type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
+import { describeServer, type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
 import { Db, dbError, isConnectionError } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
 import { type ForkWrite, forkSession, readForkPoint, rowIsOurs } from './fork-session.js'
@@ -37,7 +37,7 @@ import { checkRawHeader, checkRawLog } from './import-raw.js'
 import { importRawStream, openRawStream } from './raw-stream.js'
 import { listSessions } from './list-sessions.js'
 import { LockConnection, lockClientOpener, sessionKey } from './lock-connection.js'
-import { migrate } from './migrate.js'
+import { migrate, requireSchema } from './migrate.js'
 import { notFound, parseStoredHeader, readEvents, readSnapshot, readStoredLog } from './read-session.js'
 import { readRange } from './read-range.js'
 import { findTailStart, type TailProbes, tailProbes } from './find-tail.js'
@@ -58,8 +58,9 @@ export interface PostgresSessionPersistence extends Omit<SessionStore, keyof Raw
 
 /**
  * Opens the PostgreSQL backend. No I/O happens here: the first operation creates or migrates
- * the schema. Give `connectionString` (the backend opens and ends its own pool) or `pool` (a
- * `pg.Pool` the caller owns and ends). `E_CONFIG` names a bad field.
+ * the schema (with `schemaSetup: 'existing'`, only checks it). Give `connectionString` (the
+ * backend opens and ends its own pool) or `pool` (a `pg.Pool` the caller owns and ends).
+ * `E_CONFIG` names a bad field.
  */
 export function createPostgresPersistence(config: PostgresConfig): PostgresSessionPersistence {
   const c = parsePostgresConfig(config)
@@ -432,13 +433,17 @@ class PostgresPersistence implements PostgresSessionPersistence {
     await this.end()
   }
 
-  /** Creates or migrates the schema once, and checks the server's fsync setting. */
+  /**
+   * Creates or migrates the schema once (or, with `schemaSetup: 'existing'`, checks that it is
+   * there at this release's version), and checks the server's fsync setting.
+   */
   #ready_(): Promise<void> {
     if (this.#ended) {
       return Promise.reject(new SessionPersistenceError('E_DISPOSED', 'this PostgreSQL store was ended'))
     }
     this.#ready ??= (async () => {
-      await migrate(this.#db, this.#c.schema, { deadline: Date.now() + Math.max(this.#c.retryTimeoutMs, 60_000) })
+      if (this.#c.schemaSetup === 'existing') await requireSchema(this.#db, this.#c.schema, describeServer(this.#c))
+      else await migrate(this.#db, this.#c.schema, { deadline: Date.now() + Math.max(this.#c.retryTimeoutMs, 60_000) })
       await this.#db.checkFsync()
     })().catch((err: unknown) => {
       this.#ready = undefined

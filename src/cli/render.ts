@@ -4,6 +4,7 @@ import { asObject, type JsonObject } from '../session/as-object.js'
 import { compactionKeep } from '../session/tail-start.js'
 import { renderClaudeAgentSdkEvent } from './render-claude-agent-sdk.js'
 import { renderLangGraphEvent } from './render-langgraph.js'
+import { ellipsis, feedJson, feedString, FoldedLine, type Sink } from './bounded-text.js'
 
 export interface Style {
   dim(s: string): string
@@ -44,11 +45,58 @@ export function printable(s: string, singleLine = false): string {
 /** Any stored value as printable text (`printable(String(value))`). */
 export const shown = (value: unknown, singleLine = false): string => printable(String(value), singleLine)
 
-/** A value on one line, whitespace runs folded, printable, at most `max` characters. */
+/**
+ * A value on one line, whitespace runs folded, printable, at most `max` characters: a string as
+ * it is, anything else as its JSON. Only the start of a long value is read (bounded-text.ts).
+ */
 export function oneLine(value: unknown, max = 100): string {
-  const s = typeof value === 'string' ? value : JSON.stringify(value)
-  const flat = printable((s ?? '').replace(/\s+/g, ' '))
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
+  return typeof value === 'string' ? foldedLine(max, (sink) => feedString(value, sink)) : jsonLine(value, max)
+}
+
+/** `oneLine(JSON.stringify(value), max)`, without the whole JSON text. */
+export function jsonLine(value: unknown, max = 100): string {
+  return foldedLine(max, (sink) => feedJson(value, sink))
+}
+
+function foldedLine(max: number, feed: (sink: Sink) => unknown): string {
+  const line = new FoldedLine(max, printable)
+  feed(line.add)
+  return ellipsis(line.text, max)
+}
+
+/** `oneLine(contentText(content), max)`, without the whole text. */
+export function contentLine(content: unknown, max: number): string {
+  return foldedLine(max, (sink) => feedContent(content, sink))
+}
+
+/** Whether `contentText(content)` is `text`, reading no more of it than that. */
+export function contentIs(content: unknown, text: string): boolean {
+  let start = ''
+  feedContent(content, (piece) => (start += piece).length > text.length)
+  return start === text
+}
+
+/** Feeds `sink` what `contentText(content)` is, piece by piece, until it is full. */
+function feedContent(content: unknown, sink: Sink): void {
+  const text = (s: string) => feedString(s, sink, printable)
+  if (typeof content === 'string') return void text(content)
+  if (!Array.isArray(content)) return void sink(oneLine(content))
+  let any = false
+  for (const block of content) {
+    const b = asObject(block)
+    let piece: string | undefined
+    if (!b) piece = oneLine(block)
+    else if (b.type === 'text' && typeof b.text === 'string') {
+      if (b.text === '') continue
+      if ((any && sink('\n')) || text(b.text)) return
+      any = true
+      continue
+    } else if (b.type === 'reasoning' || b.type === 'tool-call') continue
+    else piece = `[${shown(b.type, true)}]`
+    if (piece === '') continue
+    if ((any && sink('\n')) || sink(piece)) return
+    any = true
+  }
 }
 
 /** The text of a message's content, printable: strings as they are, text blocks joined, other blocks named. */
@@ -78,9 +126,19 @@ export function toolCalls(content: unknown): { callId: string; name: string; arg
 }
 
 /** An event of a framework adapter (LangGraph, Claude Agent SDK) that its own renderer knows. */
-export function frameworkEvent(e: SessionEvent): { text: string; markdown: string } | undefined {
+export function frameworkEvent(e: SessionEvent): { readonly text: string; readonly markdown: string } | undefined {
   const r = renderLangGraphEvent(e) ?? renderClaudeAgentSdkEvent(e)
-  return r && { text: printable(r.text), markdown: printable(r.markdown) }
+  // Each made when asked for: `show` wants the text, `export` the Markdown (either can be a whole message).
+  return (
+    r && {
+      get text() {
+        return printable(r.text)
+      },
+      get markdown() {
+        return printable(r.markdown)
+      },
+    }
+  )
 }
 
 export const MESSAGE_TYPES = new Set(['system/message', 'user/message', 'assistant/message', 'tool/result'])
@@ -112,7 +170,7 @@ export function callText(call: { callId: string; name: string; arguments: JsonVa
 
 /** A tool result: `← [callId] text`, its error marked. */
 export function resultText(data: JsonObject | undefined, style: Style): string {
-  return `← ${style.dim(`[${shown(data?.callId, true)}]`)} ${data?.isError ? style.red('error: ') : ''}${oneLine(contentText(data?.content), 100)}`
+  return `← ${style.dim(`[${shown(data?.callId, true)}]`)} ${data?.isError ? style.red('error: ') : ''}${contentLine(data?.content, 100)}`
 }
 
 /**
@@ -121,7 +179,7 @@ export function resultText(data: JsonObject | undefined, style: Style): string {
  */
 export function describeRewind(e: SessionEvent, dropped: number | undefined): string {
   const to = asObject(e.data)?.to
-  if (typeof to !== 'number' || !Number.isSafeInteger(to) || to < 0) return `history rewind with an invalid 'to' (${oneLine(JSON.stringify(to ?? null), 40)}): ignored`
+  if (typeof to !== 'number' || !Number.isSafeInteger(to) || to < 0) return `history rewind with an invalid 'to' (${jsonLine(to ?? null, 40)}): ignored`
   if (to >= e.seq) return `history rewind to seq ${to}: nothing before it to drop`
   return `history rewound to seq ${to}: ${dropped === undefined ? 'the messages' : `${dropped} message(s)`} from seq ${to} to ${e.seq - 1} are out of the model's history`
 }
@@ -135,7 +193,7 @@ export type CompactionState = { kind: 'in-force' } | { kind: 'superseded'; by: n
  */
 export function describeCompaction(e: SessionEvent, replaced: number | undefined, state: CompactionState): string {
   const keep = compactionKeep(e)
-  if (keep === undefined) return `history compaction with an invalid summary or firstKeptSeq (${oneLine(JSON.stringify(asObject(e.data)?.firstKeptSeq ?? null), 40)}): ignored`
+  if (keep === undefined) return `history compaction with an invalid summary or firstKeptSeq (${jsonLine(asObject(e.data)?.firstKeptSeq ?? null, 40)}): ignored`
   const what = `history compacted: the summary replaces ${replaced === undefined ? 'the messages' : `${replaced} message(s)`} before seq ${keep} in the model's history`
   switch (state.kind) {
     case 'in-force':
@@ -180,9 +238,9 @@ function eventBody(e: SessionEvent, style: Style): string {
       return style.dim(requestHeaderText(d))
     case 'system/message':
     case 'user/message':
-      return `${style.cyan(e.type === 'user/message' ? 'user' : 'system')}: ${oneLine(contentText(d?.content), 200)}`
+      return `${style.cyan(e.type === 'user/message' ? 'user' : 'system')}: ${contentLine(d?.content, 200)}`
     case 'assistant/message': {
-      const text = oneLine(contentText(d?.content), 200)
+      const text = contentLine(d?.content, 200)
       return [`${style.cyan('assistant')}${text ? `: ${text}` : ''}`, ...toolCalls(d?.content).map((c) => callText(c, style))].join('  ')
     }
     case 'assistant/chunk':
@@ -191,12 +249,12 @@ function eventBody(e: SessionEvent, style: Style): string {
       return callText({ callId: String(d?.callId), name: String(d?.name), arguments: (d?.arguments ?? null) as JsonValue }, style)
     case 'tool/result': {
       const text = resultText(d, style)
-      return contentText(d?.content) === INTERRUPTED_TOOL_TEXT ? style.yellow(`${text} ⚠ interrupted`) : text
+      return contentIs(d?.content, INTERRUPTED_TOOL_TEXT) ? style.yellow(`${text} ⚠ interrupted`) : text
     }
     case 'history/rewind':
       return style.yellow(`↶ ${describeRewind(e, undefined)}`)
     case 'history/compact':
-      return style.yellow(`⇤ ${describeCompaction(e, undefined, { kind: 'unknown' })}: ${oneLine(summaryText(e), 120)}`)
+      return style.yellow(`⇤ ${describeCompaction(e, undefined, { kind: 'unknown' })}: ${contentLine(asObject(e.data)?.summary, 120)}`)
     default: {
       const framework = frameworkEvent(e)
       if (framework) return oneLine(framework.text, 200)

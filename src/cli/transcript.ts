@@ -5,6 +5,7 @@ import type { JsonValue, SessionEvent, SessionMeta } from '../session/schema.js'
 import { HistoryCounter, type HistoryMarks, marksOf } from './history-marks.js'
 import {
   callText,
+  contentIs,
   contentText,
   frameworkEvent,
   oneLine,
@@ -128,7 +129,7 @@ export class TranscriptWriter {
       }
       case 'tool/result': {
         const text = `  ${resultText(d, style)}`
-        this.#push((contentText(d?.content) === INTERRUPTED_TOOL_TEXT ? style.yellow(`${text} ⚠ interrupted`) : text) + mark)
+        this.#push((contentIs(d?.content, INTERRUPTED_TOOL_TEXT) ? style.yellow(`${text} ⚠ interrupted`) : text) + mark)
         break
       }
       case 'step/end':

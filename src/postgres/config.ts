@@ -7,6 +7,9 @@ import { SessionPersistenceError } from '../errors.js'
 /** Unquoted PostgreSQL identifiers only: the schema name is interpolated into SQL. */
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/
 
+/** The longest delay a Node.js timer takes (longer ones fire at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 const PoolSchema = z.custom<pg.Pool>(
   (v) => typeof v === 'object' && v !== null && typeof (v as { connect?: unknown }).connect === 'function',
   'pool must be a pg.Pool',
@@ -52,6 +55,17 @@ export const PostgresConfigSchema = z
         'The safety poll of watch: how long a watcher waits for a notification before it reads its session anyway ' +
           '(a change made by an older release or by SQL sends none).',
       ),
+    connectTimeoutMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_TIMER_MS)
+      .optional()
+      .describe(
+        'Longest wait for a new connection to be ready (TCP, TLS, authentication) before it fails as a connection ' +
+          "error, on the pool it opens and on its lock and listening connections; 0 waits for ever. Default: the URL's " +
+          'connect_timeout (seconds, as libpq reads it), else 10 s. A pool the caller gives keeps its own settings.',
+      ),
     retryTimeoutMs: z
       .number()
       .int()
@@ -68,7 +82,11 @@ export const PostgresConfigSchema = z
   })
 
 export type PostgresConfig = z.input<typeof PostgresConfigSchema>
-export type ResolvedPostgresConfig = z.output<typeof PostgresConfigSchema>
+/** The configuration as the store uses it: `connectTimeoutMs` resolved (see `connectTimeout`). */
+export type ResolvedPostgresConfig = z.output<typeof PostgresConfigSchema> & { connectTimeoutMs: number }
+
+/** The default of `connectTimeoutMs` when neither the config nor the URL gives one. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 
 export function parsePostgresConfig(config: unknown): ResolvedPostgresConfig {
   const parsed = PostgresConfigSchema.safeParse(config)
@@ -77,7 +95,39 @@ export function parsePostgresConfig(config: unknown): ResolvedPostgresConfig {
       cause: parsed.error,
     })
   }
-  return parsed.data
+  return { ...parsed.data, connectTimeoutMs: connectTimeout(parsed.data) }
+}
+
+/**
+ * How long the connections the store opens may take to connect: `connectTimeoutMs` if given;
+ * else, with a caller's pool, the `connectionTimeoutMillis` it was made with; else the URL's
+ * `connect_timeout` (node-postgres ignores it); else 10 s. 0: no limit.
+ */
+function connectTimeout(c: z.output<typeof PostgresConfigSchema>): number {
+  if (c.connectTimeoutMs !== undefined) return c.connectTimeoutMs
+  const options = c.pool?.options as pg.PoolConfig | undefined
+  if (typeof options?.connectionTimeoutMillis === 'number') return options.connectionTimeoutMillis
+  return urlConnectTimeout(c.connectionString ?? options?.connectionString) ?? DEFAULT_CONNECT_TIMEOUT_MS
+}
+
+/**
+ * The `connect_timeout` parameter of a postgres:// URL, in ms, read as libpq reads it: whole
+ * seconds, 0 or less for no limit, 1 taken as 2 (libpq's minimum). Not an integer: `E_CONFIG`.
+ */
+function urlConnectTimeout(connectionString: string | undefined): number | undefined {
+  if (connectionString === undefined) return undefined
+  let given: string | null
+  try {
+    given = new URL(connectionString).searchParams.get('connect_timeout')
+  } catch {
+    return undefined // not a URL (a socket directory, say): node-postgres reads it, or refuses it
+  }
+  if (given === null) return undefined
+  if (!/^\s*[-+]?\d+\s*$/.test(given)) {
+    throw new SessionPersistenceError('E_CONFIG', `invalid PostgreSQL configuration: connect_timeout '${given}' in the URL is not a whole number of seconds`)
+  }
+  const seconds = Number(given)
+  return seconds <= 0 ? 0 : Math.min(MAX_TIMER_MS, Math.max(2, seconds) * 1000)
 }
 
 /**

@@ -35,22 +35,41 @@ export class Db {
     this.logger = logger
   }
 
-  /** A pool of our own: at most `size` connections, idle clients' errors never crash the host. */
-  static open(connectionString: string, size: number, logger: Logger, applicationName: string): Db {
+  /**
+   * A pool of our own: at most `size` connections, idle clients' errors never crash the host,
+   * each connection given `connectTimeoutMs` (0: no limit) to be ready (`server` names it then).
+   */
+  static open(
+    connectionString: string,
+    size: number,
+    logger: Logger,
+    applicationName: string,
+    { connectTimeoutMs, server }: { connectTimeoutMs: number; server: string },
+  ): Db {
     const pool = new pg.Pool({
       connectionString,
       max: size,
       application_name: applicationName,
       // Durability is promised per acknowledged batch: never inherit an `off` from the role.
       options: '-c synchronous_commit=on',
+      // The limit goes to each client, not to the pool: a pool's `connectionTimeoutMillis` would
+      // also fail a request that merely waits for a busy pool's next free connection.
+      Client: timedClient(connectTimeoutMs),
     })
     pool.on('error', () => {}) // an idle connection that dies is replaced on next use
-    return new Db(pool, { owned: true, logger })
+    const db = new Db(pool, { owned: true, logger })
+    db.#connectTimeout = { ms: connectTimeoutMs, server }
+    return db
   }
+
+  /** Our own pool's limit on connecting, to name in a timeout. */
+  #connectTimeout: { ms: number; server: string } | undefined
 
   /** Runs `fn` on one connection; a connection that failed is destroyed, not reused. */
   async with<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect()
+    const client = await this.pool.connect().catch((err: unknown) => {
+      throw this.#connectTimeout ? connectFailure(err, this.#connectTimeout.ms, this.#connectTimeout.server) : err
+    })
     let broken: unknown
     try {
       if (!this.#ready.has(client)) {
@@ -106,6 +125,32 @@ export class Db {
   async end(): Promise<void> {
     if (this.owned) await this.pool.end()
   }
+}
+
+/**
+ * A `pg.Client` that gives up connecting after `ms` (node-postgres's `connectionTimeoutMillis`;
+ * it ignores a URL's `connect_timeout`): without a limit, a server that accepts the TCP
+ * connection and never answers (a hung host, a black-holing firewall) hangs every operation.
+ */
+export function timedClient(ms: number): typeof pg.Client {
+  return class TimedClient extends pg.Client {
+    constructor(config?: string | pg.ClientConfig) {
+      super({ ...(typeof config === 'string' ? { connectionString: config } : config), connectionTimeoutMillis: ms })
+    }
+  }
+}
+
+/**
+ * node-postgres's connect timeout (`timeout expired`, no code) as a connection error that says
+ * what happened: `ETIMEDOUT`, so `isConnectionError` retries it where connection errors are.
+ * Anything else is returned as it is.
+ */
+export function connectFailure(err: unknown, ms: number, server: string): unknown {
+  const e = err as { code?: unknown; message?: unknown } | null
+  if (ms > 0 && e?.code === undefined && /^timeout expired$|connection timeout/i.test(String(e?.message))) {
+    return Object.assign(new Error(`timed out connecting to ${server} (no answer within ${ms} ms)`, { cause: err }), { code: 'ETIMEDOUT' })
+  }
+  return err
 }
 
 /** Wraps anything that is not already ours as `E_IO`, naming what failed. */

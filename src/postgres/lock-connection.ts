@@ -1,5 +1,6 @@
 import pg from 'pg'
-import type { ResolvedPostgresConfig } from './config.js'
+import { describeServer, type ResolvedPostgresConfig } from './config.js'
+import { connectFailure } from './db.js'
 import { SerialOps } from '../session/serial.js'
 
 // Session-level advisory locks: held until unlocked or until the connection ends, however it
@@ -19,14 +20,18 @@ export const LOCK_CONNECTION_KEEPALIVES =
 
 /**
  * Opens a store's lock connection: its own connection, never a pool slot (with a caller's pool
- * it uses the pool's settings), so a small pool cannot be starved by the locks it holds.
+ * it uses the pool's settings), so a small pool cannot be starved by the locks it holds. It
+ * gives up connecting after `connectTimeoutMs` (a connection error, `ETIMEDOUT`).
  */
 export function lockClientOpener(c: ResolvedPostgresConfig, applicationName: string): () => Promise<OpenedLockClient> {
+  const server = describeServer(c)
   return async () => {
     const settings = c.pool ? { ...(c.pool.options as pg.ClientConfig) } : { connectionString: c.connectionString }
-    const client = new pg.Client({ ...settings, application_name: applicationName })
+    const client = new pg.Client({ ...settings, application_name: applicationName, connectionTimeoutMillis: c.connectTimeoutMs })
     client.on('error', () => {})
-    await client.connect()
+    await client.connect().catch((err: unknown) => {
+      throw connectFailure(err, c.connectTimeoutMs, server)
+    })
     // The server drops this connection, and with it our advisory locks, about 30 s after our
     // host stops answering (a power loss), instead of after Linux's default two hours of
     // keepalive silence: a dead host's sessions become writable elsewhere that soon.

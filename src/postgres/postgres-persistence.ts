@@ -67,7 +67,9 @@ export function createPostgresPersistence(config: PostgresConfig): PostgresSessi
   const logger = c.logger ?? defaultLogger()
   // Operators see whose connections these are in pg_stat_activity (and can terminate them).
   const applicationName = `session-persistence-jsonl ${c.host}`.slice(0, 63)
-  const db = c.pool ? new Db(c.pool, { owned: false, logger }) : Db.open(c.connectionString!, c.poolSize, logger, applicationName)
+  const db = c.pool
+    ? new Db(c.pool, { owned: false, logger }) // the caller's pool, with the caller's settings (its connect timeout too)
+    : Db.open(c.connectionString!, c.poolSize, logger, applicationName, { connectTimeoutMs: c.connectTimeoutMs, server: describeServer(c) })
   const sessions = new Map<string, Tracked>()
   const lock = new LockConnection(lockClientOpener(c, applicationName), async (key) => {
     // A session is still ours while its row carries our token (or it has no row yet).

@@ -7,12 +7,12 @@ import { createJsonlPersistence } from '../src/index.js'
 import { createCrashFileSystem } from '../src/testing/index.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
-async function linesOf(content: Buffer, chunkBytes: number) {
+async function linesOf(content: Buffer, chunkBytes: number, options: { decode?: boolean; stopAtShortRead?: boolean } = {}) {
   const fs = createCrashFileSystem()
   const h = await fs.open('/f', 'wx')
   await h.write(content, 0, content.length, 0)
   const seen: [string, number, boolean][] = []
-  await forEachLine(h, (buf, start, end, offset, complete) => void seen.push([buf.toString('latin1', start, end), offset, complete]), { chunkBytes })
+  await forEachLine(h, (buf, start, end, offset, complete) => void seen.push([buf.toString('latin1', start, end), offset, complete]), { chunkBytes, ...options })
   return seen
 }
 
@@ -30,6 +30,10 @@ describe('the streaming line reader', () => {
           offset += piece.length + 1
         }
         expect(await linesOf(content, chunk)).toEqual(expected)
+        // Lines longer than a chunk are found to their end, then read whole: the same with the
+        // decoding fast path and with a reader that stops at the first short read.
+        expect(await linesOf(content, chunk, { decode: true })).toEqual(expected)
+        expect(await linesOf(content, chunk, { stopAtShortRead: true })).toEqual(expected)
       }),
       { numRuns: 400 },
     )

@@ -83,6 +83,10 @@ async function readLines(
   let lineOffset = pos
   let carry: Buffer[] = [] // pieces of a line that spans chunks
   let carried = 0 // their bytes
+  // A line longer than a chunk is not kept in pieces: where it starts. Once its end is found it
+  // is read again whole, into one buffer of its size: memory is that buffer and one chunk, never
+  // the pieces and their join too (§15.5: a huge line costs its size once more, not twice).
+  let long: { start: number } | undefined
   // A line longer than MAX_LINE_BYTES is not kept: its start, and how long it has grown.
   let oversized: { prefix: Buffer; length: number } | undefined
   while (pos < to) {
@@ -91,6 +95,26 @@ async function readLines(
     if (n === 0) break
     const view = chunk.subarray(0, n)
     let i = 0
+    if (long) {
+      const nl = view.indexOf(10)
+      if ((nl === -1 ? pos + n : pos + nl) - long.start > MAX_LINE_BYTES) {
+        // Longer than a line may be: its first bytes kept, as a line carried in pieces would be
+        // (this chunk's bytes are counted just below).
+        oversized = { prefix: await readAt(handle, OVERSIZED_PREFIX, long.start, false), length: pos - long.start }
+        long = undefined
+      } else if (nl === -1) {
+        pos += n
+        if (options.stopAtShortRead && n < want) break
+        continue
+      } else {
+        const line = await readAt(handle, pos + nl - long.start, long.start, true)
+        long = undefined
+        const keepGoing = visit(line, 0, line.length, lineOffset, true)
+        lineOffset = pos + nl + 1
+        i = nl + 1
+        if (keepGoing === false) return lineOffset
+      }
+    }
     if (oversized) {
       const nl = view.indexOf(10)
       if (nl === -1) {
@@ -168,24 +192,47 @@ async function readLines(
       i = nl + 1
       if (keepGoing === false) return lineOffset
     }
-    if (i < n) {
-      carry.push(Buffer.from(view.subarray(i, n))) // copy: `chunk` is reused
-      carried += n - i
-      if (carried > MAX_LINE_BYTES) {
-        oversized = { prefix: Buffer.concat(carry, OVERSIZED_PREFIX), length: carried }
+    if (i < n && !oversized) {
+      if (carried + n - i > chunk.length) {
+        // Longer than a chunk: found to its end first, then read whole (above).
+        long = { start: lineOffset }
         carry = []
         carried = 0
+      } else {
+        carry.push(Buffer.from(view.subarray(i, n))) // copy: `chunk` is reused
+        carried += n - i
       }
     }
     if (options.afterChunk) await options.afterChunk()
     pos += n
     if (options.stopAtShortRead && n < want) break
   }
-  if (oversized) {
+  if (long) {
+    // A last line without its `\n` (a torn tail), longer than a chunk: read whole as it stands.
+    const line = await readAt(handle, pos - long.start, long.start, false)
+    visit(line, 0, line.length, lineOffset, false)
+  } else if (oversized) {
     visit(oversized.prefix, 0, oversized.prefix.length, lineOffset, false, undefined, oversized.length)
   } else if (carry.length > 0) {
     const line = Buffer.concat(carry)
     visit(line, 0, line.length, lineOffset, false)
   }
   return pos
+}
+
+/**
+ * `length` bytes of the file from `position`, in one buffer of that size. `whole`: they were
+ * read before (a line's end was found after them), so a short read means the file shrank under
+ * the reader; otherwise what is there is returned.
+ */
+async function readAt(handle: FileHandle, length: number, position: number, whole: boolean): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(length)
+  let got = 0
+  while (got < length) {
+    const n = await handle.read(buf, got, length - got, position + got)
+    if (n === 0) break
+    got += n
+  }
+  if (got < length && whole) throw Object.assign(new Error(`the file shrank while a line at byte ${position} was read`), { code: 'EIO' })
+  return got === length ? buf : buf.subarray(0, got)
 }

@@ -5,7 +5,9 @@
 // built), so Linux only.
 //   npm run build && node bench/probes/huge-line-memory.mjs [--postgres]   (SPJ_BENCH_DIST=<dir> for another build)
 // --postgres: the same on the PostgreSQL backend, against a throwaway server it starts (Debian's
-// postgresql-15) or SPJ_PG_URL.
+// postgresql-15) or SPJ_PG_URL. --two-byte: the text starts with one character outside Latin-1
+// ('€'), so V8 holds every string of it at two bytes a character instead of one (the line's
+// size in bytes hardly changes).
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -31,7 +33,9 @@ if (process.argv[2] === 'child') {
   const id = op === 'append-first' ? 'f' : 's'
   if (op === 'append' || op === 'append-first') {
     // A flat string, as text read from a file or a parsed response is ('x'.repeat makes a rope).
-    event = { seq: 0, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text: Buffer.alloc(LINE, 'r').toString('latin1') }] } }
+    // Decoded from bytes: a flat string ('€' is 3 bytes: the same size).
+    const text = process.env.SPJ_TWO_BYTE ? Buffer.concat([Buffer.from('€'), Buffer.alloc(LINE - 3, 'r')]).toString('utf8') : Buffer.alloc(LINE, 'r').toString('latin1')
+    event = { seq: 0, type: 'tool/result', time: 1, data: { callId: 'c', content: [{ type: 'text', text }] } }
     await p.create({ id, createdAt: 1, delegationDepth: 0 })
     if (op === 'append') {
       await p.append(id, [{ seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } }])
@@ -59,6 +63,7 @@ if (process.argv[2] === 'child') {
 }
 
 const postgres = process.argv.includes('--postgres')
+const twoByte = process.argv.includes('--two-byte')
 let server
 let url = process.env.SPJ_PG_URL
 if (postgres && !url) {
@@ -67,11 +72,12 @@ if (postgres && !url) {
   url = server.url
 }
 const run = (op, root, version) => {
-  const r = spawnSync(process.execPath, ['--expose-gc', process.argv[1], 'child', op, root, String(version), ...(postgres ? [url] : [])], { encoding: 'utf8' })
+  const env = twoByte ? { ...process.env, SPJ_TWO_BYTE: '1' } : process.env
+  const r = spawnSync(process.execPath, ['--expose-gc', process.argv[1], 'child', op, root, String(version), ...(postgres ? [url] : [])], { encoding: 'utf8', env })
   if (r.status !== 0) throw new Error(`${op} failed: ${r.stderr}`)
   return JSON.parse(r.stdout).ratio
 }
-console.log(`one line of ~64 MiB${postgres ? ' on PostgreSQL' : ''}: peak memory above baseline / line size (bound: 4×), fresh process each`)
+console.log(`one line of ~64 MiB${postgres ? ' on PostgreSQL' : ''}${twoByte ? ', text outside Latin-1 (two bytes a character in V8)' : ''}: peak memory above baseline / line size (bound: 4×), fresh process each`)
 for (const version of [0, 1]) {
   const root = postgres ? `huge_${process.pid}_v${version}` : mkdtempSync(join(tmpdir(), 'spj-huge-'))
   try {

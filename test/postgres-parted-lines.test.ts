@@ -83,10 +83,13 @@ describe.skipIf(!url)('lines of a megabyte or more on PostgreSQL, in parts', () 
     [1, 'newline', `overlay(line placing E'\\n' from 100 for 1)`, /holds a newline/],
     [0, 'json', `regexp_replace(line, '^\\{', '[')`, /not JSON/],
     [0, 'seq', `replace(line, '"seq":4,', '"seq":9,')`, /seq 9 where 4 was expected/],
+    // Text ending inside a part's last character (a continuation byte at a cut's end).
+    [0, 'ends in a character', `repeat('a', ${PART_BYTES - 1}) || 'é'`, /not JSON/],
+    [1, 'ends in a character', `repeat('a', ${2 * PART_BYTES - 2}) || 'é'`, /checksum mismatch: the line has no checksum/],
   ] as const)('version %i, %s: a damaged huge line is E_CORRUPT, named before a later damaged line', async (version, name, change, says) => {
     const s = open(version)
     const r = open(version)
-    const id = `hurt-${name.replace(' ', '-')}`
+    const id = `hurt-v${version}-${name.replaceAll(' ', '-')}`
     await s.create(meta(id))
     await s.append(id, [...turn(0, 1), result(4, 'y'.repeat(2 * PART_BYTES)), result(5, 'small')])
     await s.close(id)
@@ -200,6 +203,50 @@ describe.skipIf(!url)('lines of a megabyte or more on PostgreSQL, in parts', () 
       // Read as of one snapshot (all 40), or the session found gone or taken: never damage.
       expect(['loaded 40', 'E_NOT_FOUND', 'E_LOCKED']).toContain(await loading)
     } finally {
+      await admin.end()
+    }
+  }, 120_000)
+
+  test('verify of a session of more than one pass of rows: every event counted, a row missing in a later pass found', async () => {
+    const s = open(0)
+    await s.create(meta('passes'))
+    const all: SessionEvent[] = []
+    for (let seq = 0; seq < 10_005; seq += 1_000) {
+      const batch = Array.from({ length: Math.min(1_000, 10_005 - seq) }, (_, k) => result(seq + k, `r${seq + k}`))
+      await s.append('passes', batch)
+      all.push(...batch)
+    }
+    await s.close('passes')
+    expect(await check(open(0), 'passes')).toMatchObject({ events: 10_005 })
+    await sql(url!, `DELETE FROM "${schema}".events WHERE session_id = 'passes' AND seq >= 10003`)
+    expect(await rejection(check(open(0), 'passes'))).toMatchObject({ code: 'E_CORRUPT', line: 10_005 })
+  }, 120_000)
+
+  test('a database in another encoding (LATIN1): huge lines stored and read back as they are', async () => {
+    const admin = new pg.Client({ connectionString: url! })
+    await admin.connect()
+    const db = `parted_latin1_${process.pid}`
+    try {
+      await admin.query(`CREATE DATABASE ${db} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`)
+      const other = new URL(url!)
+      other.pathname = `/${db}`
+      for (const version of [0, 1] as const) {
+        const s = createPostgresPersistence({ connectionString: other.href, schema: 'p', poolSize: 2, formatVersion: version })
+        try {
+          const id = `latin1-v${version}`
+          await s.create(meta(id))
+          const events = [...turn(0, 1), result(4, 'é'.repeat(PART_BYTES + 3)), result(5, `ü${'a'.repeat(2 * PART_BYTES)}é`)]
+          await s.append(id, events)
+          await s.close(id)
+          expect((await s.inspect(id)).events).toEqual(events)
+          expect((await s.read(id, { fromSeq: 4 })).events).toEqual(events.slice(4))
+          expect(await check(s, id)).toMatchObject({ events: 6 })
+        } finally {
+          await s.end()
+        }
+      }
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${db}`).catch(() => {})
       await admin.end()
     }
   }, 120_000)

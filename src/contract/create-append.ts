@@ -119,6 +119,7 @@ export function createAndAppendTests({ open }: ContractContext): void {
       const cases: [unknown, ErrorCode][] = [
         [new Getters(), 'E_INVALID_EVENT'],
         [inheritedIgnorable, 'E_INVALID_EVENT'],
+        [Object.defineProperty({ seq: 4, time: 1 }, 'type', { value: 'x', enumerable: false }), 'E_INVALID_EVENT'],
         [inheritedToJSON, 'E_NOT_JSON'],
         [{ seq: 4, type: 'x', time: 1, toJSON: () => ({}) }, 'E_NOT_JSON'],
         [throwing, 'E_NOT_JSON'],

@@ -53,12 +53,19 @@ export async function withStagedBytes<T>(client: pg.ClientBase, bytes: Buffer, s
 // each part says whether it is of the tail.
 const ON_CHARACTER = (p: string) =>
   `(${p} + CASE WHEN ${p} >= v.n THEN 0 WHEN get_byte(v.b, ${p}) & 192 <> 128 THEN 0
-     WHEN get_byte(v.b, ${p} + 1) & 192 <> 128 THEN 1 WHEN get_byte(v.b, ${p} + 2) & 192 <> 128 THEN 2 ELSE 3 END)`
+     WHEN ${p} + 1 >= v.n THEN 1 WHEN get_byte(v.b, ${p} + 1) & 192 <> 128 THEN 1
+     WHEN ${p} + 2 >= v.n THEN 2 WHEN get_byte(v.b, ${p} + 2) & 192 <> 128 THEN 2 ELSE 3 END)`
+// The row is taken only at the size it was seen at ($5, in the database's encoding): a row
+// replaced meanwhile (a session deleted and created again, which a watcher's poll does not rule
+// out) reads as gone. The kept tail is the last $4 bytes of the UTF-8 form, whatever the
+// database's encoding.
 const PARTS = (s: string) => `
   WITH v AS MATERIALIZED (
-    SELECT b, octet_length(b) AS n FROM (SELECT convert_to(line, 'UTF8') AS b FROM "${s}".events WHERE session_id = $1 AND seq = $2::bigint) AS x
+    SELECT b, octet_length(b) AS n FROM (
+      SELECT convert_to(line, 'UTF8') AS b FROM "${s}".events WHERE session_id = $1 AND seq = $2::bigint AND octet_length(line) = $5::int
+    ) AS x
   ), body AS (
-    SELECT ${ON_CHARACTER('least($4::int, v.n)')} AS at FROM v
+    SELECT ${ON_CHARACTER('greatest(v.n - $4::int, 0)')} AS at FROM v
   ), cuts AS (
     SELECT 0 AS c UNION SELECT at FROM body UNION SELECT n FROM v
     UNION SELECT ${ON_CHARACTER('g')} FROM v, generate_series($3::int, v.n - 1, $3::int) AS g
@@ -85,7 +92,8 @@ export interface PartedLine {
  * the last `keepBytes` bytes are checksummed as they arrive (zlib's CRC-32 of a string is of
  * its UTF-8 bytes) and kept as text; the last `keepBytes` (a version-1 line's checksum field,
  * ASCII) come back apart and `close` ends the text instead, so the text is made once, never cut
- * or copied again. `size` is the line's size in bytes; `undefined` when there is no such row.
+ * or copied again. `size` is the line's size in bytes as the database stores it (`octet_length`);
+ * `undefined` when there is no such row of that size.
  */
 export function readPartedLine(
   client: pg.ClientBase,
@@ -101,8 +109,7 @@ export function readPartedLine(
     let crc = 0
     let newline = false
     let rows = 0
-    const body = Math.max(0, size - cutAtEnd.keepBytes)
-    const query = new pg.Query({ text: PARTS(schema), values: [id, seq, PART_BYTES, body], rowMode: 'array' } as pg.QueryConfig)
+    const query = new pg.Query({ text: PARTS(schema), values: [id, seq, PART_BYTES, cutAtEnd.keepBytes, size], rowMode: 'array' } as pg.QueryConfig)
     query.on('row', (row: [string, boolean]) => {
       const part = row[0]
       rows++

@@ -13,6 +13,11 @@ const HEAD = (s: string) => `SELECT header_line, length::float8 AS length FROM "
 // read in parts (line-parts.ts); its size is known without reading it (the value's header). One
 // column, not a line and a size: a second column cost every load 4% more time in the query.
 export const LINE_OR_SIZE = (param: string) => `CASE WHEN octet_length(line) < ${param} THEN line ELSE octet_length(line)::text END`
+const ONE_LINE = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq = $2::bigint`
+
+/** Rows a pass that hands events on (and keeps none) reads at most: see readEvents. */
+const ONWARD_PASS = 10_000
+
 const LINES = (s: string) =>
   `SELECT ${LINE_OR_SIZE('$4')} FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint ORDER BY seq`
 
@@ -126,8 +131,12 @@ async function readPartedEventHeld(
   keepLine: boolean,
 ): Promise<{ event: SessionEvent; line: string | undefined }> {
   const read = await readPartedEvent(client, where, seq, size, keepLine)
-  if (!read) throw damage(seq, 'the row changed while it was read', where.path, where.id)
-  return read
+  if (read) return read
+  // Not there at that size: a damaged short line that reads as a size (digits), judged whole as
+  // any line is, or a row gone, which a snapshot or the lock rules out.
+  const { rows } = await client.query<{ line: string }>(ONE_LINE(where.schema), [where.id, seq])
+  if (!rows[0]) throw damage(seq, 'the row changed while it was read', where.path, where.id)
+  return { event: parseEventLine(rows[0].line, seq, where.path, where.id, where.version), line: keepLine ? rows[0].line : undefined }
 }
 
 /** A session's row as reads need it: its header line and how many events it holds. */
@@ -193,8 +202,13 @@ export async function readEvents(
     let failed: { err: unknown; seq: number } | undefined
     let stopped: { seq: number; size: number } | undefined
     let received = 0
+    let end = to
     await new Promise<void>((resolve, reject) => {
-      const config = { text: LINES(schema), values: [id, start, to, PARTED_BYTES], rowMode: 'array' }
+      // Handing events on, a pass reads at most ONWARD_PASS rows: one that stops at a huge line
+      // has its later rows sent for nothing, at most that many.
+      const passTo = onEvent ? Math.min(to, start + ONWARD_PASS) : to
+      end = passTo
+      const config = { text: LINES(schema), values: [id, start, passTo, PARTED_BYTES], rowMode: 'array' }
       const query = new pg.Query<[string]>(config as pg.QueryConfig)
       query.on('row', (row) => {
         const line = row[0]
@@ -238,7 +252,10 @@ export async function readEvents(
       continue
     }
     count = start - from + received
-    break
+    // A pass that read every row it asked for goes on from its end; a short one ends the read
+    // (rows are missing: reported below).
+    if (end === to || received < end - start) break
+    start = end
   }
   if (count !== Math.max(0, to - from)) {
     throw new SessionPersistenceCorruptionError(from + count + 2, -1, 'rows are missing below the stored length', {

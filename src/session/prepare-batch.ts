@@ -90,13 +90,15 @@ function serializeLines(
   return { firstSeq, count: events.length, jsons, chars }
 }
 
-const hasOwn = (o: object, key: string) => Object.prototype.hasOwnProperty.call(o, key)
+/** An own enumerable field: what `JSON.stringify` writes (an inherited one, a getter of a class, or a non-enumerable one it skips). */
+const written = (o: object, key: string) => Object.prototype.propertyIsEnumerable.call(o, key)
 
 /**
  * Checks event `i` of a batch and serializes it: its envelope, its content as plain JSON, its seq
  * (`firstSeq + i`, unless it is the first). What is checked is what `JSON.stringify` writes: the
- * envelope's fields are the event's own (a getter of its class or a field inherited from its
- * prototype is checked but not serialized), and no `toJSON` stands in for it.
+ * envelope's fields are the event's own enumerable ones (a getter of its class, a field inherited
+ * from its prototype or a non-enumerable one is checked but not serialized), and no `toJSON`
+ * stands in for it.
  */
 function serializeEvent(sessionId: string, event: unknown, i: number, firstSeq: number | undefined, extra: number): { json: string; seq: number } {
   const envelope = envelopeProblem(event)
@@ -104,10 +106,10 @@ function serializeEvent(sessionId: string, event: unknown, i: number, firstSeq: 
     throw new SessionPersistenceError('E_INVALID_EVENT', `event ${i} of the batch: ${envelope}`, { sessionId })
   }
   const e = event as SessionEvent
-  if (!hasOwn(e, 'seq') || !hasOwn(e, 'type') || !hasOwn(e, 'time') || (e.ignorable !== undefined && !hasOwn(e, 'ignorable'))) {
+  if (!written(e, 'seq') || !written(e, 'type') || !written(e, 'time') || (e.ignorable !== undefined && !written(e, 'ignorable'))) {
     throw new SessionPersistenceError(
       'E_INVALID_EVENT',
-      `event ${i} of the batch: seq, type, time (and ignorable) must be its own fields, not inherited or getters of its class (JSON.stringify would not write them)`,
+      `event ${i} of the batch: seq, type, time (and ignorable) must be its own enumerable fields, not inherited, getters of its class or hidden (JSON.stringify would not write them)`,
       { sessionId },
     )
   }

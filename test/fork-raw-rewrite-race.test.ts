@@ -4,6 +4,7 @@ import type { FileHandle, FileSystem } from '../src/jsonl/fs/file-system.js'
 import type { SessionEvent } from '../src/session/schema.js'
 import { createCrashFileSystem } from '../src/testing/crash-fs.js'
 import { ev, meta } from './helpers/events.js'
+import { withRead } from './helpers/observed-fs.js'
 
 const ROOT = '/root'
 const PARENT = 'parent'
@@ -39,20 +40,11 @@ function rewriteAfterScan(base: FileSystem, rewrite: () => Promise<unknown>) {
   }
   const watched = (h: FileHandle): FileHandle => {
     let furthest = -1
-    return {
-      read: async (buffer, offset, length, position) => {
-        if (position < furthest) await fire()
-        furthest = Math.max(furthest, position)
-        return h.read(buffer, offset, length, position)
-      },
-      write: (...a) => h.write(...a),
-      sync: () => h.sync(),
-      datasync: () => h.datasync(),
-      truncate: (n) => h.truncate(n),
-      stat: () => h.stat(),
-      chmod: (m) => h.chmod(m),
-      close: () => h.close(),
-    }
+    return withRead(h, async (buffer, offset, length, position) => {
+      if (position < furthest) await fire()
+      furthest = Math.max(furthest, position)
+      return h.read(buffer, offset, length, position)
+    })
   }
   const fs: FileSystem = {
     ...base,

@@ -1,3 +1,4 @@
+import { readBytes } from './read-range.js'
 import { dirname } from 'node:path'
 import { callOptions } from '../session/call-options.js'
 import { syncDir } from './durable.js'
@@ -77,18 +78,6 @@ function firstBody(header: string, lines: Buffer): { bytes: Buffer | BodyWriter;
 /** Never reached: a first append sets what its link waits for before its first await. */
 function notYetLocked(): Promise<never> {
   return Promise.reject(new Error('a new log was about to be published before its writer lock was asked for'))
-}
-
-/** Bytes `[from, to)` of an open file; `EIO` if it is shorter than that (it shrank while being read). */
-async function readBytes(handle: FileHandle, path: string, from: number, to: number): Promise<Buffer> {
-  const buf = Buffer.alloc(to - from)
-  let done = 0
-  while (done < buf.length) {
-    const n = await handle.read(buf, done, buf.length - done, from + done)
-    if (n === 0) throw Object.assign(new Error(`${path} shrank while it was being read`), { code: 'EIO' })
-    done += n
-  }
-  return buf
 }
 
 interface ReadOptions {

@@ -16,21 +16,25 @@ export function observedFs(hooks: {
     async open(path, flags, mode) {
       const h = await base.open(path, flags, mode)
       hooks.onOpen?.(path, flags)
-      const handle: FileHandle = {
-        read: async (buffer, offset, length, position) => {
-          const got = await h.read(buffer, offset, length, position)
-          hooks.onRead?.(path, position, length, got)
-          return got
-        },
-        write: (...a) => h.write(...a),
-        sync: () => h.sync(),
-        datasync: () => h.datasync(),
-        truncate: (n) => h.truncate(n),
-        stat: () => h.stat(),
-        chmod: (m) => h.chmod(m),
-        close: () => h.close(),
-      }
-      return handle
+      return withRead(h, async (buffer, offset, length, position) => {
+        const got = await h.read(buffer, offset, length, position)
+        hooks.onRead?.(path, position, length, got)
+        return got
+      })
     },
+  }
+}
+
+/** `h` with its reads made by `read` (which may call `h.read`); every other call is `h`'s. */
+export function withRead(h: FileHandle, read: FileHandle['read']): FileHandle {
+  return {
+    read,
+    write: (...a) => h.write(...a),
+    sync: () => h.sync(),
+    datasync: () => h.datasync(),
+    truncate: (n) => h.truncate(n),
+    stat: () => h.stat(),
+    chmod: (m) => h.chmod(m),
+    close: () => h.close(),
   }
 }

@@ -1,7 +1,7 @@
 // A store's sessions are sessions of the package: the events it writes (the 2.1 vocabulary
 // where an entry carries a message), the model history they give, and the CLI on them
 // (ls, show, verify, export, prune, copy). Needs `npm run build` (the CLI runs from dist/).
-import { readFile, utimes } from 'node:fs/promises'
+import { readFile, stat, utimes } from 'node:fs/promises'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createSessionStore } from '../src/adapters/claude-agent-sdk/index.js'
 import { sessionIdOf } from '../src/adapters/claude-agent-sdk/session-key.js'
@@ -143,7 +143,11 @@ describe('the CLI on a store\'s sessions', () => {
     if (loc.kind !== 'jsonl') throw new Error('jsonl location expected')
     const old = new Date(Date.now() - 3 * 86_400_000)
     await utimes(loc.path, old, old)
-    expect((await store.listSessions(PROJECT_KEY)).map((s) => s.mtime)).toEqual([old.getTime()])
+    // The SDK asks for integer ms, fractional sources floored: the file's mtime as stat reads it
+    // back (utimes stores seconds as a float: 474 ms may read back as 473.9998).
+    const { mtimeMs } = await stat(loc.path)
+    expect(Math.abs(mtimeMs - old.getTime())).toBeLessThan(1)
+    expect((await store.listSessions(PROJECT_KEY)).map((s) => s.mtime)).toEqual([Math.floor(mtimeMs)])
     const dry = await runCli(['prune', '--older-than', '1d', '--dry-run', '--root', root])
     expect(dry.stdout).toContain(id)
     expect(await store.load(key)).not.toBeNull()

@@ -78,18 +78,22 @@ const run = (op, root, version) => {
   return JSON.parse(r.stdout).ratio
 }
 console.log(`one line of ~64 MiB${postgres ? ' on PostgreSQL' : ''}${twoByte ? ', text outside Latin-1 (two bytes a character in V8)' : ''}: peak memory above baseline / line size (bound: 4×), fresh process each`)
-for (const version of [0, 1]) {
-  const root = postgres ? `huge_${process.pid}_v${version}` : mkdtempSync(join(tmpdir(), 'spj-huge-'))
-  try {
-    const first = run('append-first', root, version) // the log's first append (materialization)
-    const later = run('append', root, version)
-    const read = run('read', root, version)
-    const load = run('load', root, version)
-    const watch = run('watch', root, version)
-    const f = (x) => `${x.toFixed(2)}×${x <= 4 ? '' : ' (over 4×)'}`
-    console.log(`  version ${version}: first append ${f(first)}, later append ${f(later)}, load ${f(load)}, read of it ${f(read)}, watch of it ${f(watch)}`)
-  } finally {
-    if (!postgres) rmSync(root, { recursive: true, force: true })
+try {
+  for (const version of [0, 1]) {
+    const root = postgres ? `huge_${process.pid}_v${version}` : mkdtempSync(join(tmpdir(), 'spj-huge-'))
+    try {
+      const first = run('append-first', root, version) // the log's first append (materialization)
+      const later = run('append', root, version)
+      const read = run('read', root, version)
+      const load = run('load', root, version)
+      const watch = run('watch', root, version)
+      const f = (x) => `${x.toFixed(2)}×${x <= 4 ? '' : ' (over 4×)'}`
+      console.log(`  version ${version}: first append ${f(first)}, later append ${f(later)}, load ${f(load)}, read of it ${f(read)}, watch of it ${f(watch)}`)
+    } finally {
+      if (!postgres) rmSync(root, { recursive: true, force: true })
+    }
   }
+} finally {
+  // Stopped whatever happened: a failed call must not leave the throwaway server running.
+  await server?.stop()
 }
-await server?.stop()

@@ -84,6 +84,11 @@ describe('the one-line views print the line they printed when they read the whol
       { numRuns: 500 },
     )
     expect([oneLine(undefined), jsonLine(undefined), oneLine({ a: undefined, b: [undefined, () => 1], d: new Date(0) })]).toEqual(['', '', '{"b":[null,null],"d":"1970-01-01T00:00:00.000Z"}'])
+    // A lone high surrogate at a piece's end, a pair right after it: the pair stays whole.
+    for (const at of [1021, 1022, 1023, 1024, 1025]) {
+      const v = { q: `${' '.repeat(at)}\ud83d\ud83d\ude00` }
+      expect(oneLine(v, 80)).toBe(oldOneLine(v, 80))
+    }
   })
 
   test('a message content, and whether it is a given text', () => {

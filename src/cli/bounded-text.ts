@@ -49,7 +49,7 @@ export function feedString(s: string, sink: Sink, map?: (s: string) => string): 
   while (i < s.length) {
     let end = Math.min(i + CHUNK, s.length)
     // A surrogate pair is never split (JSON.stringify escapes a lone half).
-    if (end < s.length && isHighSurrogate(s.charCodeAt(end - 1))) end++
+    if (end < s.length && isHighSurrogate(s.charCodeAt(end - 1)) && isLowSurrogate(s.charCodeAt(end))) end++
     const part = s.slice(i, end)
     if (sink(map ? map(part) : part)) return true
     i = end
@@ -58,6 +58,7 @@ export function feedString(s: string, sink: Sink, map?: (s: string) => string): 
 }
 
 const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff
 
 /** The inside of a JSON string literal, as JSON.stringify writes it. */
 const jsonInside = (s: string) => JSON.stringify(s).slice(1, -1)

@@ -141,6 +141,7 @@ export function describeServer(c: Pick<ResolvedPostgresConfig, 'connectionString
       const url = new URL(given)
       url.password = ''
       url.search = ''
+      url.hash = '' // a '#' in an unescaped password starts a fragment that holds the rest of it
       return url.toString()
     } catch {
       return given.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@').replace(/password\s*=\s*\S+/gi, 'password=***')

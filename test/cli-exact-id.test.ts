@@ -7,7 +7,7 @@ import { makeStyle } from '../src/cli/render.js'
 import { isSessionPersistenceError } from '../src/errors.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { meta, turn } from './helpers/events.js'
-import { tmpRoot } from './helpers/tmp-root.js'
+import { rootFiles, tmpRoot } from './helpers/tmp-root.js'
 
 /** The CLI from the sources, in this process: its exit code, or the code of the error it threw (the binary prints that and exits 1). */
 async function cli(args: string[]): Promise<{ result: number | string; out: string; err: string }> {
@@ -20,16 +20,6 @@ async function cli(args: string[]): Promise<{ result: number | string; out: stri
     if (!isSessionPersistenceError(e)) throw e
     return { result: e.code, out: out.join(''), err: err.join('') + e.message }
   }
-}
-
-/** Every file under the root but the lock directory, with its bytes. */
-async function files(root: string): Promise<Map<string, Buffer>> {
-  const out = new Map<string, Buffer>()
-  for (const dir of await readdir(root)) {
-    if (dir.startsWith('.')) continue
-    for (const name of await readdir(join(root, dir))) out.set(`${dir}/${name}`, await readFile(join(root, dir, name)))
-  }
-  return out
 }
 
 async function rootWith(ids: string[], formatVersion?: 0 | 1) {
@@ -95,7 +85,7 @@ describe('an exact id names that session, even when its log cannot be listed (SP
       for (const { args, refuses } of COMMANDS) {
         test(`${args.join(' ')}: refused with the log's own code; no log is touched, no other session is read`, async () => {
           const { root, given, code } = await make()
-          const before = await files(root)
+          const before = await rootFiles(root)
           const r = await cli(['--root', root, ...args.map((a) => (a === '@' ? given : a))])
           if (refuses === 'throws') expect(r.result).toBe(code)
           else {
@@ -103,17 +93,17 @@ describe('an exact id names that session, even when its log cannot be listed (SP
             expect(r.err).toContain(`refused ${given}: ${code}: `)
           }
           expect(r.out).not.toMatch(/abcdef|run-2|zed-long/)
-          expect(await files(root)).toEqual(before)
+          expect(await rootFiles(root)).toEqual(before)
         })
       }
 
       test('rm removes that log, and only it', async () => {
         const { root, given, bad, healthy } = await make()
-        const before = await files(root)
+        const before = await rootFiles(root)
         const r = await cli(['--root', root, 'rm', given, '--json'])
         expect(r.result).toBe(0)
         expect(JSON.parse(r.out).removed).toBe(given)
-        const after = await files(root)
+        const after = await rootFiles(root)
         expect([...before.keys()].filter((k) => !after.has(k))).toEqual([bad.slice(root.length + 1)])
         expect(after.get(healthy.slice(root.length + 1))).toEqual(before.get(healthy.slice(root.length + 1)))
       })
@@ -138,12 +128,12 @@ describe('an exact id names that session, even when its log cannot be listed (SP
 
   test('a prefix of a log that cannot be listed and of a listed session is ambiguous, not the listed one', async () => {
     const { root } = await damagedHeader()
-    const before = await files(root)
+    const before = await rootFiles(root)
     for (const args of [['rm', 'ab'], ['show', 'ab'], ['fork', 'ab', '--at', '4'], ['redact', 'ab', '--pattern', 'question'], ['tree', 'ab']]) {
       const r = await cli(['--root', root, ...args])
       expect([args[0], r.result, r.err]).toEqual([args[0], 'E_AMBIGUOUS', "'ab' is a prefix of 2 sessions: abc, abcdef"])
     }
-    expect(await files(root)).toEqual(before)
+    expect(await rootFiles(root)).toEqual(before)
     // A prefix of the listed session only still names it.
     const r = await cli(['--root', root, 'rm', 'abcd', '--json'])
     expect([r.result, JSON.parse(r.out).removed]).toEqual([0, 'abcdef'])
@@ -152,8 +142,8 @@ describe('an exact id names that session, even when its log cannot be listed (SP
   test('a unique prefix of a log that cannot be listed names it: the operation says what is wrong with it', async () => {
     const { root } = await damagedHeader()
     await cli(['--root', root, 'rm', 'abcdef'])
-    const before = await files(root)
+    const before = await rootFiles(root)
     expect((await cli(['--root', root, 'show', 'ab'])).result).toBe('E_CORRUPT')
-    expect(await files(root)).toEqual(before)
+    expect(await rootFiles(root)).toEqual(before)
   })
 })

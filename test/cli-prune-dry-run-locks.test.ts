@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { readdir, readFile, utimes } from 'node:fs/promises'
+import { utimes } from 'node:fs/promises'
 import { hostname } from 'node:os'
-import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, test } from 'vitest'
@@ -10,7 +9,7 @@ import type { Io } from '../src/cli/commands.js'
 import { makeStyle } from '../src/cli/render.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { meta, turn } from './helpers/events.js'
-import { tmpRoot } from './helpers/tmp-root.js'
+import { rootFiles, tmpRoot } from './helpers/tmp-root.js'
 
 // SPEC §11: prune never deletes a locked session, and `--dry-run` only lists: what it lists is
 // what the real run would do, so a session a live writer holds is reported as skipped (E_LOCKED),
@@ -28,14 +27,6 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
   return { code, out: out.join(''), err: err.join('') }
 }
 
-async function logs(root: string): Promise<Map<string, Buffer>> {
-  const out = new Map<string, Buffer>()
-  for (const dir of await readdir(root)) {
-    if (dir.startsWith('.')) continue
-    for (const name of await readdir(join(root, dir))) out.set(`${dir}/${name}`, await readFile(join(root, dir, name)))
-  }
-  return out
-}
 
 /** A writer in another process holding `id`'s lock (the lock worker: it loads, appends a turn, and holds until its stdin ends). */
 async function holder(root: string, id: string): Promise<ChildProcess> {
@@ -69,7 +60,7 @@ describe('prune --dry-run and locks', () => {
       const now = Date.now()
       // Aged after the holder's append: both old logs were last written 40 days ago.
       for (const id of ['old', 'oldlocked']) await utimes(paths[id]!, new Date(now - 40 * DAY), new Date(now - 40 * DAY))
-      const before = await logs(root)
+      const before = await rootFiles(root)
 
       const dry = await cli(['--root', root, 'prune', '--older-than', '30d', '--dry-run'])
       expect(dry.code).toBe(0)
@@ -81,14 +72,14 @@ describe('prune --dry-run and locks', () => {
       const dryJson = JSON.parse((await cli(['--root', root, 'prune', '--older-than', '30d', '--dry-run', '--json'])).out)
       expect(dryJson.wouldRemove.map((s: { id: string }) => s.id)).toEqual(['old'])
       expect(dryJson.skipped).toEqual([{ id: 'oldlocked', code: 'E_LOCKED', message: expect.stringContaining(said) }])
-      expect(await logs(root)).toEqual(before)
+      expect(await rootFiles(root)).toEqual(before)
 
       // The real run does what the dry run said, in the same words.
       const real = await cli(['--root', root, 'prune', '--older-than', '30d', '--json'])
       const realJson = JSON.parse(real.out)
       expect(realJson.removed.map((s: { id: string }) => s.id)).toEqual(dryJson.wouldRemove.map((s: { id: string }) => s.id))
       expect(realJson.skipped).toEqual(dryJson.skipped)
-      expect([...(await logs(root)).keys()].sort()).toEqual([...before.keys()].filter((k) => !k.endsWith('/old.jsonl')).sort())
+      expect([...(await rootFiles(root)).keys()].sort()).toEqual([...before.keys()].filter((k) => !k.endsWith('/old.jsonl')).sort())
     } finally {
       child.kill('SIGKILL')
     }

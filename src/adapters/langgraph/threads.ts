@@ -29,6 +29,29 @@ export interface Thread {
 /** What a call appends, made from the thread's index as it stands when its turn comes. */
 export type Build = (index: ThreadIndex) => Draft[] | undefined
 
+/** A call whose serialization is done: what makes its events, and how it is settled. */
+interface ReadyCall {
+  build: Build
+  resolve: () => void
+  reject: (err: unknown) => void
+}
+
+/** The call at `at` of an append could not make its events (nothing was appended; the thread was released). */
+class BuildFailure extends Error {
+  readonly at: number
+  readonly reason: SessionPersistenceError
+  constructor(at: number, err: unknown, sessionId: string) {
+    super('a call could not make its events')
+    this.at = at
+    this.reason = isSessionPersistenceError(err)
+      ? err
+      : new SessionPersistenceError('E_INVALID_EVENT', `the events of a call could not be made: ${err instanceof Error ? err.message : 'it threw'}`, { sessionId, cause: err })
+  }
+}
+
+/** The backend refused a batch for what its events hold, writing nothing: one of its calls is at fault. */
+const isRefusal = (err: unknown) => isSessionPersistenceError(err, 'E_INVALID_EVENT') || isSessionPersistenceError(err, 'E_NOT_JSON')
+
 interface QueuedCall {
   /** The thread's epoch when the call was made. */
   epoch: number
@@ -182,7 +205,9 @@ export class Threads {
    * queue while an append is in flight, or in the macrotask a flush lingers for before it takes
    * the queue, go together in the next append (group commit: with LangGraph's `durability:
    * 'async'` several are in flight at once; with 'sync', a step's `putWrites` and `put`), in call
-   * order; each resolves when that append has, and all of them fail if it fails. A flush takes
+   * order; each resolves when that append has. A call whose serialization or events fail, or
+   * whose events the backend refuses, is rejected alone (see `#commit`); a failure of the append
+   * itself (I/O, a lost lock) rejects all the calls it carried. A flush takes
    * only calls made in its own call's epoch: none made after a `deleteThread` or `release` made
    * after its call, which go in an append after that call's.
    */
@@ -214,23 +239,47 @@ export class Threads {
     // later), so both go in one append, one sync, instead of two in a row.
     await linger()
     const queued = t.queue.splice(0, this.#leading(t, epoch))
-    const ready: QueuedCall[] = []
-    const builds: Build[] = []
+    const ready: ReadyCall[] = []
     for (const call of queued) {
       try {
-        builds.push(await call.ready)
-        ready.push(call)
+        ready.push({ build: await call.ready, resolve: call.resolve, reject: call.reject })
       } catch (err) {
         call.reject(err)
       }
     }
-    try {
-      await this.#appendAll(t, builds)
-    } catch (err) {
-      for (const call of ready) call.reject(err)
+    await this.#commit(t, ready)
+  }
+
+  /**
+   * Appends the calls in one append and settles each. A call whose events cannot be made is
+   * rejected alone and the others go without it. When the backend refuses the batch for what
+   * it holds (`E_INVALID_EVENT`: a line over 64 MiB, §15.5; `E_NOT_JSON`), nothing was
+   * written: each call is then appended on its own, so only the one at fault is rejected. Any
+   * other failure (I/O, a lost lock) is no call's fault and rejects them all.
+   */
+  async #commit(t: Thread, calls: readonly ReadyCall[]): Promise<void> {
+    let group = calls
+    for (;;) {
+      // Nothing left (every serialization failed): the thread need not even be opened.
+      if (group.length === 0) return
+      try {
+        await this.#appendAll(t, group.map((c) => c.build))
+      } catch (err) {
+        if (err instanceof BuildFailure) {
+          group[err.at]!.reject(err.reason)
+          group = group.filter((_, i) => i !== err.at)
+          continue
+        }
+        if (group.length > 1 && isRefusal(err)) {
+          for (const call of group) await this.#commit(t, [call])
+          return
+        }
+        for (const call of group) call.reject(err)
+        return
+      }
+      for (const call of group) call.resolve()
       return
     }
-    for (const call of ready) call.resolve()
   }
 
   /** One append (one turn) of what the calls build, each against the index after the ones before it. */
@@ -248,7 +297,15 @@ export class Threads {
         index.apply(added, t.sessionId)
       }
       add([openTurn(turn)])
-      for (const build of builds) add(build(index) ?? [])
+      for (let i = 0; i < builds.length; i++) {
+        try {
+          add(builds[i]!(index) ?? [])
+        } catch (err) {
+          // The index took the calls before it (perhaps part of this one), none of it stored.
+          await this.release(t)
+          throw new BuildFailure(i, err, t.sessionId)
+        }
+      }
       if (events.length === 1) {
         // Nothing to write: undo the opened turn (the index holds no record of it but its number).
         index.count = first

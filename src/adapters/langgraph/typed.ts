@@ -17,13 +17,23 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
  */
 const UNSERIALIZABLE = JSON.stringify('[unable to serialize, circular reference is too complex to analyze]')
 
+/** What a serializer threw, as text: whatever it threw (an object without a prototype, an error whose message throws). */
+function reason(cause: unknown): string {
+  try {
+    const message = (cause as { message?: unknown } | null | undefined)?.message
+    return typeof message === 'string' ? message : String(cause)
+  } catch {
+    return 'it threw a value that cannot be shown'
+  }
+}
+
 export async function dumpTyped(serde: SerializerProtocol, value: unknown, what: string, sessionId: string): Promise<Typed> {
   let type: string
   let bytes: Uint8Array
   try {
     ;[type, bytes] = await serde.dumpsTyped(value)
   } catch (cause) {
-    throw new SessionPersistenceError('E_NOT_JSON', `${what} cannot be serialized: ${(cause as Error)?.message ?? String(cause)}`, { sessionId, cause })
+    throw new SessionPersistenceError('E_NOT_JSON', `${what} cannot be serialized: ${reason(cause)}`, { sessionId, cause })
   }
   if (typeof type !== 'string' || !(bytes instanceof Uint8Array)) {
     throw new SessionPersistenceError('E_CONFIG', `${what}: the serializer's dumpsTyped must give [type, Uint8Array]`, { sessionId })

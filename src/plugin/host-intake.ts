@@ -1,7 +1,7 @@
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { BufferBudget } from './buffer-budget.js'
-import type { AgentHost, HostSessionEvents, SeedOptions, SessionEventSource } from './host.js'
+import type { AgentHost, HostSessionEvents, LiveSession, SeedOptions, SessionEventSource } from './host.js'
 import { disposedError, divergedError, EventDroppedError } from './plugin-errors.js'
 import type { DrainContext, SessionDrainer } from './session-drain.js'
 import { SessionChannel } from './session-channel.js'
@@ -29,14 +29,26 @@ export class HostIntake {
 
   /** Subscribes, then seeds every live session; resolves when the seeds are written (or failed). */
   subscribe(host: AgentHost): Promise<unknown> {
+    // Read before subscribing: a host whose liveSessions() fails leaves the plugin unapplied
+    // (E_CONFIG, thrown here), subscribed to nothing and free to apply again.
+    const live = liveSnapshot(host)
     this.#source = host.sessionEvents
     this.#source.on('session/created', this.#onCreated)
     this.#source.on('session/event', this.#onEvent)
     this.#source.on('session/flush', this.#onFlush)
     this.#source.on('session/disposed', this.#onDisposed)
     const seeded: Promise<unknown>[] = []
-    for (const live of host.liveSessions()) {
-      const ch = this.#track(live.meta, live.events, live.firstSeq === undefined ? undefined : { firstSeq: live.firstSeq })
+    for (const [i, entry] of live.entries()) {
+      let read: [SessionMeta, readonly SessionEvent[], SeedOptions | undefined]
+      try {
+        const { meta, events, firstSeq } = entry as LiveSession
+        read = [meta, events, firstSeq === undefined ? undefined : { firstSeq }]
+      } catch (err) {
+        // Not an object, or a throwing getter: that entry is refused as a bad meta, the others are seeded.
+        this.#ctx.report(new SessionPersistenceError('E_INVALID_META', `entry ${i} of the host's liveSessions() cannot be read as { meta, events } (${String(err)}); that session is not tracked`, { cause: err }))
+        continue
+      }
+      const ch = this.#track(...read)
       if (ch) seeded.push(this.#drainer.drain(ch).catch(() => {}))
     }
     return Promise.all(seeded)
@@ -71,32 +83,42 @@ export class HostIntake {
 
   /** The host's hot path: buffer the frozen event, nothing else. */
   #onEvent = (sessionId: string, event: SessionEvent): void => {
-    if (this.#ctx.isDisposed()) return this.#ctx.report(disposedError(`event ${event?.seq} of session '${sessionId}'`, sessionId))
+    // Never throws into the host's emit: the seq and type are read once, guarded (a throwing
+    // getter, a revoked Proxy), and the id is named with String() (a Symbol breaks a template).
+    const head = readHead(event)
+    if (this.#ctx.isDisposed()) return this.#ctx.report(disposedError(`event ${head.seqText} of session '${String(sessionId)}'`, typeof sessionId === 'string' ? sessionId : undefined))
     const ch = this.channels.get(sessionId)
     if (!ch) {
       return this.#ctx.report(
-        new SessionPersistenceError('E_NOT_FOUND', `event ${event?.seq} for session '${sessionId}', which the plugin does not track (no session/created)`, { sessionId }),
+        new SessionPersistenceError('E_NOT_FOUND', `event ${head.seqText} for session '${String(sessionId)}', which the plugin does not track (no session/created)`, {
+          sessionId: typeof sessionId === 'string' ? sessionId : undefined,
+        }),
       )
     }
     if (ch.halted) {
       // Each dropped event is reported; after any other halt the session's events are ignored.
-      if (ch.halted instanceof EventDroppedError) this.#ctx.report(this.#dropped(ch, event))
+      if (ch.halted instanceof EventDroppedError) this.#ctx.report(this.#dropped(ch, head))
       return
     }
     if (typeof event !== 'object' || event === null) {
       const error = new SessionPersistenceError('E_INVALID_EVENT', `session '${sessionId}': the host sent ${String(event)} as an event; its seq is unknown, so nothing more is written for this session`, { sessionId })
       return this.#drainer.halt(ch, error, { dropBuffered: false })
     }
-    if (event.seq < ch.expected) return // below the cursor: already stored or buffered
-    if (event.seq !== ch.expected) {
-      return this.#drainer.halt(ch, divergedError(sessionId, `event ${event.seq} arrived where ${ch.expected} was expected`), { dropBuffered: false })
+    if (head.error !== undefined) {
+      const error = new SessionPersistenceError('E_INVALID_EVENT', `session '${sessionId}': the host sent an event whose seq or type cannot be read (${String(head.error)}); nothing more is written for this session`, { sessionId, cause: head.error })
+      return this.#drainer.halt(ch, error, { dropBuffered: false })
+    }
+    const seq = head.seq
+    if (typeof seq === 'number' && seq < ch.expected) return // below the cursor: already stored or buffered
+    if (seq !== ch.expected) {
+      return this.#drainer.halt(ch, divergedError(sessionId, `event ${head.seqText} arrived where ${ch.expected} was expected`), { dropBuffered: false })
     }
     if (ch.share.sizing && !ch.share.tryAdd(event)) {
-      return this.#drainer.halt(ch, this.#dropped(ch, event), { dropBuffered: false })
+      return this.#drainer.halt(ch, this.#dropped(ch, head), { dropBuffered: false })
     }
     ch.buffer.push(event)
     ch.expected++
-    if (event.type === 'turn/end') this.#drainer.drainSoon(ch)
+    if (head.type === 'turn/end') this.#drainer.drainSoon(ch)
     else this.#drainer.drainLater(ch)
   }
 
@@ -150,8 +172,30 @@ export class HostIntake {
     return ch
   }
 
-  #dropped(ch: SessionChannel, event: SessionEvent): EventDroppedError {
-    return new EventDroppedError(ch.id, event, this.#budget.maxBytes, ch.failure ?? ch.stall ?? ch.lastFailure)
+  /** The report of a dropped event, from its seq and type as read once (`readHead`). */
+  #dropped(ch: SessionChannel, head: { seq?: unknown; type?: unknown }): EventDroppedError {
+    const named = { seq: head.seq, type: head.type } as SessionEvent
+    return new EventDroppedError(ch.id, named, this.#budget.maxBytes, ch.failure ?? ch.stall ?? ch.lastFailure)
+  }
+}
+
+/** An event's seq and type, read once; `error` when reading them threw (a getter, a revoked Proxy). */
+function readHead(event: unknown): { seq?: unknown; type?: unknown; seqText: string; error?: unknown } {
+  if (typeof event !== 'object' || event === null) return { seqText: 'undefined' }
+  try {
+    const { seq, type } = event as { seq?: unknown; type?: unknown }
+    return { seq, type, seqText: typeof seq === 'number' ? String(seq) : typeof seq === 'string' ? JSON.stringify(seq) : typeof seq }
+  } catch (err) {
+    return { seqText: '(unreadable)', error: err }
+  }
+}
+
+/** The host's live sessions, read once; a liveSessions() that throws, or is not iterable, is `E_CONFIG`. */
+function liveSnapshot(host: AgentHost): unknown[] {
+  try {
+    return Array.from(host.liveSessions() as Iterable<unknown>)
+  } catch (err) {
+    throw new SessionPersistenceError('E_CONFIG', `the host's liveSessions() failed (${String(err)}); the plugin is not applied`, { cause: err })
   }
 }
 
@@ -202,17 +246,29 @@ function readSeed(sessionId: string, seed: unknown): readonly SessionEvent[] {
  * a bad meta (`E_INVALID_META`, not tracked).
  */
 function seedStart(sessionId: string, seed: readonly SessionEvent[], options: SeedOptions | undefined): number {
-  const bad = (why: string) => seedRefused(sessionId, why)
-  if (options === undefined) return 0
-  if (typeof options !== 'object' || options === null) throw bad(`the seed options must be an object like { firstSeq }, got ${String(options)}`)
-  const { firstSeq } = options
-  if (firstSeq === undefined) return 0
+  const bad = (why: string, cause?: unknown) => seedRefused(sessionId, why, cause)
+  if (typeof options !== 'object' && options !== undefined) throw bad(`the seed options must be an object like { firstSeq }, got ${String(options)}`)
+  if (options === null) throw bad('the seed options must be an object like { firstSeq }, got null')
+  const firstSeq = options?.firstSeq ?? 0
   if (typeof firstSeq !== 'number' || !Number.isSafeInteger(firstSeq) || firstSeq < 0) {
     throw bad(`firstSeq must be a non-negative integer, got ${typeof firstSeq === 'number' ? firstSeq : typeof firstSeq}`)
   }
+  // Every seed, with or without firstSeq: a seed that does not run firstSeq, firstSeq + 1, … is
+  // the host's mistake, refused here once, never retried against the log (its appends would be).
+  // An entry that is not an object is left to #track (the events before it are written).
   for (let i = 0; i < seed.length; i++) {
-    const seq = (seed[i] as { seq?: unknown } | null)?.seq
-    if (seq !== firstSeq + i) throw bad(`the seed starts at firstSeq ${firstSeq}, so its event ${i} must have seq ${firstSeq + i}, not ${String(seq)}`)
+    const event = seed[i]
+    if (typeof event !== 'object' || event === null) break
+    let seq: unknown
+    try {
+      seq = (event as { seq?: unknown }).seq
+    } catch (err) {
+      throw bad(`its event ${i} cannot be read (${String(err)})`, err)
+    }
+    if (seq !== firstSeq + i) {
+      const given = typeof seq === 'number' ? String(seq) : typeof seq === 'string' ? JSON.stringify(seq) : typeof seq
+      throw bad(`the seed starts at ${options?.firstSeq === undefined ? 'seq 0 (no firstSeq given)' : `firstSeq ${firstSeq}`}, so its event ${i} must have seq ${firstSeq + i}, not ${given}`)
+    }
   }
   return firstSeq
 }

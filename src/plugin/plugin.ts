@@ -108,7 +108,12 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
       throw new SessionPersistenceError('E_CONFIG', 'apply needs an AgentHost: sessionEvents with on(name, listener) and off(name, listener), and liveSessions()')
     }
     this.#applied = true
-    this.#seeding = this.#intake.subscribe(host)
+    try {
+      this.#seeding = this.#intake.subscribe(host)
+    } catch (err) {
+      this.#applied = false // the host's liveSessions() failed before anything was subscribed
+      throw err
+    }
     await this.#seeding
   }
 

@@ -13,22 +13,35 @@ import type { SessionEvent } from './schema.js'
  * before it is durable, the kept part never shares a write with what precedes it.
  */
 export function cutAtKeptStarts<E extends SessionEvent>(batch: readonly E[]): (readonly E[])[] {
-  const first = batch[0]?.seq
-  if (first === undefined) return []
+  if (batch.length === 0) return []
+  // Read guarded: an event the host made unreadable (a throwing getter, a revoked Proxy) cuts
+  // nothing here; the backend refuses it (`E_NOT_JSON`) like any event it cannot serialize.
+  const seqs = batch.map((e) => guarded(() => e.seq))
+  const first = seqs[0]
+  if (typeof first !== 'number') return [batch]
   let cuts: Set<number> | undefined
-  for (const e of batch) {
-    if (e.type !== 'history/compact') continue
-    const k = asObject(e.data)?.firstKeptSeq
-    if (typeof k === 'number' && k > first && k <= e.seq) (cuts ??= new Set()).add(k)
+  for (const [i, e] of batch.entries()) {
+    const k = guarded(() => (e.type === 'history/compact' ? asObject(e.data)?.firstKeptSeq : undefined))
+    const seq = seqs[i]
+    if (typeof k === 'number' && typeof seq === 'number' && k > first && k <= seq) (cuts ??= new Set()).add(k)
   }
   if (!cuts) return [batch]
   const parts: (readonly E[])[] = []
   let from = 0
   for (let i = 1; i < batch.length; i++) {
-    if (!cuts.has(batch[i]!.seq)) continue
+    const seq = seqs[i]
+    if (typeof seq !== 'number' || !cuts.has(seq)) continue
     parts.push(batch.slice(from, i))
     from = i
   }
   parts.push(batch.slice(from))
   return parts
+}
+
+function guarded<T>(read: () => T): T | undefined {
+  try {
+    return read()
+  } catch {
+    return undefined
+  }
 }

@@ -110,6 +110,30 @@ describe.skipIf(!linux)('a holder on this host is alive exactly when its pid and
     await p.closeAll()
   })
 
+  test('regression: a holder that exited and waits to be reaped (a zombie) is dead: taken over at once, not after staleLockMs', async () => {
+    const root = await tmpRoot()
+    await seeded(root, 'zombie')
+    // The background `true` exits at once; its parent exec's into `sleep`, which never reaps it.
+    const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    children.push(parent)
+    const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))))
+    let stat = ''
+    for (let i = 0; i < 200 && !hasExited(stat); i++) {
+      stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+      if (!hasExited(stat)) await new Promise((r) => setTimeout(r, 10))
+    }
+    expect(hasExited(stat)).toBe(true) // the rig: a zombie, whose pid still answers a signal
+    expect(() => process.kill(pid, 0)).not.toThrow()
+    const lock = await plantLock(root, 'zombie', pid, parseStartTime(stat)!)
+    // A fresh heartbeat and a long staleLockMs: only seeing that the holder has exited can free it.
+    const now = new Date()
+    await utimes(lock, now, now)
+    const p = createJsonlPersistence({ root, staleLockMs: 60_000 })
+    expect((await p.load('zombie')).events).toHaveLength(4)
+    expect(JSON.parse(await readFile(lock, 'utf8')).pid).toBe(process.pid)
+    await p.closeAll()
+  })
+
   test('a lock naming a live pid with another start time (a reused pid) is taken over at once', async () => {
     const root = await tmpRoot()
     await seeded(root, 'reused')

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import type { LockHolder } from '../../errors.js'
 import { errno, notRegularFile } from '../errno.js'
 import type { FileSystem } from '../fs/file-system.js'
-import { isPidAlive, type MachineIdentity, type ProcessIdentity, readStartTime } from './process-identity.js'
+import { EXITED, isPidAlive, type MachineIdentity, type ProcessIdentity, readStartTime } from './process-identity.js'
 
 /**
  * What a lock file, and a takeover marker, record about the process that wrote it. `since` is
@@ -84,8 +84,11 @@ export async function writerState(
     owner.bootId === machine.bootId &&
     owner.pidNs === machine.pidNs
   if (!sameMachine) return 'unknown'
+  const current = await readStartTime(fs, owner.pid)
+  // Exited, waiting to be reaped (a zombie answers kill(pid, 0), so this comes first): dead,
+  // with or without a recorded start time.
+  if (current === EXITED) return 'dead'
   if (owner.startTime !== undefined) {
-    const current = await readStartTime(fs, owner.pid)
     // No /proc entry, yet the pid answers: /proc hides it (mounted with hidepid): cannot tell.
     if (current === null) return isPidAlive(owner.pid) ? 'unknown' : 'dead'
     if (current !== undefined) return current === owner.startTime ? 'alive' : 'dead'

@@ -43,6 +43,9 @@ export function parseStartTime(stat: string): string | undefined {
   return value !== undefined && /^\d+$/.test(value) ? value : undefined
 }
 
+/** What `readStartTime` gives for a process that has exited and waits to be reaped (not a start time: those are digits). */
+export const EXITED = 'exited'
+
 /** Field 3 of `/proc/<pid>/stat`: `Z` (zombie) or `X` (dead) means the process has exited. */
 export function hasExited(stat: string): boolean {
   const state = stat.slice(stat.lastIndexOf(')') + 1).trim()[0]
@@ -50,14 +53,15 @@ export function hasExited(stat: string): boolean {
 }
 
 /**
- * The start time of process `pid` (`'self'` for this one). `null` when no such process exists
- * (or it has exited and only waits to be reaped); undefined when it cannot be told (no `/proc`,
- * or it cannot be read).
+ * The start time of process `pid` (`'self'` for this one). `null` when no such process exists;
+ * `'exited'` when it has exited and only waits to be reaped (a zombie: it still answers a
+ * signal, so it must not be taken for a pid that /proc hides); undefined when it cannot be told
+ * (no `/proc`, or it cannot be read).
  */
 export async function readStartTime(fs: FileSystem, pid: number | 'self'): Promise<string | null | undefined> {
   try {
     const stat = await readSmallFile(fs, `/proc/${pid}/stat`, 1024)
-    return hasExited(stat) ? null : parseStartTime(stat)
+    return hasExited(stat) ? EXITED : parseStartTime(stat)
   } catch (err) {
     // ENOENT or ESRCH: the process is gone. Anything else tells nothing.
     return errno(err) === 'ENOENT' || errno(err) === 'ESRCH' ? null : undefined
@@ -75,7 +79,7 @@ export async function readProcessIdentity(fs: FileSystem): Promise<ProcessIdenti
     readStartTime(fs, 'self'),
   ])
   const identity: ProcessIdentity = { pid: process.pid, host: hostname(), bootId, pidNs }
-  if (typeof startTime === 'string') identity.startTime = startTime
+  if (typeof startTime === 'string' && startTime !== EXITED) identity.startTime = startTime
   return identity
 }
 

@@ -65,6 +65,10 @@ export function createAndAppendTests({ open }: ContractContext): void {
     test('append to a session this instance did not create, load or fork rejects E_NOT_FOUND', async () => {
       const a = await open()
       expect(await codeOf(a.append('nobody', completeTurn(0, 1)))).toBe('E_NOT_FOUND')
+      // An id that is no string is E_INVALID_ID, as for every other operation (not a TypeError
+      // from naming it in a message).
+      expect(await codeOf(a.append(Symbol('id') as unknown as string, completeTurn(0, 1)))).toBe('E_INVALID_ID')
+      expect(await codeOf(a.append(7 as unknown as string, completeTurn(0, 1)))).toBe('E_INVALID_ID')
     })
 
     test('bad batches reject with their code and write nothing', async () => {

@@ -39,8 +39,9 @@ export function newTracked(id: string): Tracked {
   }
 }
 
-/** `E_NOT_FOUND` for an append to a session this instance has not opened. */
+/** `E_NOT_FOUND` for an append to a session this instance has not opened; `E_INVALID_ID` for an id that is no string. */
 export function notWritable(id: string): SessionPersistenceError {
+  if (typeof id !== 'string') return new SessionPersistenceError('E_INVALID_ID', `session id must be a non-empty string, got ${typeof id}`)
   return new SessionPersistenceError(
     'E_NOT_FOUND',
     `session '${id}' is not open for appends in this instance (create, load or fork it first)`,

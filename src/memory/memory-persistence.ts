@@ -136,6 +136,7 @@ class MemoryPersistence implements SessionStore {
   async append(id: string, events: readonly SessionEvent[]): Promise<void> {
     const s = this.#open.get(id)
     if (!s || s.closing) {
+      if (typeof id !== 'string') throw new SessionPersistenceError('E_INVALID_ID', `session id must be a non-empty string, got ${typeof id}`)
       throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' is not open for appends`, { sessionId: id })
     }
     const batch = prepareBatch(id, redactEvents(id, events, this.#redact), s.version)

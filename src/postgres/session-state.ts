@@ -78,6 +78,7 @@ export function sameBatch(b: Batch, other: SerializedBatch): boolean {
 }
 
 export function notWritable(id: string): SessionPersistenceError {
+  if (typeof id !== 'string') return new SessionPersistenceError('E_INVALID_ID', `session id must be a non-empty string, got ${typeof id}`)
   return new SessionPersistenceError(
     'E_NOT_FOUND',
     `session '${id}' is not open for appends in this instance (create, load or fork it first)`,

@@ -147,3 +147,25 @@ describe('an exact id names that session, even when its log cannot be listed (SP
     expect(await rootFiles(root)).toEqual(before)
   })
 })
+
+describe('an empty id', () => {
+  test('regression: is refused by every command that takes ids, never taken as a prefix of the only session (redact "$ID" with $ID unset)', async () => {
+    const { root } = await rootWith(['only'])
+    const before = await rootFiles(root)
+    const target = await tmpRoot()
+    for (const args of [
+      ['redact', '', '--pattern', 'question'],
+      ['redact', 'only', '', '--pattern', 'question'],
+      ['migrate', ''],
+      ['copy', '', '--to', target],
+      ['tree', ''],
+      ['show', ''],
+      ['rm', ''],
+      ['export', '', '--format', 'json'],
+    ]) {
+      await expect(cli(['--root', root, ...args]), args.join(' ')).rejects.toThrow(`${args[0]} was given an empty session id`)
+    }
+    expect(await rootFiles(root)).toEqual(before)
+    expect(await readdir(target)).toEqual([])
+  })
+})

@@ -89,6 +89,8 @@ function problemIdReader(p: SessionStore): (path: string) => string | undefined 
 }
 
 function matchId(ids: readonly string[], unlisted: ReadonlySet<string>, given: string): string {
+  // A prefix of every id is no prefix: refused however a caller got here (main.ts refuses it first).
+  if (given === '') throw new SessionPersistenceError('E_INVALID_ID', 'an empty session id matches no session (an id, or a unique prefix of one, is at least one character)')
   if (ids.includes(given) || unlisted.has(given)) return given
   const matches = [...new Set([...ids, ...unlisted])].filter((id) => id.startsWith(given))
   if (matches.length === 1) return matches[0]!

@@ -175,6 +175,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
   if (extra.length > 0 && command !== 'copy' && command !== 'migrate' && command !== 'redact') throw new UsageError(`unexpected argument '${extra[0]}'`)
   // Nor is an id a command does not take: `prune --older-than 30d <id>` must not prune everything.
   if (arg !== undefined && NO_ID.has(command)) throw new UsageError(`${command} takes no session id (got '${arg}')`)
+  // An empty id is no id and no prefix (it would match every session: `redact "$ID"` with $ID
+  // unset must not rewrite the root's only session), for every command alike.
+  if (arg === '' || extra.includes('')) throw new UsageError(`${command} was given an empty session id (an id, or a unique prefix of one, is at least one character)`)
   // An option a command does not take is an error, never silently ignored: `rm x --dry-run`
   // must not delete anything.
   for (const token of parsed.tokens ?? []) {

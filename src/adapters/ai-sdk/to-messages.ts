@@ -38,7 +38,8 @@ const options = (data: Record<string, unknown> | undefined) =>
  * out, since a provider refuses a result for a call it never saw.
  *
  * `history/compact` is honoured as `toModelHistory` honours it (docs/contract.md §7): with a
- * compaction in force, the history starts with its summary as a user message, followed by the
+ * compaction in force, the history starts with its summary as a user message (none for an empty
+ * summary, where `toModelHistory` has one with empty content), followed by the
  * messages of the events from its `firstKeptSeq` on; a result whose call lies before
  * `firstKeptSeq` went with the summary. So the history of a load from the last compaction (its
  * events from `firstSeq`) is the history of the whole log.
@@ -104,7 +105,8 @@ export function toAiSdkMessages(all: readonly SessionEvent[]): ModelMessage[] {
     orphanMessage = undefined
   }
 
-  if (compaction) out.push(summaryMessage(compaction.summary))
+  const summary = compaction && summaryMessage(compaction.summary)
+  if (summary) out.push(summary)
   for (const e of shown) {
     const data = asObject(e.data)
     switch (e.type) {
@@ -191,13 +193,19 @@ export function toAiSdkMessages(all: readonly SessionEvent[]): ModelMessage[] {
 /**
  * The summary of the compaction in force as the user message that opens the history: a string as
  * it is; blocks as user parts (text, image and file; blocks with no user-part form, such as
- * reasoning or tool calls, are left out).
+ * reasoning or tool calls, and text blocks with no text but blanks, are left out). None for a
+ * summary with nothing left (`''`, blanks, no blocks): providers refuse a message, or a text
+ * part, with no content, and an empty summary says nothing (the compaction still drops what it
+ * summarised).
  */
-function summaryMessage(summary: unknown): ModelMessage {
-  if (typeof summary === 'string') return { role: 'user', content: summary }
+function summaryMessage(summary: unknown): ModelMessage | undefined {
+  if (typeof summary === 'string') return blank(summary) ? undefined : { role: 'user', content: summary }
   const blocks = Array.isArray(summary) ? summary : []
-  return { role: 'user', content: blocks.map((b) => blockToPart(b, 'user')).filter((p) => p !== undefined) as UserParts }
+  const parts = blocks.map((b) => blockToPart(b, 'user')).filter((p) => p !== undefined && !(p.type === 'text' && blank(p.text))) as UserParts
+  return parts.length === 0 ? undefined : { role: 'user', content: parts }
 }
+
+const blank = (text: string) => text.trim() === ''
 
 const isApprovalResponse = (m: ModelMessage) =>
   m.role === 'tool' && m.content.length > 0 && m.content.every((p) => p.type === 'tool-approval-response')

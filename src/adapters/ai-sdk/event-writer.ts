@@ -1,13 +1,17 @@
+import { serializeEvents } from '../../session/prepare-batch.js'
 import type { SessionEvent } from '../../session/schema.js'
+import { isSessionPersistenceError } from '../../errors.js'
 import type { SessionPersistence } from '../../persistence.js'
 import type { EventDraft } from './from-messages.js'
 
 /**
  * The adapter's one path to the backend: batches are appended one after the other, in order,
  * each resolving when durable. Seqs are given when a batch is queued, so batches queued
- * concurrently (parallel tool calls) keep the log contiguous. After a failed append the writer
- * is broken: every later batch rejects with the same error and nothing more is written, since
- * the seqs already given out would leave a gap.
+ * concurrently (parallel tool calls) keep the log contiguous. A batch the backend would refuse
+ * for what it holds (`E_INVALID_EVENT`: a line over 64 MiB; `E_NOT_JSON`) is refused when it is
+ * queued, before it takes a seq: the writer is then exactly as before. After a failed append
+ * the writer is broken: every later batch rejects with the same error and nothing more is
+ * written, since the seqs already given out would leave a gap.
  */
 export class EventWriter {
   readonly #persistence: SessionPersistence
@@ -68,12 +72,36 @@ export class EventWriter {
     return [...this.#events, ...drafts.map((d, i) => this.#event(d, this.#nextSeq + i, time))]
   }
 
+  /**
+   * `drafts` as the events of the next batch (seqs from `nextSeq`, or `offset` later), checked as
+   * the backend checks a batch, as version 1 writes it (the longer line: a version-0 log refuses
+   * up to 17 bytes early). Throws what the backend would refuse the batch with; takes no seq.
+   */
+  prepare(drafts: readonly EventDraft[], offset = 0): SessionEvent[] {
+    const time = this.#now()
+    const batch = drafts.map((d, i) => this.#event(d, this.#nextSeq + offset + i, time))
+    if (!this.#broken) serializeEvents(this.#sessionId, batch, 1)
+    return batch
+  }
+
   /** Queues one batch; resolves when it is durable. An empty batch waits for the queued ones. */
   append(drafts: readonly EventDraft[]): Promise<void> {
     if (this.#broken) return Promise.reject(this.#broken.error)
     if (drafts.length === 0) return this.#tail.then(() => this.#rethrow())
-    const time = this.#now()
-    const batch = drafts.map((d, i) => this.#event(d, this.#nextSeq + i, time))
+    let batch: SessionEvent[]
+    try {
+      batch = this.prepare(drafts)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return this.enqueue(batch)
+  }
+
+  /** Queues a batch `prepare` gave (nothing queued since); resolves when it is durable. */
+  enqueue(batch: readonly SessionEvent[]): Promise<void> {
+    if (this.#broken) return Promise.reject(this.#broken.error)
+    if (batch.length === 0) return this.#tail.then(() => this.#rethrow())
+    if (batch[0]!.seq !== this.#nextSeq) return Promise.reject(new Error(`internal: a batch prepared at seq ${batch[0]!.seq} queued at ${this.#nextSeq}`))
     this.#nextSeq += batch.length
     const run = this.#tail.then(async () => {
       this.#rethrow()
@@ -99,3 +127,7 @@ export class EventWriter {
     return event
   }
 }
+
+/** Whether `error` is the backend refusing what a batch holds (§4.3: nothing is written then). */
+export const isRefusal = (error: unknown): boolean =>
+  isSessionPersistenceError(error, 'E_INVALID_EVENT') || isSessionPersistenceError(error, 'E_NOT_JSON')

@@ -158,9 +158,12 @@ export class AiSdkSession {
       throw new SessionPersistenceError('E_CONFIG', `invalid turn options: ${describeIssue(parsedOptions.error)}`, { cause: parsedOptions.error })
     }
     const messages = inputMessages(input)
-    const turn = new AiSdkTurn(this.#writer, ++this.#lastTurn, messages, parsedOptions.data, () => {
+    // Throws for input the backend would refuse (a message over the 64 MiB a line holds, or not
+    // plain JSON): the turn does not start, and the session is as before.
+    const turn = new AiSdkTurn(this.#writer, this.#lastTurn + 1, messages, parsedOptions.data, () => {
       if (this.#turn === turn) this.#turn = undefined
     })
+    this.#lastTurn = turn.number
     turn.settings.messages = toAiSdkMessages(this.#writer.preview(turn.inputDrafts))
     this.#turn = turn
     return turn
@@ -195,9 +198,8 @@ export class AiSdkSession {
     const problem = plainJsonProblem(compaction.summary, 'summary')
     if (problem) throw new SessionPersistenceError('E_NOT_JSON', `compact: ${problem}`, { sessionId: this.id })
     const summary = structuredClone(compaction.summary) as JsonValue
-    // Refused here, not by the backend: a refused append breaks the session's writer for good
-    // (its seq is taken), and a summary too long for a line must leave the session usable.
-    // Measured as version 1 writes it (the longer line: a version-0 log refuses up to 17 bytes early).
+    // Refused here, before anything is read or queued (the writer would refuse it too, taking no
+    // seq). Measured as version 1 writes it (the longer line: a version-0 log refuses up to 17 bytes early).
     serializeEvents(this.id, [{ seq, type: 'history/compact', time: Date.now(), data: { summary, firstKeptSeq } }], 1)
     const run = this.#recordCompaction(summary, firstKeptSeq)
     this.#compacting = run.finally(() => {

@@ -1,7 +1,8 @@
 import type { ModelMessage, ToolSet } from 'ai'
-import type { JsonValue } from '../../session/schema.js'
+import { OpenTurnTracker } from '../../session/closers.js'
+import type { JsonValue, SessionEvent } from '../../session/schema.js'
 import { SessionPersistenceError } from '../../errors.js'
-import type { EventWriter } from './event-writer.js'
+import { type EventWriter, isRefusal } from './event-writer.js'
 import { type EventDraft, messagesToDrafts } from './from-messages.js'
 import { toJson } from './json.js'
 
@@ -80,6 +81,8 @@ export class AiSdkTurn {
   readonly #recorded = new Set<string>() // calls whose tool/call is durable
   readonly #durableInput: boolean
   #started = false // the turn's first events (turn/start, its input) have been handed to the writer
+  readonly #queued = new OpenTurnTracker() // the turn as the events handed to the writer leave it
+  #refused: unknown // the refusal that ended the turn, if one did
   readonly #done: Promise<void>
   #settle!: (error?: unknown) => void
 
@@ -89,6 +92,11 @@ export class AiSdkTurn {
     this.#writer = writer
     this.#durableInput = options.durableInput === true
     this.#buffer = [{ type: 'turn/start', data: { turn } }, ...messagesToDrafts(input, { turn, step: -1 })]
+    // Refused here, before the turn starts, rather than ending it at its first durable point:
+    // a tool result too long for a line becomes the placeholder, anything else throws.
+    const fitted = this.#fit(this.#buffer)
+    if (fitted.refused) throw fitted.refused
+    this.#buffer = fitted.drafts
     this.#done = new Promise<void>((resolve, reject) => {
       this.#settle = (error) => (error === undefined ? resolve() : reject(error))
     }).finally(onSettled)
@@ -131,7 +139,7 @@ export class AiSdkTurn {
     this.#ended = true
     if (this.#openStep !== undefined) this.#buffer.push({ type: 'step/end', data: { turn: this.number, step: this.#openStep } })
     this.#buffer.push({ type: 'turn/end', data: { turn: this.number, reason: toJson(reason) } })
-    this.#writer.append(this.#take()).then(
+    this.#flush(this.#take()).then(
       () => this.#settle(),
       (error: unknown) => this.#settle(error),
     )
@@ -156,6 +164,7 @@ export class AiSdkTurn {
               execute: (input: never, options: ToolExecutionOptions) => {
                 const failure = this.#writer.failure
                 if (failure) throw failure.error
+                if (this.#refused !== undefined) throw this.#refused
                 if (!this.#recorded.has(options.toolCallId)) {
                   throw new SessionPersistenceError('E_NOT_FOUND', `tool call ${options.toolCallId} was not recorded: spread the turn's settings into the call`)
                 }
@@ -174,6 +183,105 @@ export class AiSdkTurn {
     return this.end({ kind: aborted ? 'aborted' : 'error', message })
   }
 
+  /**
+   * Queues `drafts`. A batch the backend would refuse (an event over the 64 MiB a line holds, or
+   * not plain JSON) takes no seq: each tool result refused becomes a placeholder naming why, and
+   * the turn goes on; any other event refused is left out and the turn ends with it, its open
+   * calls answered and its step closed, its `turn/end` reason `error`; the promise (and `done`)
+   * then rejects with the refusal, once that end is durable.
+   */
+  #flush(drafts: EventDraft[]): Promise<void> {
+    let fitted: Fitted
+    try {
+      fitted = this.#fit(drafts)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    if (fitted.refused === undefined) return this.#enqueue(fitted.drafts, fitted.batch)
+    const error = fitted.refused
+    this.#ended = true
+    this.#refused = error
+    // What fits, without the turn's own end (it ends as an error instead), then the closers: the
+    // second batch queued right behind the first, its closers computed from what the first leaves.
+    const kept = this.#enqueue(fitted.kept.filter((d) => d.type !== 'turn/end'))
+    const closed = this.#enqueue(this.#closers(error))
+    const ended = Promise.all([kept, closed]).then(() => Promise.reject(error))
+    ended.then(undefined, (e: unknown) => this.#settle(e))
+    return ended
+  }
+
+  /**
+   * `drafts` as the writer will take them (`drafts`): a tool result the backend would refuse is
+   * replaced by a placeholder (an error result naming the refusal, so the call stays answered);
+   * `refused` is the first refusal of any other event, and `kept` the drafts without those;
+   * `batch` the events of `drafts` as checked, when nothing had to change.
+   */
+  #fit(drafts: EventDraft[]): Fitted {
+    try {
+      return { drafts, kept: drafts, batch: this.#writer.prepare(drafts) }
+    } catch (error) {
+      if (!isRefusal(error)) throw error
+    }
+    let refused: unknown
+    const out: EventDraft[] = []
+    const kept: EventDraft[] = []
+    drafts.forEach((draft, i) => {
+      // Measured at its own seq: a placeholder takes its place, and leaving events out only lowers seqs.
+      const problem = this.#refusalOf(draft, i)
+      const fitting = problem === undefined ? draft : draft.type === 'tool/result' ? notRecorded(draft, problem) : undefined
+      if (fitting) kept.push(fitting)
+      else refused ??= problem
+      out.push(fitting ?? draft)
+    })
+    return refused === undefined ? { drafts: out, kept } : { drafts: out, kept, refused }
+  }
+
+  #refusalOf(draft: EventDraft, offset: number): unknown {
+    try {
+      this.#writer.prepare([draft], offset)
+      return undefined
+    } catch (error) {
+      if (!isRefusal(error)) throw error
+      return error
+    }
+  }
+
+  /** Queues `drafts` (`prepared`: their events, checked just now, if they were). */
+  #enqueue(drafts: readonly EventDraft[], prepared?: readonly SessionEvent[]): Promise<void> {
+    if (drafts.length === 0) return Promise.resolve()
+    let batch: readonly SessionEvent[]
+    try {
+      batch = prepared ?? this.#writer.prepare(drafts)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    for (const event of batch) this.#queued.add(event)
+    return this.#writer.enqueue(batch)
+  }
+
+  /** What closes the turn after a refusal: a result per open call, `step/end`, `turn/end` (error). */
+  #closers(error: unknown): EventDraft[] {
+    const open = this.#queued.openTurn()
+    if (!open) return []
+    const e = error as { message?: unknown; code?: unknown }
+    const message = typeof e.message === 'string' ? e.message : String(error)
+    const code = typeof e.code === 'string' ? e.code : 'E_INVALID_EVENT'
+    const drafts: EventDraft[] = open.pending.map((call) => ({
+      type: 'tool/result',
+      data: {
+        turn: call.turn,
+        step: call.step,
+        callId: call.callId,
+        content: [{ type: 'text', text: `Tool call not completed: the turn ended because the session log refused one of its events (${message}).` }],
+        isError: true,
+        error: { name: 'SessionPersistenceError', code },
+      },
+    }))
+    if (open.step) drafts.push({ type: 'step/end', data: { turn: open.step.turn, step: open.step.step } })
+    drafts.push({ type: 'turn/end', data: { turn: open.turn, reason: { kind: 'error', message, code } } })
+    return drafts
+  }
+
   #take(): EventDraft[] {
     const drafts = this.#buffer
     this.#buffer = []
@@ -186,7 +294,7 @@ export class AiSdkTurn {
     if (this.#ended) return
     this.#openStep = event.stepNumber
     this.#buffer.push({ type: 'step/start', data: { turn: this.number, step: event.stepNumber } })
-    if (this.#stepEnded || (this.#durableInput && !this.#started)) await this.#writer.append(this.#take())
+    if (this.#stepEnded || (this.#durableInput && !this.#started)) await this.#flush(this.#take())
   }
 
   async #toolCallStart(event: ToolCallStartEvent): Promise<void> {
@@ -197,7 +305,7 @@ export class AiSdkTurn {
       type: 'tool/call',
       data: { turn: this.number, step, callId: toolCallId, name: toolName, arguments: input === undefined ? {} : toJson(input) },
     })
-    await this.#writer.append(this.#take())
+    await this.#flush(this.#take())
     this.#recorded.add(toolCallId)
   }
 
@@ -210,5 +318,31 @@ export class AiSdkTurn {
     this.#buffer.push(...messagesToDrafts(fresh, { turn: this.number, step }), { type: 'step/end', data: { turn: this.number, step } })
     this.#openStep = undefined
     this.#stepEnded = true
+  }
+}
+
+interface Fitted {
+  drafts: EventDraft[]
+  kept: EventDraft[]
+  refused?: unknown
+  batch?: readonly SessionEvent[]
+}
+
+/**
+ * The `tool/result` recorded in place of one the backend would refuse (`problem`): an error
+ * result that names the refusal, so the call stays answered and the history balanced.
+ */
+function notRecorded(draft: EventDraft, problem: unknown): EventDraft {
+  const e = problem as { message?: unknown; code?: unknown }
+  const message = typeof e.message === 'string' ? e.message : String(problem)
+  const { content: _content, isError: _isError, error: _error, ...rest } = draft.data
+  return {
+    type: 'tool/result',
+    data: {
+      ...rest,
+      content: [{ type: 'text', text: `Tool result not recorded: ${message}.` }],
+      isError: true,
+      error: { name: 'SessionPersistenceError', code: typeof e.code === 'string' ? e.code : 'E_INVALID_EVENT' },
+    },
   }
 }

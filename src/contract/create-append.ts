@@ -37,6 +37,30 @@ export function createAndAppendTests({ open }: ContractContext): void {
       await b.close('empty')
     })
 
+    test('meta nested up to 100 levels deep is kept and loads back; deeper is E_INVALID_META, however deep', async () => {
+      const nest = (levels: number): SessionMeta['x'] => {
+        let v: SessionMeta['x'] = 'leaf'
+        for (let i = 0; i < levels; i++) v = i % 2 ? [v] : { v }
+        return v
+      }
+      const a = await open()
+      // The meta is level 0, its field `deep` level 1: 99 wrappings under it reach level 100.
+      const m = meta('deep-ok', { deep: nest(99) })
+      await a.create(m)
+      await a.append('deep-ok', completeTurn(0, 1))
+      await a.close('deep-ok')
+      const b = await open()
+      expect((await b.load('deep-ok')).meta).toEqual(m)
+      await b.close('deep-ok')
+      expect((await b.list()).map((l) => l.meta.id)).toEqual(['deep-ok'])
+      for (const levels of [100, 5000]) {
+        const err = await a.create(meta('deep-bad', { deep: nest(levels) })).catch((e: unknown) => e)
+        expect([levels, (err as { code?: unknown }).code]).toEqual([levels, 'E_INVALID_META'])
+        expect((err as Error).message).toContain('nested more than 100 levels deep')
+      }
+      expect(await codeOf(a.load('deep-bad'))).toBe('E_NOT_FOUND')
+    })
+
     test('create rejects E_EXISTS for a stored id and for an id this instance tracks', async () => {
       const a = await open()
       await a.create(meta('dup'))

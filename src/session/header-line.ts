@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 import { SessionFormatUnsupportedError, SessionPersistenceCorruptionError } from '../errors.js'
 import { checkLine, checksumReason, hasCrcSuffix, unsealText } from './line-codec.js'
-import { describeZodError, SessionHeaderSchema, type SessionHeader } from './schema.js'
+import { describeZodError, ParsedHeaderSchema, type SessionHeader } from './schema.js'
 
 /** A header line longer than this is refused (a real header is a few hundred bytes; §4.2 refuses a meta that would make one). */
 export const MAX_HEADER_BYTES = 1 << 20
@@ -49,7 +49,7 @@ export function parseHeaderLine(
     )
   }
   if (version === 1 && !sealed) throw corrupt(checksumReason('missing').replace('the line', 'the header'))
-  const result = SessionHeaderSchema.safeParse(parsed.value)
+  const result = ParsedHeaderSchema.safeParse(parsed.value)
   if (!result.success) throw corrupt(`invalid header: ${describeZodError(result.error)}`)
   if (sessionId !== undefined && result.data.id !== sessionId) {
     throw corrupt(`the header's id ${JSON.stringify(result.data.id)} does not match the file's id`)

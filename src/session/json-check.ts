@@ -74,7 +74,7 @@ export function isPlainJson(value: unknown, depth = 0): boolean {
  * is `undefined` are allowed (JSON.stringify omits them); `undefined` inside an array is not
  * (it would silently become null). Returns e.g. `data.content[2] is a BigInt`, or undefined.
  */
-export function plainJsonProblem(value: unknown, path: string, ancestors: object[] = []): string | undefined {
+export function plainJsonProblem(value: unknown, path: string, ancestors: object[] = [], maxDepth = Infinity): string | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -88,11 +88,12 @@ export function plainJsonProblem(value: unknown, path: string, ancestors: object
   }
   if (value === null) return undefined
   if (ancestors.includes(value)) return `${path} is a circular reference`
+  if (ancestors.length >= maxDepth) return `${path} is nested more than ${maxDepth} levels deep`
   if (Array.isArray(value)) {
     if (Object.getPrototypeOf(value) !== Array.prototype) return `${path} is ${describe(value)}`
     ancestors.push(value)
     for (let i = 0; i < value.length; i++) {
-      const problem = plainJsonProblem(value[i], `${path}[${i}]`, ancestors)
+      const problem = plainJsonProblem(value[i], `${path}[${i}]`, ancestors, maxDepth)
       if (problem) return problem
     }
     ancestors.pop()
@@ -103,7 +104,7 @@ export function plainJsonProblem(value: unknown, path: string, ancestors: object
   for (const key of Object.keys(value)) {
     const child = (value as Record<string, unknown>)[key]
     if (child === undefined) continue
-    const problem = plainJsonProblem(child, pathKey(path, key), ancestors)
+    const problem = plainJsonProblem(child, pathKey(path, key), ancestors, maxDepth)
     if (problem) return problem
   }
   ancestors.pop()

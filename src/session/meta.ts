@@ -8,6 +8,12 @@ import { describeZodError, type SessionHeader, type SessionMeta, SessionMetaSche
 import { MAX_HEADER_BYTES } from './header-line.js'
 
 /**
+ * How deep a meta may nest (the meta object itself is level 0): a header is small (§4.2), and a
+ * deeper one was accepted here and then ran readers and copies out of stack (`E_IO` on load).
+ */
+export const MAX_META_DEPTH = 100
+
+/**
  * Validates caller-given meta once, at the edge (docs/contract.md §2, §3.2): `E_INVALID_ID` for the id,
  * `E_INVALID_META` for the rest. Returns a plain-JSON copy without `undefined` fields.
  */
@@ -17,7 +23,9 @@ export function validateMeta(meta: unknown): SessionMeta {
   }
   const id = (meta as { id?: unknown }).id
   if (typeof id === 'string') encodeSessionId(id)
-  const problem = isPlainJson(meta) ? undefined : plainJsonProblem(meta, 'meta')
+  // Bounded (MAX_META_DEPTH): every reader, and the in-memory backend's copies, must handle
+  // what is accepted here without running out of stack.
+  const problem = isPlainJson(meta) ? undefined : plainJsonProblem(meta, 'meta', [], MAX_META_DEPTH)
   if (problem) {
     throw new SessionPersistenceError('E_INVALID_META', `invalid session meta: ${problem}`, {
       sessionId: typeof id === 'string' ? id : undefined,

@@ -33,12 +33,21 @@ export const SessionMetaSchema = z
   .refine(seedNeedsParent, seedNeedsParentIssue)
 export type SessionMeta = z.infer<typeof SessionMetaSchema>
 
+const headerShape = { type: z.literal('session'), version: z.union([z.literal(0), z.literal(1)]), ...metaShape }
+
 /** Line 1 of every log (docs/contract.md §3.3). */
-export const SessionHeaderSchema = z
-  .object({ type: z.literal('session'), version: z.union([z.literal(0), z.literal(1)]), ...metaShape })
-  .catchall(JsonValueSchema)
-  .refine(seedNeedsParent, seedNeedsParentIssue)
+export const SessionHeaderSchema = z.object(headerShape).catchall(JsonValueSchema).refine(seedNeedsParent, seedNeedsParentIssue)
 export type SessionHeader = z.infer<typeof SessionHeaderSchema>
+
+/**
+ * Line 1 as the readers check it: `SessionHeaderSchema`, its extra fields taken as `JSON.parse`
+ * returned them, JSON by construction and not walked again (zod's walk is recursive: a header
+ * nested some thousand levels deep, which an older release accepted, ran it out of stack).
+ */
+export const ParsedHeaderSchema = z
+  .object(headerShape)
+  .catchall(z.custom<JsonValue>(() => true))
+  .refine(seedNeedsParent, seedNeedsParentIssue)
 
 /**
  * The event envelope (docs/contract.md §2). The single source of truth for what a line may hold; the load

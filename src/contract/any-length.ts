@@ -318,7 +318,10 @@ export function anyLengthTests({ open }: ContractContext): void {
       expect((await a.list({ orderBy: 'lastWrite', limit: 2 })).map((l) => l.meta.id)).toEqual(['old', 'new'])
       expect(await a.list({ orderBy: 'lastWrite', limit: 0 })).toEqual([])
       expect((await a.list({ limit: 1 })).map((l) => l.meta.id)).toEqual(['mid'])
-      for (const bad of [{ orderBy: 'size' }, { orderBy: null }, { limit: -1 }, { limit: 2.5 }, { limit: '3' }, { limit: null }]) {
+      const cyclic: Record<string, unknown> = {}
+      cyclic.self = cyclic
+      // BigInts and cycles too: naming them in the message must not throw a TypeError instead.
+      for (const bad of [{ orderBy: 'size' }, { orderBy: null }, { limit: -1 }, { limit: 2.5 }, { limit: '3' }, { limit: null }, { limit: 1n }, { orderBy: 1n }, { orderBy: cyclic }]) {
         expect(await codeOf(a.list(bad as never))).toBe('E_CONFIG')
       }
     })

@@ -90,6 +90,8 @@ export function deleteTests({ open }: ContractContext): void {
         events.push(...more)
       }
       expect(await codeOf(b.delete('resumed', { ifLastWriteAtOrBefore: listed }))).toBe('E_SESSION_LIVE')
+      // A finite time no Date can hold (before everything) refuses the same way, not E_IO or a RangeError.
+      expect(await codeOf(b.delete('resumed', { ifLastWriteAtOrBefore: -1e16 }))).toBe('E_SESSION_LIVE')
       expect((await a.inspect('resumed')).events).toEqual(events)
       expect((await b.list()).map((l) => l.meta.id)).toEqual(['resumed'])
       // The refusal left it neither open nor locked: both instances can still resume it.

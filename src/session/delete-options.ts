@@ -39,7 +39,12 @@ export function assertNotWrittenSince(
   if (limit === undefined || lastWriteMs <= limit) return
   throw new SessionPersistenceError(
     'E_SESSION_LIVE',
-    `session '${details.sessionId}' was written at ${new Date(lastWriteMs).toISOString()}, after the given time ${new Date(limit).toISOString()}; nothing was deleted`,
+    `session '${details.sessionId}' was written at ${when(lastWriteMs)}, after the given time ${when(limit)}; nothing was deleted`,
     details,
   )
+}
+
+/** A time for a message: ISO when a `Date` can hold it (±8.64e15 ms), else the number of ms. */
+function when(ms: number): string {
+  return Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : `${ms} ms since the epoch`
 }

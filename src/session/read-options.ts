@@ -72,9 +72,9 @@ export function parseLoadFrom(options: Partial<LoadOptions>): 'start' | 'last-co
 /** `orderBy` and `limit` of `list` (§15.4): `E_CONFIG` for anything else. */
 export function parseListOrder(options: Partial<ListOptions>): { orderBy: 'createdAt' | 'lastWrite'; limit: number | undefined } {
   const orderBy = options.orderBy === undefined ? 'createdAt' : options.orderBy
-  if (orderBy !== 'createdAt' && orderBy !== 'lastWrite') refuse('list', `orderBy must be 'createdAt' or 'lastWrite', not ${JSON.stringify(orderBy)}`)
+  if (orderBy !== 'createdAt' && orderBy !== 'lastWrite') refuse('list', `orderBy must be 'createdAt' or 'lastWrite', not ${valueName(orderBy)}`)
   const { limit } = options
-  if (limit !== undefined && !seq.safeParse(limit).success) refuse('list', `limit must be a non-negative integer, not ${JSON.stringify(limit)}`)
+  if (limit !== undefined && !seq.safeParse(limit).success) refuse('list', `limit must be a non-negative integer, not ${valueName(limit)}`)
   return { orderBy, limit }
 }
 

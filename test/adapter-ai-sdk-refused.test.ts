@@ -170,6 +170,29 @@ describe('the AI SDK recorder and content that is not plain JSON', () => {
     ])
   })
 
+  it('a tool result given as input that the log would refuse is recorded as an error result naming the refusal', async () => {
+    const persistence = createMemoryPersistence()
+    const session = await openAiSdkSession({ persistence, sessionId: 'client-result' })
+    const ask = tool({ inputSchema: jsonSchema<object>({ type: 'object' }) }) // no execute: the app answers
+    const first = scriptedModel([{ calls: [{ id: 'q1', name: 'ask', input: {} }] }])
+    const turn = session.turn('Ask me')
+    await generateText({ model: first.model, tools: { ask }, ...turn.settings })
+    await turn.done
+    const answer: ModelMessage = {
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 'q1', toolName: 'ask', output: { type: 'content', value: [{ type: 'text', text: 'blue', providerOptions: { p: { n: 1n as never } } }] } }],
+    }
+    const next = session.turn(answer)
+    await next.end({ kind: 'completed' })
+    const result = session.events.find((e) => e.type === 'tool/result')!
+    expect(result.data).toMatchObject({ callId: 'q1', name: 'ask', isError: true, error: { name: 'SessionPersistenceError', code: 'E_NOT_JSON' } })
+    expect((result.data as { content: { text: string }[] }).content[0]!.text).toMatch(/^Tool result not recorded: event 'tool\/result' \(seq \d+\): data\.content\[0\]\.providerOptions\.p\.n is a BigInt\.$/)
+    const messages = toAiSdkMessages((await persistence.read('client-result')).events)
+    expectBalanced(messages)
+    expect(messages.find((m) => m.role === 'tool')?.content[0]).toMatchObject({ toolCallId: 'q1', output: { type: 'error-text' } })
+    await session.close()
+  })
+
   it('ends a turn whose assistant message is not plain JSON as an error, keeping what fits of its batch', async () => {
     const root = await tmpRoot()
     const session = await openAiSdkSession({ persistence: createJsonlPersistence({ root, sync: 'none' }), sessionId: 'bad-message' })

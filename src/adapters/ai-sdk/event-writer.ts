@@ -1,6 +1,5 @@
 import { serializeEvents } from '../../session/prepare-batch.js'
 import type { SessionEvent } from '../../session/schema.js'
-import { isSessionPersistenceError } from '../../errors.js'
 import type { SessionPersistence } from '../../persistence.js'
 import type { EventDraft } from './from-messages.js'
 
@@ -127,7 +126,3 @@ export class EventWriter {
     return event
   }
 }
-
-/** Whether `error` is the backend refusing what a batch holds (§4.3: nothing is written then). */
-export const isRefusal = (error: unknown): boolean =>
-  isSessionPersistenceError(error, 'E_INVALID_EVENT') || isSessionPersistenceError(error, 'E_NOT_JSON')

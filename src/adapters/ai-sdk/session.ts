@@ -146,7 +146,9 @@ export class AiSdkSession {
    * input continues the conversation as it stands, e.g. after a crash. Spread `settings` into
    * one `generateText` / `streamText` call; await `done` for the turn's end to be durable.
    * `E_SESSION_LIVE` while the previous turn has not ended, `E_DISPOSED` after `close`, the
-   * backend's error once an append has failed.
+   * backend's error once an append has failed; `E_INVALID_EVENT` / `E_NOT_JSON` for input the
+   * backend would refuse (a message over the 64 MiB a line holds, or not plain JSON: a tool result
+   * over it is recorded as an error result naming the refusal instead). The turn does not start then.
    */
   turn(input?: AiSdkTurnInput, options: AiSdkTurnOptions = {}): AiSdkTurn {
     if (this.#closing) throw new SessionPersistenceError('E_DISPOSED', `session ${this.id} is closed`, { sessionId: this.id })
@@ -172,7 +174,8 @@ export class AiSdkSession {
   /**
    * Records that the host compacted its context: appends `history/compact {summary,
    * firstKeptSeq}` and resolves when it is durable. From then on `messages` (and every later
-   * turn's `settings.messages`) start with `summary` as a user message, followed by the messages
+   * turn's `settings.messages`) start with `summary` as a user message (none for an empty
+   * summary), followed by the messages
    * of the events from `firstKeptSeq` on; a resume reads the log from there. Between turns only:
    * `E_SESSION_LIVE` while a turn (or another `compact`) is being recorded. `E_INVALID_EVENT` for
    * a summary that is neither a string nor an array of blocks with a string `type`, or a

@@ -2,9 +2,10 @@ import type { ModelMessage, ToolSet } from 'ai'
 import { OpenTurnTracker } from '../../session/closers.js'
 import type { JsonValue, SessionEvent } from '../../session/schema.js'
 import { SessionPersistenceError } from '../../errors.js'
-import { type EventWriter, isRefusal } from './event-writer.js'
+import type { EventWriter } from './event-writer.js'
 import { type EventDraft, messagesToDrafts } from './from-messages.js'
 import { toJson } from './json.js'
+import { type Fitted, fitDrafts, refusalClosers } from './refused.js'
 
 /** Why a turn ended, as its `turn/end` records it. */
 export type TurnEndReason = {
@@ -118,7 +119,8 @@ export class AiSdkTurn {
 
   /**
    * Resolves when the turn's `turn/end` is durable (after `onFinish`, or `end`/`fail`); rejects
-   * with the backend's error if any of the turn's appends failed.
+   * with the backend's error if any of the turn's appends failed, or with the refusal that ended
+   * the turn (an event the backend would refuse, other than a tool result: see `#flush`).
    */
   get done(): Promise<void> {
     return this.#done
@@ -204,46 +206,14 @@ export class AiSdkTurn {
     // What fits, without the turn's own end (it ends as an error instead), then the closers: the
     // second batch queued right behind the first, its closers computed from what the first leaves.
     const kept = this.#enqueue(fitted.kept.filter((d) => d.type !== 'turn/end'))
-    const closed = this.#enqueue(this.#closers(error))
+    const closed = this.#enqueue(refusalClosers(this.#queued.openTurn(), error))
     const ended = Promise.all([kept, closed]).then(() => Promise.reject(error))
     ended.then(undefined, (e: unknown) => this.#settle(e))
     return ended
   }
 
-  /**
-   * `drafts` as the writer will take them (`drafts`): a tool result the backend would refuse is
-   * replaced by a placeholder (an error result naming the refusal, so the call stays answered);
-   * `refused` is the first refusal of any other event, and `kept` the drafts without those;
-   * `batch` the events of `drafts` as checked, when nothing had to change.
-   */
   #fit(drafts: EventDraft[]): Fitted {
-    try {
-      return { drafts, kept: drafts, batch: this.#writer.prepare(drafts) }
-    } catch (error) {
-      if (!isRefusal(error)) throw error
-    }
-    let refused: unknown
-    const out: EventDraft[] = []
-    const kept: EventDraft[] = []
-    drafts.forEach((draft, i) => {
-      // Measured at its own seq: a placeholder takes its place, and leaving events out only lowers seqs.
-      const problem = this.#refusalOf(draft, i)
-      const fitting = problem === undefined ? draft : draft.type === 'tool/result' ? notRecorded(draft, problem) : undefined
-      if (fitting) kept.push(fitting)
-      else refused ??= problem
-      out.push(fitting ?? draft)
-    })
-    return refused === undefined ? { drafts: out, kept } : { drafts: out, kept, refused }
-  }
-
-  #refusalOf(draft: EventDraft, offset: number): unknown {
-    try {
-      this.#writer.prepare([draft], offset)
-      return undefined
-    } catch (error) {
-      if (!isRefusal(error)) throw error
-      return error
-    }
+    return fitDrafts(drafts, (batch, offset) => this.#writer.prepare(batch, offset))
   }
 
   /** Queues `drafts` (`prepared`: their events, checked just now, if they were). */
@@ -257,29 +227,6 @@ export class AiSdkTurn {
     }
     for (const event of batch) this.#queued.add(event)
     return this.#writer.enqueue(batch)
-  }
-
-  /** What closes the turn after a refusal: a result per open call, `step/end`, `turn/end` (error). */
-  #closers(error: unknown): EventDraft[] {
-    const open = this.#queued.openTurn()
-    if (!open) return []
-    const e = error as { message?: unknown; code?: unknown }
-    const message = typeof e.message === 'string' ? e.message : String(error)
-    const code = typeof e.code === 'string' ? e.code : 'E_INVALID_EVENT'
-    const drafts: EventDraft[] = open.pending.map((call) => ({
-      type: 'tool/result',
-      data: {
-        turn: call.turn,
-        step: call.step,
-        callId: call.callId,
-        content: [{ type: 'text', text: `Tool call not completed: the turn ended because the session log refused one of its events (${message}).` }],
-        isError: true,
-        error: { name: 'SessionPersistenceError', code },
-      },
-    }))
-    if (open.step) drafts.push({ type: 'step/end', data: { turn: open.step.turn, step: open.step.step } })
-    drafts.push({ type: 'turn/end', data: { turn: open.turn, reason: { kind: 'error', message, code } } })
-    return drafts
   }
 
   #take(): EventDraft[] {
@@ -318,31 +265,5 @@ export class AiSdkTurn {
     this.#buffer.push(...messagesToDrafts(fresh, { turn: this.number, step }), { type: 'step/end', data: { turn: this.number, step } })
     this.#openStep = undefined
     this.#stepEnded = true
-  }
-}
-
-interface Fitted {
-  drafts: EventDraft[]
-  kept: EventDraft[]
-  refused?: unknown
-  batch?: readonly SessionEvent[]
-}
-
-/**
- * The `tool/result` recorded in place of one the backend would refuse (`problem`): an error
- * result that names the refusal, so the call stays answered and the history balanced.
- */
-function notRecorded(draft: EventDraft, problem: unknown): EventDraft {
-  const e = problem as { message?: unknown; code?: unknown }
-  const message = typeof e.message === 'string' ? e.message : String(problem)
-  const { content: _content, isError: _isError, error: _error, ...rest } = draft.data
-  return {
-    type: 'tool/result',
-    data: {
-      ...rest,
-      content: [{ type: 'text', text: `Tool result not recorded: ${message}.` }],
-      isError: true,
-      error: { name: 'SessionPersistenceError', code: typeof e.code === 'string' ? e.code : 'E_INVALID_EVENT' },
-    },
   }
 }

@@ -221,6 +221,12 @@ export interface RedactReport {
   matches: number
   /** The seqs of the events that held a match. */
   seqs: number[]
+  /**
+   * Matches in the bytes the log's repair cuts (a torn tail; zeroed blocks and what follows
+   * them): no event holds them, so they are not in `matches`; when there are any, the log is
+   * rewritten without those bytes, as a load would cut them. Absent when there are none.
+   */
+  cutMatches?: number
   /** False when nothing matched (nothing is written then) or on a dry run. */
   rewritten: boolean
   /** The `log/redacted` event appended. */

@@ -357,3 +357,42 @@ test('redact of a log with a torn tail and an open turn reports the repair: woul
   expect(JSON.stringify(done)).not.toContain(secret)
   await p.close('torn')
 })
+
+test('regression: a secret only in the bytes a repair cuts (a torn tail, a line after zeros) is removed: the log is rewritten without them, cutMatches reported, never the text', async () => {
+  const secret = 'hunter2-SECRET'
+  for (const shape of ['torn tail', 'after zeros'] as const) {
+    const root = await tmpRoot()
+    const path = await v0Session(root, 's')
+    const events = (await createJsonlPersistence({ root }).inspect('s')).events
+    if (shape === 'torn tail') await appendFile(path, `{"seq":8,"type":"user/message","time":1,"data":{"content":"${secret}`)
+    else await appendFile(path, Buffer.concat([Buffer.alloc(4096), Buffer.from(`{"seq":8,"type":"user/message","time":1,"data":{"content":"${secret}"}}\n`)]))
+    const p = createJsonlPersistence({ root })
+    const dry = await p.redact('s', { pattern: 'hunter2-[A-Z]+', dryRun: true })
+    expect([shape, dry.matches, dry.cutMatches, dry.rewritten]).toEqual([shape, 0, 1, false])
+    expect(await readFile(path, 'utf8')).toContain(secret)
+    const done = await p.redact('s', { pattern: 'hunter2-[A-Z]+' })
+    expect([shape, done.matches, done.cutMatches, done.rewritten, done.repair?.persisted]).toEqual([shape, 0, 1, true, true])
+    expect(JSON.stringify(done)).not.toContain(secret)
+    const text = await readFile(path, 'utf8')
+    expect(text).not.toContain(secret)
+    const loaded = await p.load('s')
+    expect(loaded.repair).toBeUndefined()
+    expect(loaded.events.slice(0, events.length)).toEqual(events)
+    expect(loaded.events.at(-1)).toMatchObject({ type: 'log/redacted', data: { matches: 0, seqs: [], cutMatches: 1 } })
+    await p.close('s')
+  }
+})
+
+test('regression: a string pattern is Unicode-aware (the u flag): \\p{Nd} matches digits, . a whole emoji; a pattern invalid in that mode is E_CONFIG', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root })
+  await p.create(meta('u'))
+  await p.append('u', [ev(0, 'turn/start', { turn: 1 }), ev(1, 'user/message', { content: 'card 4111111111111111, pin:😀 rest' }), ev(2, 'turn/end', { turn: 1, reason: { kind: 'completed' } })])
+  await p.close('u')
+  expect(await p.redact('u', { pattern: '\\p{Nd}{16}' })).toMatchObject({ matches: 1, rewritten: true })
+  expect(await p.redact('u', { pattern: 'pin:.' })).toMatchObject({ matches: 1, rewritten: true })
+  const loaded = await p.load('u')
+  expect(loaded.events[1]!.data).toEqual({ content: 'card [REDACTED], [REDACTED] rest' })
+  await p.close('u')
+  expect(((await p.redact('u', { pattern: '[\\w-.]' }).catch((e: unknown) => e)) as { code?: string }).code).toBe('E_CONFIG')
+})

@@ -82,12 +82,14 @@ export async function redact(root: OpenedRoot, io: Io, ids: readonly string[], o
     const r = await store.redact(id, { pattern: opts.pattern, dryRun: opts.dryRun, ...(opts.replacement === undefined ? {} : { replacement: opts.replacement }) })
     const where = r.seqs.length > 0 ? ` in ${r.seqs.length} event(s) (seq ${r.seqs.slice(0, 20).join(', ')}${r.seqs.length > 20 ? ', …' : ''})` : ''
     const repaired = r.repair ? `; its tail ${r.repair.persisted ? 'repaired' : 'would be repaired'} first (${r.repair.closers.length} closing event(s))` : ''
+    const cut = r.cutMatches ? `; ${r.cutMatches} match(es) in the bytes its repair cuts (a torn tail) ${r.rewritten ? 'removed with them' : 'would be removed with them'}` : ''
     if (!opts.json) {
-      if (r.matches === 0) io.out(`${shown(id, true)}: no match\n`)
-      else io.out(opts.dryRun ? `${shown(id, true)}: ${r.matches} match(es)${where} would be redacted${repaired}\n` : `${shown(id, true)}: ${r.matches} match(es) redacted${where}; recorded as seq ${r.record?.seq}${repaired}\n`)
+      if (r.matches === 0 && !r.cutMatches) io.out(`${shown(id, true)}: no match\n`)
+      else io.out(opts.dryRun ? `${shown(id, true)}: ${r.matches} match(es)${where} would be redacted${repaired}${cut}\n` : `${shown(id, true)}: ${r.matches} match(es) redacted${where}; recorded as seq ${r.record?.seq}${repaired}${cut}\n`)
     }
     // A dry run writes nothing: what it found to redact is what a run would do.
-    return { id, status: r.rewritten ? 'done' : opts.dryRun && r.matches > 0 ? 'would-do' : 'unchanged', matches: r.matches, seqs: r.seqs, ...(r.repair ? { repair: r.repair } : {}) }
+    const found = r.matches + (r.cutMatches ?? 0) > 0
+    return { id, status: r.rewritten ? 'done' : opts.dryRun && found ? 'would-do' : 'unchanged', matches: r.matches, ...(r.cutMatches ? { cutMatches: r.cutMatches } : {}), seqs: r.seqs, ...(r.repair ? { repair: r.repair } : {}) }
   })
 }
 

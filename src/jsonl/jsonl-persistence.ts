@@ -472,11 +472,12 @@ class JsonlPersistence implements JsonlSessionPersistence {
       const handle = await this.#ctx.fs.open(path, 'r')
       try {
         const plan = await planRedaction(handle, path, id, pattern, replacement)
-        const report: RedactReport = { id, path, matches: plan.matches, seqs: plan.seqs, rewritten: false }
+        const report: RedactReport = { id, path, matches: plan.matches, seqs: plan.seqs, rewritten: false, ...(plan.cutMatches > 0 ? { cutMatches: plan.cutMatches } : {}) }
         // Its closers as the redaction writes them (never the matched text): a closer repeats a
         // pending call's id, which may hold a match.
         if (plan.repair) report.repair = { persisted: false, ...plan.repair, closers: plan.repair.closers.map((c) => redactEvent(c, pattern, replacement).event) }
-        if (dryRun || plan.matches === 0) return report
+        // Rewritten also when only the bytes its repair cuts hold a match: they are left behind otherwise.
+        if (dryRun || plan.matches + plan.cutMatches === 0) return report
         const lock = this.#sessions.get(id)!.lock!
         await lock.assertHeld()
         const body = redactedBody(handle, plan, { path, pattern, replacement, now: Date.now(), done: (record) => (report.record = record) })

@@ -13,6 +13,7 @@ import type { BodyWriter } from './materialize.js'
 import type { RepairReport } from '../persistence.js'
 import { LOG_SUFFIX, uniqueToken } from './paths.js'
 import { createHash } from 'node:crypto'
+import { StringDecoder } from 'node:string_decoder'
 import { forEachLine } from './read-lines.js'
 import { readHeaderLine } from './read-session.js'
 import { planRepair } from './repair-plan.js'
@@ -171,8 +172,39 @@ function countInEvent(event: SessionEvent, pattern: RegExp): number {
   return n
 }
 
+/** The bytes searched at a time for matches in what a repair cuts; each piece also holds the last CUT_OVERLAP of the one before. */
+const CUT_PIECE = 1 << 20
+const CUT_OVERLAP = 64 * 1024
+
+/**
+ * The matches of `pattern` in the bytes of the file from `from` to its end, read as UTF-8 text
+ * (NUL bytes and all), a piece at a time: memory is a piece whatever the length. A match longer
+ * than CUT_OVERLAP that crosses a piece boundary is missed; the count is what decides whether
+ * the log is rewritten, and is reported, not exact for matches that overlap a boundary.
+ */
+async function countInBytes(handle: FileHandle, from: number, pattern: RegExp): Promise<number> {
+  const end = (await handle.stat()).size
+  const decoder = new StringDecoder('utf8')
+  let carry = ''
+  let n = 0
+  const buf = Buffer.allocUnsafe(Math.min(CUT_PIECE, Math.max(1, end - from)))
+  for (let at = from; at < end; ) {
+    const got = await handle.read(buf, 0, Math.min(buf.length, end - at), at)
+    if (got === 0) break
+    at += got
+    const text = carry + decoder.write(buf.subarray(0, got))
+    // A match that ends inside the carried overlap was counted with the piece before.
+    for (const m of text.matchAll(pattern)) if (m.index + m[0].length > carry.length) n++
+    carry = text.slice(-CUT_OVERLAP)
+  }
+  pattern.lastIndex = 0
+  return n
+}
+
 /** What the checking pass of a redaction found (§16): the log as a load would repair it, and its matches. */
 export interface RedactionPlan {
+  /** Matches in the bytes the repair cuts (a torn tail; zeros and what follows them): no event holds them. */
+  cutMatches: number
   header: SessionHeader
   headerBytes: number
   /** The valid event lines end here: the new log keeps `[headerBytes, keepBytes)`, a torn tail left out. */
@@ -228,7 +260,11 @@ export async function planRedaction(handle: FileHandle, path: string, id: string
       seqs.push(closer.seq)
     }
   }
+  // What the repair cuts is no event, but it is on disk: a secret in a torn tail (or after zeros)
+  // would outlive a redaction that found no match in the events and so rewrote nothing.
+  const cutMatches = plan.report && plan.report.droppedBytes > 0 ? await countInBytes(handle, plan.keepBytes, pattern) : 0
   return {
+    cutMatches,
     header: scan.header,
     headerBytes: scan.headerBytes,
     keepBytes: plan.keepBytes,
@@ -316,7 +352,8 @@ export function redactedBody(
       type: 'log/redacted',
       time: Math.max(plan.lastTime, options.now),
       ignorable: true,
-      data: { at: options.now, matches, seqs, replacement },
+      // Matches in the cut bytes (a torn tail) are gone with them: said, never shown.
+      data: { at: options.now, matches, seqs, replacement, ...(plan.cutMatches > 0 ? { cutMatches: plan.cutMatches } : {}) },
     }
     // It lists every seq that matched: a log with millions of them would outgrow a line too.
     out.addText(lineOf(record))

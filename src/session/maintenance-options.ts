@@ -15,7 +15,8 @@ export function parseMaintenanceOptions(options: unknown, call: string): { dryRu
 
 /**
  * `{ pattern, replacement?, dryRun? }` of redact: the pattern as a global RegExp (a string is
- * a regular expression's source), `[REDACTED]` by default. A pattern that matches the empty
+ * a regular expression's source, compiled with the `u` flag; a RegExp keeps its own flags),
+ * `[REDACTED]` by default. A pattern that matches the empty
  * string would insert the replacement everywhere: `E_CONFIG`.
  */
 export function parseRedactOptions(options: unknown): { pattern: RegExp; replacement: string; dryRun: boolean } {
@@ -28,7 +29,11 @@ export function parseRedactOptions(options: unknown): { pattern: RegExp; replace
   const given = o.pattern as unknown
   try {
     if (given instanceof RegExp) pattern = new RegExp(given.source, given.flags.includes('g') ? given.flags : `${given.flags}g`)
-    else if (typeof given === 'string' && given.length > 0) pattern = new RegExp(given, 'g')
+    // A string is compiled in Unicode mode: `\p{…}` classes mean what they say (without `u`,
+    // `\p{Nd}` is a literal `p{Nd}`, and a card number stayed unredacted with exit 0), `.`
+    // takes a whole character (never half of a surrogate pair), and a pattern that is not valid
+    // in that mode fails here instead of silently matching something else.
+    else if (typeof given === 'string' && given.length > 0) pattern = new RegExp(given, 'gu')
     else throw new Error('pattern must be a non-empty string or a RegExp')
   } catch (err) {
     throw new SessionPersistenceError('E_CONFIG', `redact: invalid pattern: ${(err as Error).message}`, { cause: err })

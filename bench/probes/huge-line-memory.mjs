@@ -7,7 +7,8 @@
 // --postgres: the same on the PostgreSQL backend, against a throwaway server it starts (Debian's
 // postgresql-15) or SPJ_PG_URL. --two-byte: the text starts with one character outside Latin-1
 // ('€'), so V8 holds every string of it at two bytes a character instead of one (the line's
-// size in bytes hardly changes).
+// size in bytes hardly changes). The raw stream is what `copy` reads (its pages kept); the tail
+// load (`from: 'last-compaction'`) is of a session whose huge line is the compaction in force.
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -30,8 +31,8 @@ if (process.argv[2] === 'child') {
     p = createJsonlPersistence({ root, sync: 'none', formatVersion: Number(version) })
   }
   let event
-  const id = op === 'append-first' ? 'f' : 's'
-  if (op === 'append' || op === 'append-first') {
+  const id = op === 'append-first' ? 'f' : op === 'append-compact' ? 'c' : 's'
+  if (op === 'append' || op === 'append-first' || op === 'append-compact') {
     // A flat string, as text read from a file or a parsed response is ('x'.repeat makes a rope).
     // Decoded from bytes: a flat string ('€' is 3 bytes: the same size).
     const text = process.env.SPJ_TWO_BYTE ? Buffer.concat([Buffer.from('€'), Buffer.alloc(LINE - 3, 'r')]).toString('utf8') : Buffer.alloc(LINE, 'r').toString('latin1')
@@ -41,12 +42,30 @@ if (process.argv[2] === 'child') {
       await p.append(id, [{ seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } }])
       event.seq = 1
     }
+    if (op === 'append-compact') {
+      // A session whose huge line is the compaction in force (its summary, keeping from itself
+      // on): a tail load reads it to find where to start, and loads it.
+      await p.append(id, [{ seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } }, { seq: 1, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } }])
+      event = { seq: 2, type: 'history/compact', time: 1, data: { summary: text, firstKeptSeq: 2 } }
+    }
   }
   globalThis.gc()
   writeFileSync('/proc/self/clear_refs', '5') // VmHWM := VmRSS
   const base = status('VmRSS')
-  if (op.startsWith('append')) await p.append(id, [event])
-  else if (op === 'load') globalThis.kept = await p.load('s')
+  if (op.startsWith('append')) {
+    await p.append(id, [event])
+    if (op === 'append-compact') {
+      event = undefined
+      await p.append(id, [{ seq: 3, type: 'turn/start', time: 1, data: { turn: 2 } }, { seq: 4, type: 'turn/end', time: 1, data: { turn: 2, reason: { kind: 'completed' } } }])
+    }
+  } else if (op === 'load') globalThis.kept = await p.load('s')
+  else if (op === 'tail-load') globalThis.kept = await p.load('c', { from: 'last-compaction' })
+  else if (op === 'raw-stream') {
+    // What `copy` reads: the raw stream of the session, its pages kept.
+    const stream = await p.openRawStream('s')
+    globalThis.kept = []
+    for await (const page of stream.eventPages) globalThis.kept.push(page)
+  }
   else if (op === 'watch') {
     // A watcher from the huge event on, until it has it (the next line is the closer a load appended).
     const stop = new AbortController()
@@ -87,8 +106,14 @@ try {
       const read = run('read', root, version)
       const load = run('load', root, version)
       const watch = run('watch', root, version)
+      const raw = run('raw-stream', root, version)
+      run('append-compact', root, version)
+      const tail = run('tail-load', root, version)
       const f = (x) => `${x.toFixed(2)}×${x <= 4 ? '' : ' (over 4×)'}`
-      console.log(`  version ${version}: first append ${f(first)}, later append ${f(later)}, load ${f(load)}, read of it ${f(read)}, watch of it ${f(watch)}`)
+      console.log(
+        `  version ${version}: first append ${f(first)}, later append ${f(later)}, load ${f(load)}, read of it ${f(read)}, watch of it ${f(watch)}, ` +
+          `raw stream of it (copy) ${f(raw)}, tail load of it as the compaction in force ${f(tail)}`,
+      )
     } finally {
       if (!postgres) rmSync(root, { recursive: true, force: true })
     }

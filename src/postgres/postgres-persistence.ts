@@ -161,10 +161,13 @@ class PostgresPersistence implements PostgresSessionPersistence {
       const header = parseStoredHeader(head.headerLine, id, s.path)
       const { version } = header
       // Under the lock: the rows below the length read by the claim stay as they are.
-      const firstSeq = tail ? ((await findTailStart(this.#db, this.#c.schema, id, head as TailProbes, s.path, version)) ?? 0) : 0
+      const found = tail ? await findTailStart(this.#db, this.#c.schema, id, head as TailProbes, s.path, version) : undefined
+      const firstSeq = found?.firstSeq ?? 0
       // One snapshot for the rows and any huge line read after them (read-session.ts): a lock
-      // lost meanwhile and the session deleted by another instance never reads as damage.
-      const { events } = await readSnapshot(this.#db, (client) => readEvents(client, this.#c.schema, id, s.path, firstSeq, head.length, version)).catch(
+      // lost meanwhile and the session deleted by another instance never reads as damage. A huge
+      // compaction or rewind the tail's search read already is taken as it read it.
+      const read = { known: found?.huge }
+      const { events } = await readSnapshot(this.#db, (client) => readEvents(client, this.#c.schema, id, s.path, firstSeq, head.length, version, read)).catch(
         (err: unknown) => this.#lostOrDamaged(err, s),
       )
       const log = { header, events }

@@ -3,20 +3,27 @@ import { SessionPersistenceCorruptionError, SessionPersistenceError } from '../e
 import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
 import { checkRawHeader, checkRawLine } from './import-raw.js'
-import { notFound, parseEventLine, readHead, readSnapshot } from './read-session.js'
+import { PARTED_BYTES } from './line-parts.js'
+import { LINE_OR_SIZE, notFound, parseEventLine, partedSize, readHead, readPartedEvent, readSnapshot } from './read-session.js'
 import { rawStreamPages } from '../session/raw-log.js'
 import { parseRawPageOptions } from '../session/read-options.js'
 
 // One page: from seq $2 on, at most $4 lines (below the length $3) and at most $5 bytes of
 // them (but always the first: a longer line is a page of its own). The sizes are summed by the
-// server over at most $4 rows of the primary key; the lines past the limit are never sent.
+// server over at most $4 rows of the primary key; the lines past the limit are never sent. A
+// line of $6 bytes or more comes as its size (read-session.ts) and is read in parts, alone in
+// its page (§15.5: never a whole row of it in node-postgres's receive buffer, never two).
 const PAGE = (s: string) => `
-  SELECT line FROM (
+  SELECT ${LINE_OR_SIZE('$6')} AS line FROM (
     SELECT line, octet_length(line) AS size, sum(octet_length(line)) OVER (ORDER BY seq) AS upto
       FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint
      ORDER BY seq LIMIT $4
   ) page
    WHERE upto <= $5 OR upto = size`
+
+// A line shorter than $3 bytes at seq $2: what a row that read as a size but was not there at
+// that size in parts can be (a damaged short line of digits), never a huge line read whole.
+const SHORT_LINE = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq = $2::bigint AND octet_length(line) < $3`
 
 /**
  * `openRawStream` (§15.5): the header read and checked now, in one snapshot with the length;
@@ -35,23 +42,44 @@ export async function openRawStream(db: Db, schema: string, id: string, path: st
   if (!head) throw notFound(id, path)
   const { version } = checkRawHeader(id, head.headerLine, path)
   const { length } = head
+  // No row where the length read at the start says there is one: the session was deleted (or
+  // replaced) meanwhile, or the rows are missing while its row stays (damage).
+  const missing = async (seq: number, reason: string): Promise<never> => {
+    const now = (await db.query<{ incarnation: string | null }>(INCARNATION(schema), [id])).rows[0]
+    if (!now || now.incarnation !== opened.incarnation) {
+      throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted while it was read`, { sessionId: id, path })
+    }
+    throw new SessionPersistenceCorruptionError(seq + 2, -1, reason, { path, sessionId: id })
+  }
+  // The line at `seq` that its page gave as `size`, read in parts and checked as a line read whole is.
+  const partedLine = async (seq: number, size: number): Promise<string> => {
+    const read = await db.with((client) => readPartedEvent(client, { schema, id, path, version }, seq, size, true))
+    if (read) return read.line!
+    // Not there at that size: a damaged short line that reads as a size (digits), judged as any
+    // line is, or the session deleted or replaced since the page was read.
+    const short = (await db.query<{ line: string }>(SHORT_LINE(schema), [id, seq, PARTED_BYTES])).rows[0]
+    if (short) {
+      parseEventLine(short.line, seq, path, id, version)
+      return short.line // (digits are never a valid event line: parseEventLine throws)
+    }
+    return missing(seq, 'the row changed while it was read')
+  }
   async function* eventPages(): AsyncGenerator<readonly string[]> {
     for (let next = 0; next < length; ) {
-      const { rows } = await db.query<{ line: string }>(PAGE(schema), [id, next, length, pageLines, pageBytes])
-      if (rows.length === 0) {
-        // No row where the length read at the start says there is one: the session was deleted
-        // (or replaced) meanwhile, or the rows are missing while its row stays (damage).
-        const now = (await db.query<{ incarnation: string | null }>(INCARNATION(schema), [id])).rows[0]
-        if (!now || now.incarnation !== opened.incarnation) {
-          throw new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted while it was read`, { sessionId: id, path })
-        }
-        throw new SessionPersistenceCorruptionError(next + 2, -1, 'rows are missing below the stored length', { path, sessionId: id })
-      }
+      const { rows } = await db.query<{ line: string }>(PAGE(schema), [id, next, length, pageLines, pageBytes, PARTED_BYTES])
+      if (rows.length === 0) await missing(next, 'rows are missing below the stored length')
       // The lines before a damaged one are handed out first (a reader of the raw log sees what
       // precedes the damage, as on a directory root), then the damage is reported.
       const page: string[] = []
       let damage: unknown
       for (const [i, r] of rows.entries()) {
+        const size = partedSize(r.line)
+        if (size !== undefined) {
+          // A huge line is a page of its own: the page ends before it, or is it.
+          if (i > 0) break
+          page.push(await partedLine(next, size))
+          break
+        }
         try {
           parseEventLine(r.line, next + i, path, id, version)
         } catch (err) {

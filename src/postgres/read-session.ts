@@ -12,7 +12,8 @@ const HEAD = (s: string) => `SELECT header_line, length::float8 AS length FROM "
 // with one but a damaged one, and one of those is judged the same read either way), and is then
 // read in parts (line-parts.ts); its size is known without reading it (the value's header). One
 // column, not a line and a size: a second column cost every load 4% more time in the query.
-export const LINE_OR_SIZE = (param: string) => `CASE WHEN octet_length(line) < ${param} THEN line ELSE octet_length(line)::text END`
+export const LINE_OR_SIZE = (param: string, column = 'line') =>
+  `CASE WHEN octet_length(${column}) < ${param} THEN ${column} ELSE octet_length(${column})::text END`
 const ONE_LINE = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq = $2::bigint`
 
 /** Rows a pass that hands events on (and keeps none) reads at most: see readEvents. */
@@ -122,8 +123,8 @@ export async function readPartedEvent(
   return { event, line: keepLine ? (sealed ? got.text.slice(0, -1) + got.tail : got.text) : undefined }
 }
 
-/** readPartedEvent where the row cannot be gone: a gone row is a defect. */
-async function readPartedEventHeld(
+/** readPartedEvent where the row cannot be gone (a snapshot or the lock): a gone row is a defect. */
+export async function readPartedEventHeld(
   client: pg.ClientBase,
   where: { schema: string; id: string; path: string; version: FormatVersion },
   seq: number,
@@ -186,8 +187,12 @@ export async function readEvents(
   from: number,
   to: number,
   version: FormatVersion,
-  /** `onEvent`: each event handed to it as it is checked, none kept (a pass of any size, `verify`). */
-  options: { keepLines?: boolean; onEvent?: (event: SessionEvent) => void } = {},
+  /**
+   * `onEvent`: each event handed to it as it is checked, none kept (a pass of any size, `verify`).
+   * `known`: events of lines of PARTED_BYTES or more read and checked already (under the same
+   * lock), taken instead of reading those lines again; not with `keepLines`.
+   */
+  options: { keepLines?: boolean; onEvent?: (event: SessionEvent) => void; known?: ReadonlyMap<number, SessionEvent> } = {},
 ): Promise<{ events: SessionEvent[]; lines: string[] | undefined; count: number }> {
   const events: SessionEvent[] = []
   const lines: string[] | undefined = options.keepLines ? [] : undefined
@@ -240,7 +245,8 @@ export async function readEvents(
     // Parted lines before the pass's first defect are judged first: the first defect is reported.
     for (const p of parted) {
       if (failed !== undefined && p.seq > failed.seq) break
-      const { event, line } = await readPartedEventHeld(client, where, p.seq, p.size, lines !== undefined)
+      const known = lines === undefined ? options.known?.get(p.seq) : undefined
+      const { event, line } = known ? { event: known, line: undefined } : await readPartedEventHeld(client, where, p.seq, p.size, lines !== undefined)
       events[p.slot] = event
       if (lines) lines[p.slot] = line!
     }

@@ -1,6 +1,6 @@
 // The reads that still fetched a huge line whole on PostgreSQL (§15.5), now in parts as a load's:
-// a tail load's compactions and rewinds (find-tail.ts) and the raw stream `copy` reads
-// (raw-stream.ts).
+// a tail load's compactions and rewinds (find-tail.ts), the raw stream `copy` reads
+// (raw-stream.ts), and the diagnosis of a batch whose COMMIT went unanswered (append-batch.ts).
 // What is observed is the protocol itself: a proxy in front of the server records the largest
 // message the server sent, which holds a huge line whole only if it was fetched whole (a parted
 // read's rows are a part of at most PART_BYTES each). The results stay those of a whole read.
@@ -149,7 +149,7 @@ const HUGE = PART_BYTES + PART_BYTES / 2
 /** A message of a parted read: one part, and what comes with it. */
 const PART_MESSAGE = PART_BYTES + 64 * 1024
 
-describe.skipIf(!url)('huge lines read in parts where a tail load and copy read them', () => {
+describe.skipIf(!url)('huge lines read in parts where a tail load, copy and an unanswered COMMIT read them', () => {
   test.each([0, 1] as const)('version %i: a tail load past huge compactions and rewinds (first page and later pages) fetches none whole', async (version) => {
     const writer = open({ formatVersion: version })
     const id = `tail-v${version}`
@@ -256,5 +256,38 @@ describe.skipIf(!url)('huge lines read in parts where a tail load and copy read 
     expect((await pages.next()).value).toHaveLength(4)
     await writer.delete(gone)
     expect(await codeOf(pages.next())).toBe('E_NOT_FOUND')
+  }, 120_000)
+
+  test.each([
+    ['retried at once', undefined],
+    ['left unknown, resolved by the next append', 0],
+  ] as const)('a huge batch whose COMMIT went unanswered (%s) is found stored without fetching it whole, and acknowledged once', async (_, retryTimeoutMs) => {
+    const id = `unknown-${retryTimeoutMs ?? 'retry'}`
+    const s = open({ through: 'proxy', retryTimeoutMs })
+    await s.create(meta(id))
+    const first = turn(0, 1)
+    await s.append(id, first)
+    const huge: SessionEvent[] = [
+      { seq: 4, type: 'tool/result', time: 1, data: { content: [{ type: 'text', text: mixed(HUGE) }] } },
+      { seq: 5, type: 'note', time: 1 },
+      { seq: 6, type: 'tool/result', time: 1, data: { content: [{ type: 'text', text: mixed(HUGE + 1) }] } },
+    ]
+    proxy.cutAfter('COMMIT')
+    const cuts = proxy.cuts
+    const { largest } = await largestDuring(async () => {
+      const code = await codeOf(s.append(id, huge))
+      if (retryTimeoutMs === 0) {
+        expect(code).toBe('E_IO') // the outcome unknown: the next append resolves it
+        await s.append(id, [{ seq: 7, type: 'note', time: 1 }])
+      } else {
+        expect(code).toBe('resolved')
+        await s.append(id, [{ seq: 7, type: 'note', time: 1 }])
+      }
+    })
+    expect(proxy.cuts).toBe(cuts + 1)
+    expect(largest).toBeLessThan(PART_MESSAGE)
+    const all = [...first, ...huge, { seq: 7, type: 'note', time: 1 }]
+    expect(digests((await storedLines(url!, schema, id)).map((l) => l.line))).toEqual(digests(all.map((e) => sealLine(JSON.stringify(e), 1))))
+    await s.close(id)
   }, 120_000)
 })

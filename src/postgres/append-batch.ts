@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto'
 import { SessionPersistenceError } from '../errors.js'
 import { changeChannel, changePayload } from './change-feed.js'
 import { backoff, type Db, isConnectionError } from './db.js'
 import type { GroupCommit } from './group-commit.js'
-import { fromLargeObject, isParted, withStagedBytes } from './line-parts.js'
+import { fromLargeObject, isParted, PARTED_BYTES, withStagedBytes } from './line-parts.js'
 import { lockedError, type SessionRow, toSessionRow } from './session-row.js'
 
 // The first batch of a session publishes its row (header line, writer epoch) and its lines at once.
@@ -22,12 +23,30 @@ const CREATE = (s: string) => `
   )
   SELECT (SELECT count(*) FROM inserted)::integer AS n, pg_notify($12, $13) FROM created`
 
-// Why a batch inserted nothing, and what is stored where it would have gone.
+// Why a batch inserted nothing, and what is stored where it would have gone: each line as `l`
+// and its text, or one of $4 bytes or more as `d` and the SHA-256 of its UTF-8 bytes (§15.5: a
+// huge line is never fetched whole, and never quoted into a text[]).
 const DIAGNOSE = (s: string) => `
   SELECT writer_epoch::text AS epoch, length::float8 AS length, header_line, holder_host, holder_pid, holder_since,
-         ARRAY(SELECT line FROM "${s}".events e
+         ARRAY(SELECT CASE WHEN octet_length(e.line) < $4 THEN 'l' || e.line ELSE 'd' || encode(sha256(convert_to(e.line, 'UTF8')), 'hex') END
+                 FROM "${s}".events e
                 WHERE e.session_id = s.session_id AND e.seq >= $2::bigint AND e.seq < $3::bigint ORDER BY e.seq) AS lines
     FROM "${s}".sessions s WHERE session_id = $1`
+
+/** Whether the lines DIAGNOSE gave (`l<line>` or `d<sha-256>`) are those of `text` (joined by `\n`). */
+function sameLines(stored: readonly string[], text: string | Buffer): boolean {
+  const bytes = typeof text === 'string' ? Buffer.from(text) : text
+  let at = 0
+  for (const [i, entry] of stored.entries()) {
+    const end = i === stored.length - 1 ? bytes.length : bytes.indexOf(0x0a, at)
+    if (end < 0) return false
+    const line = bytes.subarray(at, end)
+    const same = entry.startsWith('l') ? line.equals(Buffer.from(entry.slice(1))) : createHash('sha256').update(line).digest('hex') === entry.slice(1)
+    if (!same) return false
+    at = end + 1
+  }
+  return at >= bytes.length
+}
 
 export interface Batch {
   sessionId: string
@@ -153,6 +172,7 @@ export async function storedState(db: Db, schema: string, batch: Batch, path: st
     id,
     firstSeq,
     firstSeq + count,
+    PARTED_BYTES,
   ])
   const raw = rows[0]
   if (!raw) {
@@ -168,7 +188,7 @@ export async function storedState(db: Db, schema: string, batch: Batch, path: st
   // same lines first drew its epoch before ours: that row is not ours to acknowledge (E_EXISTS).
   const ours =
     raw.lines.length === count &&
-    sameText(raw.lines.join('\n'), text) &&
+    sameLines(raw.lines, text) &&
     (!batch.create || (row.headerLine === batch.create.headerLine && BigInt(row.epoch) >= BigInt(batch.epoch)))
   if (ours) return 'stored'
   if (batch.create) {

@@ -64,7 +64,8 @@ export const PostgresConfigSchema = z
       .describe(
         'Longest wait for a new connection to be ready (TCP, TLS, authentication) before it fails as a connection ' +
           "error, on the pool it opens and on its lock and listening connections; 0 waits for ever. Default: the URL's " +
-          'connect_timeout (seconds, as libpq reads it), else 10 s. A pool the caller gives keeps its own settings.',
+          'connect_timeout, else the environment\'s PGCONNECT_TIMEOUT (both in seconds, as libpq reads them), else 10 s. ' +
+          'A pool the caller gives keeps its own settings.',
       ),
     retryTimeoutMs: z
       .number()
@@ -101,19 +102,17 @@ export function parsePostgresConfig(config: unknown): ResolvedPostgresConfig {
 /**
  * How long the connections the store opens may take to connect: `connectTimeoutMs` if given;
  * else, with a caller's pool, the `connectionTimeoutMillis` it was made with; else the URL's
- * `connect_timeout` (node-postgres ignores it); else 10 s. 0: no limit.
+ * `connect_timeout`; else the environment's `PGCONNECT_TIMEOUT` (node-postgres reads neither:
+ * libpq reads both, a connection string's parameter before the environment); else 10 s. 0: no limit.
  */
 function connectTimeout(c: z.output<typeof PostgresConfigSchema>): number {
   if (c.connectTimeoutMs !== undefined) return c.connectTimeoutMs
   const options = c.pool?.options as pg.PoolConfig | undefined
   if (typeof options?.connectionTimeoutMillis === 'number') return options.connectionTimeoutMillis
-  return urlConnectTimeout(c.connectionString ?? options?.connectionString) ?? DEFAULT_CONNECT_TIMEOUT_MS
+  return urlConnectTimeout(c.connectionString ?? options?.connectionString) ?? envConnectTimeout() ?? DEFAULT_CONNECT_TIMEOUT_MS
 }
 
-/**
- * The `connect_timeout` parameter of a postgres:// URL, in ms, read as libpq reads it: whole
- * seconds, 0 or less for no limit, 1 taken as 2 (libpq's minimum). Not an integer: `E_CONFIG`.
- */
+/** The `connect_timeout` parameter of a postgres:// URL, in ms (see `libpqSeconds`). */
 function urlConnectTimeout(connectionString: string | undefined): number | undefined {
   if (connectionString === undefined) return undefined
   let given: string | null
@@ -122,9 +121,25 @@ function urlConnectTimeout(connectionString: string | undefined): number | undef
   } catch {
     return undefined // not a URL (a socket directory, say): node-postgres reads it, or refuses it
   }
-  if (given === null) return undefined
+  return given === null ? undefined : libpqSeconds(given, `connect_timeout '${given}' in the URL`)
+}
+
+/**
+ * `PGCONNECT_TIMEOUT` from the environment, in ms (see `libpqSeconds`). Set but empty is refused
+ * as libpq refuses it (an empty value is no integer), not taken as unset.
+ */
+function envConnectTimeout(): number | undefined {
+  const given = process.env.PGCONNECT_TIMEOUT
+  return given === undefined ? undefined : libpqSeconds(given, `PGCONNECT_TIMEOUT '${given}' in the environment`)
+}
+
+/**
+ * A connect timeout read as libpq reads it: whole seconds (spaces around them allowed), 0 or
+ * less for no limit, 1 taken as 2 (libpq's minimum). Not an integer: `E_CONFIG` naming `what`.
+ */
+function libpqSeconds(given: string, what: string): number {
   if (!/^\s*[-+]?\d+\s*$/.test(given)) {
-    throw new SessionPersistenceError('E_CONFIG', `invalid PostgreSQL configuration: connect_timeout '${given}' in the URL is not a whole number of seconds`)
+    throw new SessionPersistenceError('E_CONFIG', `invalid PostgreSQL configuration: ${what} is not a whole number of seconds`)
   }
   const seconds = Number(given)
   return seconds <= 0 ? 0 : Math.min(MAX_TIMER_MS, Math.max(2, seconds) * 1000)

@@ -396,3 +396,14 @@ test('regression: a string pattern is Unicode-aware (the u flag): \\p{Nd} matche
   await p.close('u')
   expect(((await p.redact('u', { pattern: '[\\w-.]' }).catch((e: unknown) => e)) as { code?: string }).code).toBe('E_CONFIG')
 })
+
+test('regression: migrate of a version-1 log that needs a repair counts its events the same in the dry run and the real run (no closers: it is left as it is)', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root })
+  await p.create(meta('v1'))
+  await p.append('v1', [ev(0, 'turn/start', { turn: 1 }), ev(1, 'user/message', { content: 'open turn' })])
+  await p.close('v1')
+  const dry = await p.migrate('v1', { dryRun: true })
+  const real = await p.migrate('v1')
+  expect([dry.fromVersion, dry.events, real.events, real.migrated]).toEqual([1, 2, 2, false])
+})

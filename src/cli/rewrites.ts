@@ -2,6 +2,7 @@ import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js
 import type { JsonlSessionPersistence, ListProblem, SessionStore } from '../persistence.js'
 import type { Io } from './commands.js'
 import type { OpenedRoot } from './open-root.js'
+import { heldSessions } from './lock-verdicts.js'
 import { oneLine, shown } from './render.js'
 
 // The operator's rewrites of closed logs (docs/contract.md §16, §11): `migrate`, `redact` and
@@ -41,12 +42,18 @@ async function forEachSession(
   dryRun: boolean,
   each: (id: string) => Promise<Outcome>,
   unlisted: readonly ListProblem[] = [],
+  root?: OpenedRoot,
 ): Promise<number> {
   const outcomes: Outcome[] = unlisted.map((pr) => ({ path: pr.path, status: 'refused', code: pr.code, message: pr.message }))
   if (!json) for (const pr of unlisted) io.err(`refused ${shown(pr.path, true)}: ${pr.code}: ${oneLine(pr.message, 200)}\n`)
+  // A dry run takes no lock: it reads the lock directory as a takeover would judge it, so that
+  // it skips what the real run will skip (a session a live writer holds), as prune's does.
+  const held = dryRun && root?.directory !== undefined ? await heldSessions(root.directory) : undefined
   for (const [i, id] of ids.entries()) {
     let outcome: Outcome
     try {
+      const locked = held?.get(id)
+      if (locked) throw locked
       outcome = await each(id)
     } catch (err) {
       if (!isSessionPersistenceError(err)) throw err
@@ -73,7 +80,7 @@ export async function migrate(root: OpenedRoot, io: Io, ids: readonly string[], 
     }
     if (!opts.json) io.out(opts.dryRun ? `${shown(id, true)}: version 0, ${r.events} events: would be rewritten as version 1${repaired.replace('repaired', 'would be repaired')}\n` : `${shown(id, true)}: migrated to version 1 (${r.events} events)${repaired}\n`)
     return { id, status: opts.dryRun ? 'would-do' : 'done', events: r.events, fromVersion: 0 }
-  }, opts.problems)
+  }, opts.problems, root)
 }
 
 export async function redact(root: OpenedRoot, io: Io, ids: readonly string[], opts: { json: boolean; dryRun: boolean; pattern: string; replacement: string | undefined }): Promise<number> {
@@ -90,11 +97,14 @@ export async function redact(root: OpenedRoot, io: Io, ids: readonly string[], o
     // A dry run writes nothing: what it found to redact is what a run would do.
     const found = r.matches + (r.cutMatches ?? 0) > 0
     return { id, status: r.rewritten ? 'done' : opts.dryRun && found ? 'would-do' : 'unchanged', matches: r.matches, ...(r.cutMatches ? { cutMatches: r.cutMatches } : {}), seqs: r.seqs, ...(r.repair ? { repair: r.repair } : {}) }
-  })
+  }, [], root)
 }
 
 export async function truncateAtDamage(root: OpenedRoot, io: Io, id: string, opts: { json: boolean; dryRun: boolean }): Promise<number> {
   const store = jsonlStore(root, 'repair --truncate-at-damage')
+  // As for migrate and redact: a dry run says E_LOCKED where the real run would.
+  const locked = opts.dryRun && root.directory !== undefined ? (await heldSessions(root.directory)).get(id) : undefined
+  if (locked) throw locked
   const r = await store.truncateAtDamage(id, { dryRun: opts.dryRun })
   if (opts.json) io.out(`${JSON.stringify({ ...r, dryRun: opts.dryRun }, null, 2)}\n`)
   else if (!r.cut) io.out(`${shown(id, true)}: no damage found; nothing cut\n`)

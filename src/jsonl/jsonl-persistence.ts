@@ -429,7 +429,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
         // An event version 1 cannot hold refuses the dry run as it refuses the migration.
         // (A version-1 log is left alone: its lines are not judged for a migration.)
         const check = await checkLogIn(this.#ctx, id, { onEventLine: (buf, start, end, event, path, version) => version === 0 && assertMigratable(buf, start, end, event, id, path) })
-        const closers = check.repair?.closers.length ?? 0
+        // A version-0 log is written with the closers of its repair; a version-1 one is left as it
+        // is (the real run counts its events without closers, so does this).
+        const closers = check.header.version === 0 ? (check.repair?.closers.length ?? 0) : 0
         const report: MigrateReport = { id, path: check.path, fromVersion: check.header.version, migrated: false, events: check.events + closers }
         if (check.repair) report.repair = { persisted: false, ...check.repair }
         return report

@@ -43,6 +43,16 @@ const EXPECTED_SKIPS = new Set(['E_LOCKED', 'E_SESSION_LIVE', 'E_NOT_FOUND'])
 // session open, so from it E_SESSION_LIVE can only mean the last-write condition failed.
 const WRITTEN_SINCE_LISTED = 'written since it was listed'
 
+type HeldSessions = (ids: readonly string[]) => Promise<Map<string, SessionPersistenceError>>
+
+/** The sessions among `ids` a live writer holds, with the E_LOCKED a delete would meet; no lock taken. */
+async function heldBy(root: OpenedRoot, ids: readonly string[]): Promise<Map<string, SessionPersistenceError>> {
+  if (root.directory !== undefined) return heldSessions(root.directory)
+  // A PostgreSQL store's (src/postgres/held-sessions.ts), found by its registered symbol.
+  const held = (root.store as unknown as Record<symbol, HeldSessions | undefined>)[Symbol.for('session-persistence-jsonl/postgres:heldSessions')]
+  return held ? held.call(root.store, ids) : new Map()
+}
+
 export async function prune(
   root: OpenedRoot,
   io: Io,
@@ -59,10 +69,10 @@ export async function prune(
     skipped.push({ id, code, message })
     if (!opts.json) io.err(`skipped ${shown(id, true)}: ${code}: ${oneLine(message, 200)}\n`)
   }
-  // A dry run takes no lock: it reads the lock directory as a takeover would judge it, so that a
-  // session a live writer holds is reported as the real run will skip it (E_LOCKED), not as one
-  // it would remove. (A PostgreSQL root's locks are the server's: not checked here.)
-  const held = opts.dryRun && root.directory !== undefined ? await heldSessions(root.directory) : new Map<string, SessionPersistenceError>()
+  // A dry run takes no lock: it reads the lock directory as a takeover would judge it (on a
+  // PostgreSQL root, the server's advisory locks: pg_locks), so that a session a live writer
+  // holds is reported as the real run will skip it (E_LOCKED), not as one it would remove.
+  const held = opts.dryRun ? await heldBy(root, stale.map((l) => l.meta.id)) : new Map<string, SessionPersistenceError>()
   for (const [i, l] of stale.entries()) {
     if (opts.dryRun) {
       const locked = held.get(l.meta.id)

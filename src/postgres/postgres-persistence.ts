@@ -33,6 +33,7 @@ import { Db, dbError, isConnectionError } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
 import { type ForkWrite, forkSession, readForkPoint, rowIsOurs } from './fork-session.js'
 import { CHECK_SESSION, checkSession, type SessionCheck } from './check-session.js'
+import { HELD_SESSIONS, heldSessionIds } from './held-sessions.js'
 import { checkRawHeader, checkRawLog } from './import-raw.js'
 import { importRawStream, openRawStream } from './raw-stream.js'
 import { listSessions } from './list-sessions.js'
@@ -225,6 +226,23 @@ class PostgresPersistence implements PostgresSessionPersistence {
       return await checkSession(this.#db, this.#c.schema, id, path)
     } catch (err) {
       throw this.#wrap(err, `inspect session '${id}'`, id) // as inspect words it
+    }
+  }
+
+  /**
+   * The sessions among `ids` a writer holds now, each with the `E_LOCKED` a delete of it would
+   * meet (its holder as the row records it), found without taking any lock (held-sessions.ts):
+   * the CLI's `prune --dry-run` finds it by its registered symbol; not part of `SessionPersistence`.
+   */
+  async [HELD_SESSIONS](ids: readonly string[]): Promise<Map<string, SessionPersistenceError>> {
+    for (const id of ids) checkId(id)
+    await this.#ready_()
+    try {
+      const held = new Map<string, SessionPersistenceError>()
+      for (const id of await heldSessionIds(this.#db, this.#c.schema, ids)) held.set(id, await lockedBy(this.#db, this.#c.schema, id, this.#path(id)))
+      return held
+    } catch (err) {
+      throw this.#wrap(err, 'read which sessions are held')
     }
   }
 

@@ -144,3 +144,14 @@ describe('a host whose liveSessions() fails', () => {
     expect((await memory.inspect('good')).events.map((e) => e.seq)).toEqual([0])
   })
 })
+
+describe('flush with an id that is no string', () => {
+  test('regression: is E_INVALID_ID (naming it threw a TypeError)', async () => {
+    const plugin = sessionPersistencePlugin({ persistence: createMemoryPersistence(), flushDelayMs: 10 })
+    await plugin.apply({ sessionEvents: new EventEmitter(), liveSessions: () => [] })
+    for (const bad of [Symbol('id'), { toString: null }, 7]) {
+      expect(await plugin.flush(bad as never).catch((e: SessionPersistenceError) => e.code)).toBe('E_INVALID_ID')
+    }
+    await plugin.dispose()
+  })
+})

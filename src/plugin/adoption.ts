@@ -55,10 +55,11 @@ export class SessionAdopter {
     } else if (!ch.everOpened) {
       const hostLoaded = this.#hostLoads.get(ch.id)
       if (hostLoaded !== undefined) {
-        this.#hostLoads.delete(ch.id)
         // The host holds the session open: continue from what its load returned, when the
         // host's seed continues it. (A tail load that starts after the seed cannot tell: read.)
+        // Forgotten only once judged: a read that fails here is retried against the same load.
         const stored = await this.#reachBack(ch, hostLoaded)
+        this.#hostLoads.delete(ch.id)
         if (!ch.covers(stored)) return mismatch(ch, stored.firstSeq + stored.events.length)
         ch.openedAt(stored.firstSeq + stored.events.length)
         return undefined
@@ -78,12 +79,11 @@ export class SessionAdopter {
   }
 
   async #adopt(ch: SessionChannel): Promise<SessionPersistenceError | undefined> {
-    let stored: StoredSlice
+    let loaded: LoadedSession
     try {
       // From a tail, only the log from the last compaction on is read (plus what lies between
       // the channel's first known seq and it); from the start, the whole log.
-      const loaded = await this.#backend.load(ch.id, ch.knownFrom > 0 ? { closeOpenTurn: false, from: 'last-compaction' } : { closeOpenTurn: false })
-      stored = await this.#reachBack(ch, { events: loaded.events, firstSeq: loaded.firstSeq ?? 0 })
+      loaded = await this.#backend.load(ch.id, ch.knownFrom > 0 ? { closeOpenTurn: false, from: 'last-compaction' } : { closeOpenTurn: false })
     } catch (err) {
       if (isSessionPersistenceError(err, 'E_LOCKED')) {
         // Another instance is writing it. Whether the host's events continue that log can be
@@ -112,12 +112,27 @@ export class SessionAdopter {
         ch.openedAt(0)
         return undefined
       }
-      ch.openedAt((inspected.firstSeq ?? 0) + inspected.events.length - (inspected.repair?.closers.length ?? 0))
+      // Held open by the host, yet judged as any stored log: a seed that does not continue it is
+      // a collision here too (nothing of it is appended).
+      const count = inspected.events.length - (inspected.repair?.closers.length ?? 0)
+      const held = await this.#reachBack(ch, { events: inspected.events.slice(0, count), firstSeq: inspected.firstSeq ?? 0 })
+      if (!ch.covers(held)) return mismatch(ch, held.firstSeq + held.events.length)
+      ch.openedAt(held.firstSeq + held.events.length)
       return undefined
     }
-    if (ch.covers(stored)) {
-      ch.openedAt(stored.firstSeq + stored.events.length)
-      return undefined
+    // Open (locked) now: whatever fails before the verdict closes it again, so that the retry
+    // loads and judges it anew. Left open, the retry's load said E_SESSION_LIVE, which reads as
+    // "the host opened it", and the plugin appended to a log its events did not continue.
+    let stored: StoredSlice
+    try {
+      stored = await this.#reachBack(ch, { events: loaded.events, firstSeq: loaded.firstSeq ?? 0 })
+      if (ch.covers(stored)) {
+        ch.openedAt(stored.firstSeq + stored.events.length)
+        return undefined
+      }
+    } catch (err) {
+      await this.#backend.close(ch.id).catch(() => {})
+      throw err
     }
     await this.#backend.close(ch.id)
     return mismatch(ch, stored.firstSeq + stored.events.length)

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'eventemitter3'
 import { defaultLogger } from '../session/logger.js'
 import type { Logger } from '../session/schema.js'
+import { valueName } from '../session/value-name.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import { createJsonlPersistence } from '../jsonl/jsonl-persistence.js'
 import type { JsonlSessionPersistence, SessionPersistence } from '../persistence.js'
@@ -120,6 +121,9 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
   async flush(sessionId?: string, options?: DeadlineOptions): Promise<void> {
     const timeoutMs = parseDeadline(options, 'flush')
     if (this.#disposed) throw disposedError('flush')
+    if (sessionId !== undefined && typeof sessionId !== 'string') {
+      throw new SessionPersistenceError('E_INVALID_ID', `flush takes a session id (a string) or nothing, not ${valueName(sessionId)}`)
+    }
     const one = sessionId === undefined ? undefined : this.#intake.find(sessionId)
     if (sessionId !== undefined && !one) {
       throw new SessionPersistenceError('E_NOT_FOUND', `the plugin does not track session '${sessionId}'`, { sessionId })

@@ -82,8 +82,14 @@ export class SessionChannel {
     if (total < this.knownFrom || total > this.knownFrom + known.length) return false
     if (total > this.knownFrom && stored.firstSeq > this.knownFrom) return false // not read far back enough to tell
     for (let seq = this.knownFrom; seq < total; seq++) {
-      // Compare as JSON: the host's objects may carry `undefined` fields the log omits.
-      const mine = JSON.parse(JSON.stringify(known[seq - this.knownFrom])) as unknown
+      // Compare as JSON: the host's objects may carry `undefined` fields the log omits. One that
+      // is no JSON (a BigInt, a cycle, a throwing getter) equals no stored event.
+      let mine: unknown
+      try {
+        mine = JSON.parse(JSON.stringify(known[seq - this.knownFrom])) as unknown
+      } catch {
+        return false
+      }
       if (!isDeepStrictEqual(stored.events[seq - stored.firstSeq], mine)) return false
     }
     return true

@@ -238,7 +238,10 @@ export class SessionDrainer {
           ch.closedWith = asPersistenceError(err, ch.id)
           if (ch.halted || finalAttempt || this.#ctx.abandonedAfterMs() !== undefined) break // nothing more can be written: close anyway
         }
-        await ch.sleep(ch.retryDelayMs || this.#ctx.flushDelayMs)
+        // Once dispose has begun, its one more attempt comes at once: the wake-up it sends
+        // (clearTimers) may have fired while this attempt was in flight, before any sleep began,
+        // and the backoff would then be slept in full, past a deadline the backend answered within.
+        if (!this.#ctx.isDisposed()) await ch.sleep(ch.retryDelayMs || this.#ctx.flushDelayMs)
       }
       ch.clearTimers()
       await ch.queue.add(() => this.#ctx.backend.close(ch.id))

@@ -407,3 +407,20 @@ test('regression: migrate of a version-1 log that needs a repair counts its even
   const real = await p.migrate('v1')
   expect([dry.fromVersion, dry.events, real.events, real.migrated]).toEqual([1, 2, 2, false])
 })
+
+test('regression: migrate of a damaged version-1 log refuses it (E_CORRUPT) as its dry run does, never "already version 1"', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root })
+  await p.create(meta('bad'))
+  await p.append('bad', [...turn(0, 1), ...turn(4, 2)])
+  await p.close('bad')
+  const path = p.locate(meta('bad')).path
+  const bytes = await readFile(path)
+  const third = bytes.indexOf('question', bytes.indexOf('\n', bytes.indexOf('\n') + 1))
+  bytes[third] = 'Q'.charCodeAt(0) // a changed byte in a complete line: checksum mismatch
+  await writeFile(path, bytes)
+  const dry = await p.migrate('bad', { dryRun: true }).catch((e: { code?: string }) => e.code)
+  const real = await p.migrate('bad').catch((e: { code?: string }) => e.code)
+  expect([dry, real]).toEqual(['E_CORRUPT', 'E_CORRUPT'])
+  expect((await readFile(path)).equals(bytes)).toBe(true)
+})

@@ -448,7 +448,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
         const { header } = await readHeaderLine(handle, path, id)
         const report: MigrateReport = { id, path, fromVersion: header.version, migrated: header.version === 0, events: 0 }
         if (header.version === 1) {
-          report.events = (await readSessionRange(handle, id, path, { kind: 'last', last: 0 }, (await handle.stat()).size)).length
+          // Left as it is, but checked as its dry run checks it: a damaged one is refused
+          // (E_CORRUPT), never reported "already version 1".
+          report.events = (await checkLogIn(this.#ctx, id)).events
           return report
         }
         const lock = this.#sessions.get(id)!.lock!

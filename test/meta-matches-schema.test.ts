@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises'
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
-import { knownValidMeta } from '../src/session/meta-check.js'
+import { knownValidHeader, knownValidMeta } from '../src/session/meta-check.js'
+import { ParsedHeaderSchema } from '../src/session/schema.js'
 import { headerLine, validateMeta } from '../src/session/meta.js'
 import { MAX_HEADER_BYTES } from '../src/session/header-line.js'
 import { createMemoryPersistence } from '../src/memory/memory-persistence.js'
@@ -104,6 +105,40 @@ describe('knownValidMeta agrees with SessionMetaSchema (property)', () => {
     const depthHidden = { id: 'y', createdAt: 1 }
     Object.defineProperty(depthHidden, 'delegationDepth', { value: 0, enumerable: false })
     expect(await codeOf(Promise.resolve().then(() => validateMeta(depthHidden)))).toBe('E_INVALID_META')
+  })
+})
+
+// knownValidHeader is the readers' twin of ParsedHeaderSchema, over line 1 as JSON.parse gives it.
+const nearHeader = fc
+  .tuple(nearMeta, fc.constantFrom<unknown>('session', 'session', 'session', 'other', undefined), fc.constantFrom<unknown>(0, 1, 1, 2, '1', undefined), fc.boolean())
+  .map(([m, type, version, first]) => {
+    const fields: Record<string, unknown> = {}
+    if (type !== undefined) fields.type = type
+    if (version !== undefined) fields.version = version
+    // The header fields first (as the package writes them), or after the meta's.
+    const text = first ? `{${[JSON.stringify(fields).slice(1, -1), JSON.stringify(m).slice(1, -1)].filter(Boolean).join(',')}}` : `{${[JSON.stringify(m).slice(1, -1), JSON.stringify(fields).slice(1, -1)].filter(Boolean).join(',')}}`
+    return JSON.parse(text) as unknown
+  })
+
+describe('knownValidHeader agrees with ParsedHeaderSchema (property)', () => {
+  test('accepted: zod accepts and returns the same header, key order included; refused: zod refuses too (__proto__ keys aside)', () => {
+    let accepted = 0
+    fc.assert(
+      fc.property(nearHeader, (value) => {
+        const viaZod = ParsedHeaderSchema.safeParse(value)
+        const fast = knownValidHeader(value)
+        if (fast) {
+          accepted++
+          expect(viaZod.success).toBe(true)
+          expect(Object.keys(fast)).toEqual(Object.keys(viaZod.data ?? {}))
+          expect(fast).toEqual(viaZod.data)
+        } else if (!Object.keys(value as object).includes('__proto__')) {
+          expect(viaZod.success).toBe(false)
+        }
+      }),
+      { numRuns: 30_000 },
+    )
+    expect(accepted).toBeGreaterThan(1_000) // not vacuous
   })
 })
 

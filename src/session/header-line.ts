@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 import { SessionFormatUnsupportedError, SessionPersistenceCorruptionError } from '../errors.js'
 import { checkLine, checksumReason, hasCrcSuffix, unsealText } from './line-codec.js'
+import { knownValidHeader } from './meta-check.js'
 import { describeZodError, ParsedHeaderSchema, type SessionHeader } from './schema.js'
 
 /** A header line longer than this is refused (a real header is a few hundred bytes; §4.2 refuses a meta that would make one). */
@@ -49,6 +50,12 @@ export function parseHeaderLine(
     )
   }
   if (version === 1 && !sealed) throw corrupt(checksumReason('missing').replace('the line', 'the header'))
+  // The common case without zod (meta-check.ts); zod judges the rest and words the error.
+  const known = knownValidHeader(parsed.value)
+  if (known) {
+    if (sessionId !== undefined && known.id !== sessionId) throw corrupt(`the header's id ${JSON.stringify(known.id)} does not match the file's id`)
+    return known
+  }
   const result = ParsedHeaderSchema.safeParse(parsed.value)
   if (!result.success) throw corrupt(`invalid header: ${describeZodError(result.error)}`)
   if (sessionId !== undefined && result.data.id !== sessionId) {

@@ -155,3 +155,21 @@ describe('flush with an id that is no string', () => {
     await plugin.dispose()
   })
 })
+
+describe('a host that changes an event after emitting it', () => {
+  test('regression: an event whose seq changed while buffered halts the session as diverged (E_SEQ_NOT_CONTIGUOUS) after the events before it are written, never retried for ever', async () => {
+    const { plugin, errors, sessionEvents, stored, appends } = await setup()
+    sessionEvents.emit('session/created', meta('s1'), [])
+    sessionEvents.emit('session/event', 's1', ev(0))
+    const reused = { seq: 1, type: 'note', time: 1 }
+    sessionEvents.emit('session/event', 's1', reused)
+    reused.seq = 7 // the host reuses its object
+    await expect(plugin.flush('s1')).rejects.toMatchObject({ code: 'E_SEQ_NOT_CONTIGUOUS' })
+    const tried = appends()
+    await expect(plugin.flush('s1')).rejects.toMatchObject({ code: 'E_SEQ_NOT_CONTIGUOUS' })
+    expect(appends()).toBe(tried)
+    expect(errors.map((e) => e.code)).toEqual(['E_SEQ_NOT_CONTIGUOUS'])
+    expect(await stored('s1')).toEqual([0])
+    await plugin.dispose().catch(() => {})
+  })
+})

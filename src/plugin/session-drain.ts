@@ -2,7 +2,7 @@ import type { SessionEvent } from '../session/schema.js'
 import type { SessionPersistenceError } from '../errors.js'
 import type { SessionPersistence } from '../persistence.js'
 import type { SessionAdopter } from './adoption.js'
-import { appendFailureClass, asPersistenceError, DrainStalledError, EventRefusedError } from './plugin-errors.js'
+import { appendFailureClass, asPersistenceError, divergedError, DrainStalledError, EventRefusedError } from './plugin-errors.js'
 import type { SessionChannel } from './session-channel.js'
 import { DeadlineError } from './deadline.js'
 import { cutAtKeptStarts } from '../session/kept-starts.js'
@@ -152,8 +152,14 @@ export class SessionDrainer {
   }
 
   async #writeBuffered(ch: SessionChannel): Promise<void> {
+    // Buffered events hold seqs cursor, cursor + 1, … (checked as they came). One the host changed
+    // since (events are frozen, §8: a host that reuses an event object) would be refused by the
+    // backend as a gap, which reads as "reopen and retry", for ever: the events before it are
+    // written, then the session halts as diverged.
+    const changed = ch.buffer.findIndex((e, i) => seqOf(e) !== ch.cursor + i)
+    const usable = changed < 0 ? ch.buffer.slice() : ch.buffer.slice(0, changed)
     // One append a part: a compaction's kept part starts an append of its own (kept-starts.ts).
-    const parts = cutAtKeptStarts(ch.buffer.slice())
+    const parts = cutAtKeptStarts(usable)
     for (let i = 0; i < parts.length; i++) {
       const batch = parts[i]!
       if (i > 0) {
@@ -170,6 +176,9 @@ export class SessionDrainer {
         if (kind === 'reopen') ch.needsReadoption()
         throw error
       }
+    }
+    if (changed >= 0) {
+      this.halt(ch, divergedError(ch.id, `the event buffered at seq ${ch.cursor} now says seq ${String(seqOf(ch.buffer[0]))}: the host changed it after emitting it (events must be frozen)`), { dropBuffered: true })
     }
   }
 
@@ -251,5 +260,14 @@ export class SessionDrainer {
       ch.clearTimers()
       ch.dropBuffered()
     }
+  }
+}
+
+/** An event's seq as it reads now (undefined when it cannot be read). */
+function seqOf(event: unknown): unknown {
+  try {
+    return (event as { seq?: unknown } | null)?.seq
+  } catch {
+    return undefined
   }
 }

@@ -173,3 +173,28 @@ describe('a host that changes an event after emitting it', () => {
     await plugin.dispose().catch(() => {})
   })
 })
+
+describe('resuming a session the host just disposed', () => {
+  test('regression: flush(id) after session/disposed resolves once the session is closed, so a load right after it gets the session (it said E_SESSION_LIVE)', async () => {
+    const memory = createMemoryPersistence()
+    // A close that takes a while (a lock file to remove, a database round trip).
+    const slowClose = new Proxy(memory, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown
+        if (prop === 'close') return async (id: string) => (await new Promise((r) => setTimeout(r, 50)), target.close(id))
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+      },
+    })
+    const plugin = sessionPersistencePlugin({ persistence: slowClose, flushDelayMs: 10_000 })
+    const sessionEvents = new EventEmitter()
+    await plugin.apply({ sessionEvents, liveSessions: () => [] })
+    sessionEvents.emit('session/created', meta('s1'), [])
+    sessionEvents.emit('session/event', 's1', ev(0, 'turn/start'))
+    sessionEvents.emit('session/event', 's1', ev(1, 'turn/end'))
+    sessionEvents.emit('session/disposed', 's1')
+    await plugin.flush('s1')
+    const loaded = await plugin.persistence.load('s1')
+    expect(loaded.events.map((e) => e.seq)).toEqual([0, 1])
+    await plugin.dispose()
+  })
+})

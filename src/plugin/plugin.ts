@@ -132,7 +132,14 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
     const deadline = startDeadline(timeoutMs)
     // A drain that outlives the deadline goes on: when the backend answers, its batch is
     // counted as written (or kept and retried), so nothing is lost or written twice.
-    const work = channels.map((ch): SessionWork<SessionChannel> => ({ key: ch, id: ch.id, done: settled(this.#drainer.drain(ch), ch.id) }))
+    // A session disposed by the host (draining, then closing) is flushed once it is closed too:
+    // its lock released, so the host can resume it at once (a load right after session/disposed
+    // said E_SESSION_LIVE while the close was still on its way).
+    const work = channels.map((ch): SessionWork<SessionChannel> => ({
+      key: ch,
+      id: ch.id,
+      done: settled(this.#drainer.drain(ch).then(() => ch.closing), ch.id),
+    }))
     const failed = await settleBy(work, deadline, 'flush').finally(() => deadline?.cancel())
     if (one) {
       if (failed[0]) throw failed[0].error

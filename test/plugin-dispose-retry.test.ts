@@ -54,3 +54,28 @@ describe('dispose while a session/disposed drain fails', () => {
     expect(calls).toEqual(['append', 'append', 'append', 'close'])
   })
 })
+
+describe('dispose with a deadline and a close that hangs', () => {
+  test('regression: every event durable, the close not answering: dispose settles at its deadline and reports E_TIMEOUT as "every event was made durable", not as events it could not make durable', async () => {
+    const inner = createMemoryPersistence()
+    const backend = new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown
+        if (prop === 'close') return () => new Promise(() => {}) // never answers
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+      },
+    }) as SessionPersistence
+    const plugin = sessionPersistencePlugin({ persistence: backend, flushDelayMs: 10_000 })
+    const errors: SessionPersistenceError[] = []
+    plugin.on('error', (e) => errors.push(e))
+    const sessionEvents = new EventEmitter()
+    await plugin.apply({ sessionEvents, liveSessions: () => [] })
+    sessionEvents.emit('session/created', meta('a'), [])
+    sessionEvents.emit('session/event', 'a', ev(0, 'turn/start'))
+    sessionEvents.emit('session/event', 'a', ev(1, 'turn/end'))
+    await expect(plugin.dispose({ timeoutMs: 300 })).resolves.toBeUndefined()
+    expect(errors.map((e) => e.code)).toEqual(['E_TIMEOUT'])
+    expect(errors[0]!.message).toContain('every event was made durable')
+    expect((await inner.inspect('a')).events.map((e) => e.seq)).toEqual([0, 1])
+  })
+})

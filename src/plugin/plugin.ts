@@ -171,27 +171,35 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
     this.#disposed = true
     const all = this.#intake.all()
     for (const ch of all) ch.clearTimers()
-    const work = all.map((ch): SessionWork<SessionChannel> => ({ key: ch, id: ch.id, done: this.#disposeChannel(ch) }))
+    // A session's durability is its final drain; its close comes after it and is waited for by
+    // `finished` only: a close that hangs is not "events not made durable".
+    const work = all.map((ch): SessionWork<SessionChannel> => ({ key: ch, id: ch.id, done: this.#finalDrain(ch) }))
+    const closed = all.map((ch, i) => work[i]!.done.then(() => this.#finalClose(ch)))
     let released: Promise<void> | undefined
     const release = () => (released ??= this.#release())
     // Apply's seeding is part of each channel's drain (its queue); waited for before the release.
-    const finished = Promise.all(work.map((w) => w.done))
+    const finished = Promise.all(closed)
       .then(() => this.#seeding.catch(() => {}))
       .then(release)
     return { work, finished, release }
   }
 
-  /** The session's final drain and close; settles with the error that left its events not durable. */
-  async #disposeChannel(ch: SessionChannel): Promise<SessionPersistenceError | undefined> {
+  /** The session's final drain; settles with the error that left its events not durable. */
+  async #finalDrain(ch: SessionChannel): Promise<SessionPersistenceError | undefined> {
     if (ch.closing) {
+      // Disposed by the host already: its drain-then-close runs (its close is part of it).
       await ch.closing
       return ch.closedWith
     }
-    const error = await settled(this.#drainer.drain(ch), ch.id)
+    return settled(this.#drainer.drain(ch), ch.id)
+  }
+
+  /** The session's close after its final drain (a failure is reported); its buffers released. */
+  async #finalClose(ch: SessionChannel): Promise<void> {
+    if (ch.closing) return
     ch.clearTimers()
     await ch.queue.add(() => this.#backend.close(ch.id)).catch((err) => this.#report(asPersistenceError(err, ch.id)))
     ch.dropBuffered()
-    return error
   }
 
   /**

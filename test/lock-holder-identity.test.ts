@@ -113,13 +113,16 @@ describe.skipIf(!linux)('a holder on this host is alive exactly when its pid and
   test('regression: a holder that exited and waits to be reaped (a zombie) is dead: taken over at once, not after staleLockMs', async () => {
     const root = await tmpRoot()
     await seeded(root, 'zombie')
-    // The background `true` exits at once; its parent exec's into `sleep`, which never reaps it.
-    const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    // The background `sleep 0.5` exits after its parent has exec'd into `sleep 30`, which never
+    // reaps it. (An immediate exit could be reaped by the shell itself before its exec.)
+    const parent = spawn('sh', ['-c', 'sleep 0.5 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'inherit'] })
     children.push(parent)
     const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))))
     let stat = ''
-    for (let i = 0; i < 200 && !hasExited(stat); i++) {
-      stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+    for (let i = 0; i < 500 && !hasExited(stat); i++) {
+      stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch((err: NodeJS.ErrnoException) => {
+        throw new Error(`the rig lost its zombie: /proc/${pid}/stat ${err.code} (reaped by someone)`)
+      })
       if (!hasExited(stat)) await new Promise((r) => setTimeout(r, 10))
     }
     expect(hasExited(stat)).toBe(true) // the rig: a zombie, whose pid still answers a signal

@@ -1,6 +1,8 @@
 import { EventEmitter } from 'node:events'
 import { describe, expect, test } from 'vitest'
-import { type SessionEvent, type SessionMeta, type SessionPersistence, SessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
+import { createJsonlPersistence, type FileHandle, type FileSystem, type OpenFlags, type SessionEvent, type SessionMeta, type SessionPersistence, SessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
+import { createNodeFileSystem } from '../src/jsonl/fs/node-file-system.js'
+import { tmpRoot } from './helpers/tmp-root.js'
 import { createMemoryPersistence } from '../src/testing/index.js'
 
 const meta = (id: string): SessionMeta => ({ id, createdAt: 1, delegationDepth: 0 })
@@ -73,6 +75,72 @@ describe('dispose with a deadline and a close that hangs', () => {
     sessionEvents.emit('session/created', meta('a'), [])
     sessionEvents.emit('session/event', 'a', ev(0, 'turn/start'))
     sessionEvents.emit('session/event', 'a', ev(1, 'turn/end'))
+    await expect(plugin.dispose({ timeoutMs: 300 })).resolves.toBeUndefined()
+    expect(errors.map((e) => e.code)).toEqual(['E_TIMEOUT'])
+    expect(errors[0]!.message).toContain('every event was made durable')
+    expect((await inner.inspect('a')).events.map((e) => e.seq)).toEqual([0, 1])
+  })
+})
+
+describe('dispose with a deadline and an owned backend whose one close hangs', () => {
+  test('regression: every other lock is released when dispose settles, a session the host opened itself included', async () => {
+    const root = await tmpRoot()
+    const base = createNodeFileSystem()
+    let hang = false
+    // The log of session 'aaa': its descriptor's close never answers once `hang` is set.
+    const fs: FileSystem = Object.assign(Object.create(base) as FileSystem, {
+      open: async (path: string, flags: OpenFlags, mode?: number) => {
+        const h = await base.open(path, flags, mode)
+        if (!path.includes('aaa')) return h
+        return Object.assign(Object.create(h) as FileHandle, { close: () => (hang ? new Promise<void>(() => {}) : h.close()) })
+      },
+    })
+    const plugin = sessionPersistencePlugin({ root, fs, flushDelayMs: 10_000 })
+    const errors: SessionPersistenceError[] = []
+    plugin.on('error', (e) => errors.push(e))
+    const sessionEvents = new EventEmitter()
+    await plugin.apply({ sessionEvents, liveSessions: () => [] })
+    await plugin.persistence.create(meta('bbb')) // opened by the host itself, never announced
+    await plugin.persistence.append('bbb', [ev(0, 'turn/start'), ev(1, 'turn/end')])
+    sessionEvents.emit('session/created', meta('aaa'), [])
+    sessionEvents.emit('session/event', 'aaa', ev(0, 'turn/start'))
+    sessionEvents.emit('session/event', 'aaa', ev(1, 'turn/end'))
+    await plugin.flush('aaa')
+    hang = true
+    await expect(plugin.dispose({ timeoutMs: 300 })).resolves.toBeUndefined()
+    expect(errors.map((e) => e.code)).toEqual(['E_TIMEOUT'])
+    const other = createJsonlPersistence({ root })
+    // closeAll started every close at once: 'bbb's lock goes as soon as its own close is done.
+    let loaded: number | string = 'E_LOCKED'
+    for (let i = 0; i < 100 && loaded === 'E_LOCKED'; i++) {
+      loaded = await other.load('bbb').then((l) => l.events.length, (e: SessionPersistenceError) => e.code)
+      if (loaded === 'E_LOCKED') await new Promise((r) => setTimeout(r, 20))
+    }
+    expect(loaded).toBe(2)
+    await other.closeAll()
+  })
+
+  test('regression: a session the host disposed whose close hangs is not reported as events not made durable', async () => {
+    const inner = createMemoryPersistence()
+    let hang = false
+    const backend = new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown
+        if (prop === 'close') return (id: string) => (hang ? new Promise(() => {}) : target.close(id))
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+      },
+    }) as SessionPersistence
+    const plugin = sessionPersistencePlugin({ persistence: backend, flushDelayMs: 10_000 })
+    const errors: SessionPersistenceError[] = []
+    plugin.on('error', (e) => errors.push(e))
+    const sessionEvents = new EventEmitter()
+    await plugin.apply({ sessionEvents, liveSessions: () => [] })
+    sessionEvents.emit('session/created', meta('a'), [])
+    sessionEvents.emit('session/event', 'a', ev(0, 'turn/start'))
+    sessionEvents.emit('session/event', 'a', ev(1, 'turn/end'))
+    await plugin.flush('a')
+    hang = true
+    sessionEvents.emit('session/disposed', 'a') // drained, then its close hangs
     await expect(plugin.dispose({ timeoutMs: 300 })).resolves.toBeUndefined()
     expect(errors.map((e) => e.code)).toEqual(['E_TIMEOUT'])
     expect(errors[0]!.message).toContain('every event was made durable')

@@ -187,8 +187,9 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
   /** The session's final drain; settles with the error that left its events not durable. */
   async #finalDrain(ch: SessionChannel): Promise<SessionPersistenceError | undefined> {
     if (ch.closing) {
-      // Disposed by the host already: its drain-then-close runs (its close is part of it).
-      await ch.closing
+      // Disposed by the host already: its drain-then-close runs; its durability is the drain
+      // (its close is waited for by `finished`, as every session's).
+      await ch.drained
       return ch.closedWith
     }
     return settled(this.#drainer.drain(ch), ch.id)
@@ -196,7 +197,7 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
 
   /** The session's close after its final drain (a failure is reported); its buffers released. */
   async #finalClose(ch: SessionChannel): Promise<void> {
-    if (ch.closing) return
+    if (ch.closing) return ch.closing
     ch.clearTimers()
     await ch.queue.add(() => this.#backend.close(ch.id)).catch((err) => this.#report(asPersistenceError(err, ch.id)))
     ch.dropBuffered()
@@ -230,7 +231,11 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
         void d.release()
         this.#detach()
       } else if (!(await settledBy(d.finished, deadline))) {
-        // Every event is durable; only closing the backend hangs. Not a durability failure.
+        // Every event is durable; only closing hangs (a session's, or the backend's). Not a
+        // durability failure. Everything else is released now: the owned backend's closeAll
+        // starts every close at once (a session the host opened itself included), whatever one
+        // close that hangs is waiting for.
+        void d.release()
         this.#detach()
         this.#report(new SessionPersistenceError('E_TIMEOUT', `dispose: closing the persistence did not finish within ${timeoutMs} ms; every event was made durable`))
       }

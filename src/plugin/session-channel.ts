@@ -51,6 +51,8 @@ export class SessionChannel {
   retryDelayMs = 0
   /** Set by session/disposed: the drain-then-close in progress (never rejects). */
   closing: Promise<void> | undefined
+  /** After session/disposed: settles when its final drain has (`closedWith` then set), before its close. */
+  drained: Promise<void> | undefined
   /** How the drain-then-close ended: the error that left events not durable, if any. */
   closedWith: SessionPersistenceError | undefined
   /** A previous channel of the same id that is still closing; opening waits for it. */

@@ -236,6 +236,9 @@ export class SessionDrainer {
    * and the session's buffers are released whatever happened.
    */
   async drainAndClose(ch: SessionChannel): Promise<void> {
+    // Set before the first await: a dispose that comes now waits for the drain, not the close.
+    let drained!: () => void
+    ch.drained = new Promise<void>((resolve) => (drained = resolve))
     try {
       for (;;) {
         const finalAttempt = this.#ctx.isDisposed() // once dispose began, one more attempt and no more
@@ -252,11 +255,13 @@ export class SessionDrainer {
         // and the backoff would then be slept in full, past a deadline the backend answered within.
         if (!this.#ctx.isDisposed()) await ch.sleep(ch.retryDelayMs || this.#ctx.flushDelayMs)
       }
+      drained()
       ch.clearTimers()
       await ch.queue.add(() => this.#ctx.backend.close(ch.id))
     } catch (err) {
       this.#ctx.report(asPersistenceError(err, ch.id))
     } finally {
+      drained()
       ch.clearTimers()
       ch.dropBuffered()
     }

@@ -96,3 +96,89 @@ describe('migrate and a version-0 line that does not end with }', () => {
     expect((await readFile(path, 'utf8')).split('\n').slice(1, -1).every((l) => l.endsWith('"}') && l.includes(',"crc":"'))).toBe(true)
   })
 })
+
+describe('closers and a call id reused in a later turn', () => {
+  test('a call id an earlier turn answered, called again in the turn a crash left open, gets its interrupted result', async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    await p.create(meta('reuse'))
+    const call = (seq: number, turn: number): SessionEvent => ({ seq, type: 'tool/call', time: 1, data: { turn, step: 0, callId: 'call_0', name: 'bash', arguments: {} } })
+    await p.append('reuse', [
+      { seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } },
+      call(1, 1),
+      { seq: 2, type: 'tool/result', time: 1, data: { turn: 1, step: 0, callId: 'call_0', content: [{ type: 'text', text: 'ok' }] } },
+      { seq: 3, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } },
+      { seq: 4, type: 'turn/start', time: 1, data: { turn: 2 } },
+      call(5, 2), // the same id, numbered per turn as some providers do; then the crash
+    ])
+    await p.closeAll()
+    const loaded = await createJsonlPersistence({ root }).inspect('reuse')
+    expect(loaded.events.slice(6).map((e) => [e.type, (e.data as { callId?: string; reason?: { kind: string } }).callId ?? (e.data as { reason: { kind: string } }).reason.kind])).toEqual([
+      ['tool/result', 'call_0'],
+      ['turn/end', 'interrupted'],
+    ])
+  })
+})
+
+describe("a load's repair cut, made durable", () => {
+  test('a torn tail after a committed turn/end (no closers to write): once the load resolves, every crash state holds the log cut', async () => {
+    const { createCrashFileSystem } = await import('../src/testing/crash-fs.js')
+    const { basename, dirname } = await import('node:path')
+    const disk = createCrashFileSystem()
+    const p = createJsonlPersistence({ root: '/r', fs: disk })
+    await p.create(meta('t'))
+    const events: SessionEvent[] = [
+      { seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } },
+      { seq: 1, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } },
+    ]
+    await p.append('t', events)
+    await p.closeAll()
+    const path = p.locate(meta('t')).path
+    // A torn line that reached the disk (durable) before the crash.
+    const h = await disk.open(path, 'r+')
+    const size = (await h.stat()).size
+    const torn = Buffer.from('{"seq":2,"type":"user/mess')
+    await h.write(torn, 0, torn.length, size)
+    await h.sync()
+    await h.close()
+    const loaded = await createJsonlPersistence({ root: '/r', fs: disk }).load('t')
+    expect(loaded.events).toEqual(events)
+    expect(loaded.repair).toMatchObject({ truncatedAtByte: size, closers: [], persisted: true })
+    const images = disk.crashImages()
+    expect(images.length).toBeGreaterThan(0)
+    for (const image of images) {
+      const ino = image.dirs.get(dirname(path))?.get(basename(path))
+      expect(ino).toBeDefined()
+      expect(image.files.get(ino!)!.length).toBe(size)
+    }
+  })
+})
+
+describe('version 1: checksum damage after a crash defect', () => {
+  test('a complete line failing its checksum after zeros (past the last turn/end) is E_CORRUPT at that line, not cut with the torn tail; the file untouched', async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    await p.create(meta('z'))
+    const events: SessionEvent[] = [
+      { seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } },
+      { seq: 1, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } },
+      { seq: 2, type: 'turn/start', time: 1, data: { turn: 2 } },
+      { seq: 3, type: 'user/message', time: 1, data: { content: 'a question' } },
+    ]
+    await p.append('z', events)
+    await p.close('z')
+    const path = p.locate(meta('z')).path
+    const bytes = await readFile(path)
+    const starts = [0]
+    for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) starts.push(i + 1)
+    // Line 4 (seq 2) zeroed as a crash leaves it; line 5 (seq 3) complete with one byte changed.
+    bytes.fill(0, starts[3]!, starts[4]! - 1)
+    const q = bytes.indexOf('question', starts[4]!)
+    bytes[q] = 'Q'.charCodeAt(0)
+    await writeFile(path, bytes)
+    const err = await createJsonlPersistence({ root }).load('z').catch((e: unknown) => e)
+    expect(err).toMatchObject({ code: 'E_CORRUPT', line: 5 })
+    expect((err as Error).message).toContain('checksum mismatch')
+    expect((await readFile(path)).equals(bytes)).toBe(true)
+  })
+})

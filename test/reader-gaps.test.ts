@@ -182,3 +182,57 @@ describe('version 1: checksum damage after a crash defect', () => {
     expect((await readFile(path)).equals(bytes)).toBe(true)
   })
 })
+
+describe('a rewrite whose lock is lost while it writes', () => {
+  test('migrate replaces nothing (E_LOCKED): the log another instance took over and appended to keeps its events, the temporary file is gone', async () => {
+    const { createNodeFileSystem } = await import('../src/jsonl/fs/node-file-system.js')
+    const { readdir, rm } = await import('node:fs/promises')
+    const { dirname, join } = await import('node:path')
+    const root = await tmpRoot()
+    const old = createJsonlPersistence({ root, formatVersion: 0 })
+    await old.create(meta('m'))
+    await old.append('m', [{ seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } }, { seq: 1, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } }])
+    await old.close('m')
+    const path = old.locate(meta('m')).path
+    // The migration's temporary file: its sync waits until the test lets it go on.
+    const base = createNodeFileSystem()
+    let paused: (() => void) | undefined
+    let pause: Promise<void> | undefined
+    const fs = Object.assign(Object.create(base) as typeof base, {
+      open: async (p: string, flags: Parameters<typeof base.open>[1], mode?: number) => {
+        const h = await base.open(p, flags, mode)
+        if (!p.split('/').at(-1)!.startsWith('.tmp')) return h
+        const wait = async () => {
+          pause = new Promise<void>((r) => (paused = r))
+          await pause
+        }
+        return new Proxy(h, {
+          get(target, prop) {
+            if (prop === 'sync') return async () => (await wait(), target.sync())
+            if (prop === 'datasync') return async () => (await wait(), target.datasync())
+            const value = Reflect.get(target, prop, target) as unknown
+            return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+          },
+        })
+      },
+    })
+    const migrating = createJsonlPersistence({ root, fs, staleLockMs: 1000 }).migrate('m').then(
+      () => 'migrated',
+      (e: { code?: string }) => e.code,
+    )
+    for (let i = 0; !paused && i < 1000; i++) await new Promise((r) => setTimeout(r, 5))
+    expect(paused, await Promise.race([migrating, 'still migrating'])).toBeDefined() // the rig reached the pause
+    // The lock taken from it (removed by hand), another instance appends meanwhile.
+    await rm(join(root, '.locks', 'm.lock'))
+    const other = createJsonlPersistence({ root, formatVersion: 0 })
+    const loaded = await other.load('m')
+    await other.append('m', [{ seq: loaded.events.length, type: 'note', time: 1 }])
+    await other.close('m')
+    await new Promise((r) => setTimeout(r, 700)) // past the migration's lease (staleLockMs / 2)
+    paused!()
+    expect(await migrating).toBe('E_LOCKED')
+    const after = await createJsonlPersistence({ root }).inspect('m')
+    expect(after.events.map((e) => e.seq)).toEqual([0, 1, 2])
+    expect((await readdir(dirname(path))).filter((n) => n.startsWith('.tmp'))).toEqual([])
+  })
+})

@@ -291,3 +291,39 @@ describe.skipIf(!url)('huge lines read in parts where a tail load, copy and an u
     await s.close(id)
   }, 120_000)
 })
+
+describe.skipIf(!url)('a session deleted while a tail load reads its huge compaction in parts', () => {
+  test('regression: the load says E_NOT_FOUND, as for a delete anywhere else in a load, never E_CORRUPT', async () => {
+    const { default: pg } = await import('pg')
+    const writer = open()
+    const id = 'tail-deleted'
+    await writer.create(meta(id))
+    await writer.append(id, [...turn(0, 1), { seq: 4, type: 'history/compact', time: 1, data: { summary: 'x'.repeat(HUGE), firstKeptSeq: 4 } }, ...turn(5, 2)])
+    await writer.close(id)
+    // A pool whose clients, at the tail search's first parted read, let another instance delete
+    // the session first (as after a lost lock): the read then finds no row.
+    const pool = new pg.Pool({ connectionString: url!, max: 3 })
+    let fired = false
+    const before = async (args: unknown[]) => {
+      const first = args[0] as string | { text?: string } | undefined
+      const text = typeof first === 'string' ? first : (first?.text ?? '')
+      if (!fired && text.includes('AS MATERIALIZED')) {
+        fired = true
+        await sql(url!, `DELETE FROM "${schema}".sessions WHERE session_id = $1`, [id])
+      }
+    }
+    // Through the pool's own query and the clients it hands out alike.
+    const poolQuery = pool.query.bind(pool) as (...a: unknown[]) => Promise<unknown>
+    ;(pool as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => (await before(args), poolQuery(...args))
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...a: unknown[]) => Promise<unknown>
+      ;(client as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => (await before(args), query(...args))
+    })
+    const reader = createPostgresPersistence({ pool, schema })
+    const code = await codeOf(reader.load(id, { from: 'last-compaction' }))
+    expect(fired).toBe(true) // the rig reached the parted read
+    expect(code).toBe('E_NOT_FOUND')
+    await reader.end()
+    await pool.end()
+  }, 120_000)
+})

@@ -162,7 +162,11 @@ class PostgresPersistence implements PostgresSessionPersistence {
       const header = parseStoredHeader(head.headerLine, id, s.path)
       const { version } = header
       // Under the lock: the rows below the length read by the claim stay as they are.
-      const found = tail ? await findTailStart(this.#db, this.#c.schema, id, head as TailProbes, s.path, version) : undefined
+      // Its reads of a huge compaction or rewind come after the claim, outside the snapshot below:
+      // a lock lost and the session deleted meanwhile must not read as damage either.
+      const found = tail
+        ? await findTailStart(this.#db, this.#c.schema, id, head as TailProbes, s.path, version).catch((err: unknown) => this.#lostOrDamaged(err, s))
+        : undefined
       const firstSeq = found?.firstSeq ?? 0
       // One snapshot for the rows and any huge line read after them (read-session.ts): a lock
       // lost meanwhile and the session deleted by another instance never reads as damage. A huge

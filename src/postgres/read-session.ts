@@ -14,7 +14,9 @@ const HEAD = (s: string) => `SELECT header_line, length::float8 AS length FROM "
 // column, not a line and a size: a second column cost every load 4% more time in the query.
 export const LINE_OR_SIZE = (param: string, column = 'line') =>
   `CASE WHEN octet_length(${column}) < ${param} THEN ${column} ELSE octet_length(${column})::text END`
-const ONE_LINE = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq = $2::bigint`
+// Only a short one: a line of PARTED_BYTES or more is never fetched whole (§15.5), also when a
+// session re-created meanwhile holds one of another size at that seq.
+const ONE_LINE = (s: string) => `SELECT line FROM "${s}".events WHERE session_id = $1 AND seq = $2::bigint AND octet_length(line) < $3`
 
 /** Rows a pass that hands events on (and keeps none) reads at most: see readEvents. */
 const ONWARD_PASS = 10_000
@@ -135,7 +137,7 @@ export async function readPartedEventHeld(
   if (read) return read
   // Not there at that size: a damaged short line that reads as a size (digits), judged whole as
   // any line is, or a row gone, which a snapshot or the lock rules out.
-  const { rows } = await client.query<{ line: string }>(ONE_LINE(where.schema), [where.id, seq])
+  const { rows } = await client.query<{ line: string }>(ONE_LINE(where.schema), [where.id, seq, PARTED_BYTES])
   if (!rows[0]) throw damage(seq, 'the row changed while it was read', where.path, where.id)
   return { event: parseEventLine(rows[0].line, seq, where.path, where.id, where.version), line: keepLine ? rows[0].line : undefined }
 }

@@ -276,3 +276,60 @@ describe.skipIf(process.platform !== 'linux')('review: takeover edge cases', () 
     expect(JSON.parse(await readFile(lock, 'utf8')).token).toBe('remote8')
   })
 })
+
+describe.skipIf(process.platform !== 'linux')('two instances taking over one stale lock, one of them stalled', () => {
+  test('a claimant stalled past its marker\'s staleLockMs, stepped over meanwhile, never replaces the lock: exactly one instance ends up holding it', async () => {
+    const { root, dir, lock } = await setup('race')
+    await plant(lock, elsewhere, 'remote-race')
+    const old = new Date(Date.now() - 10 * STALE)
+    await utimes(lock, old, old)
+    const real = createNodeFileSystem()
+    // A stalls right after publishing its claim; B stalls right before its rename over the lock.
+    let releaseA!: () => void
+    const gateA = new Promise<void>((r) => (releaseA = r))
+    let aClaimed: string | undefined
+    let aReached!: () => void
+    const aAtGate = new Promise<void>((r) => (aReached = r))
+    const fsA: FileSystem = Object.assign(Object.create(real) as FileSystem, {
+      async link(from: string, to: string) {
+        await real.link(from, to)
+        if (to.includes('.takeover-') && aClaimed === undefined) {
+          aClaimed = to
+          aReached()
+          await gateA
+        }
+      },
+    })
+    let releaseB!: () => void
+    const gateB = new Promise<void>((r) => (releaseB = r))
+    let bReached!: () => void
+    const bAtGate = new Promise<void>((r) => (bReached = r))
+    const fsB: FileSystem = Object.assign(Object.create(real) as FileSystem, {
+      async rename(from: string, to: string) {
+        if (to === lock) {
+          bReached()
+          await gateB
+        }
+        return real.rename(from, to)
+      },
+    })
+    const a = createJsonlPersistence({ root, staleLockMs: STALE, fs: fsA })
+    const b = createJsonlPersistence({ root, staleLockMs: STALE, fs: fsB })
+    const outcome = (p: Promise<unknown>) => p.then(() => 'holds', (e: SessionPersistenceError) => e.code)
+    const aLoad = outcome(a.load('race'))
+    await aAtGate
+    // A's claim ages past its staleLockMs while A stalls: B steps over it, claims, reaches its rename.
+    await utimes(aClaimed!, old, old)
+    const bLoad = outcome(b.load('race'))
+    await bAtGate
+    releaseA() // A wakes: its claim is no longer its own
+    const aResult = await aLoad
+    releaseB()
+    const bResult = await bLoad
+    expect([aResult, bResult]).toEqual(['E_LOCKED', 'holds'])
+    expect(JSON.parse(await readFile(lock, 'utf8')).pid).toBe(process.pid)
+    await b.closeAll()
+    await a.closeAll()
+    expect((await readdir(dir)).filter((n) => n.startsWith('.takeover-'))).toEqual([])
+  })
+})

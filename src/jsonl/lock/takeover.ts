@@ -88,6 +88,11 @@ function claim(ctx: StoreContext, successor: string, markers: Marker[]): Takeove
       return (await observeRecord(ctx.fs, successor)) === undefined
     },
     async release() {
+      // A claim stepped over (its successor's name taken: it stalled past its staleLockMs) is no
+      // longer ours, nor are its markers: they are links of the successor's chain, which that
+      // claim releases. Removing them would let this instance's next try claim the first name
+      // again and replace the lock the successor is about to take: two writers.
+      if (!(await this.stillOurs())) return
       // Ours first: a crash between these leaves only stale markers, which the next claim steps over.
       // A name another instance has claimed again since (after this one stalled) is left alone.
       for (const marker of markers) {

@@ -11,6 +11,7 @@ import { toModelHistory, UNANSWERED_TOOL_TEXT } from '../src/session/history.js'
 import type { JsonValue, SessionEvent } from '../src/session/schema.js'
 import { tailStartOf } from '../src/session/tail-start.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
+import { expectBalanced } from './helpers/ai-sdk-balanced.js'
 import { codeOf } from './helpers/codes.js'
 import { adapterBackends, recordedPersistence } from './helpers/recorded-persistence.js'
 
@@ -110,32 +111,6 @@ function buildLog(steps: readonly Step[], openTurn: boolean): SessionEvent[] {
 }
 
 const logArb = fc.tuple(fc.array(stepArb, { maxLength: 14 }), fc.boolean()).map(([steps, open]) => buildLog(steps, open))
-
-/** Balanced for a provider: each call answered exactly once, right after its message; no result without its call. */
-function expectBalanced(messages: readonly ModelMessage[]): void {
-  const open = new Set<string>()
-  const seen = new Set<string>()
-  for (const m of messages) {
-    if (m.role === 'tool') {
-      for (const p of m.content) {
-        if (p.type !== 'tool-result') continue
-        expect(open.has(p.toolCallId), `result ${p.toolCallId} without an open call`).toBe(true)
-        open.delete(p.toolCallId)
-      }
-      continue
-    }
-    expect([...open], 'calls left unanswered before the next message').toEqual([])
-    if (m.role === 'assistant' && Array.isArray(m.content)) {
-      for (const p of m.content) {
-        if (p.type !== 'tool-call') continue
-        expect(seen.has(p.toolCallId)).toBe(false)
-        seen.add(p.toolCallId)
-        open.add(p.toolCallId)
-      }
-    }
-  }
-  expect([...open]).toEqual([])
-}
 
 /** The user message a summary becomes. */
 function summaryMessage(summary: JsonValue): ModelMessage {

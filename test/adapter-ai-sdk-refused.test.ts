@@ -12,29 +12,12 @@ import { createMemoryPersistence } from '../src/memory/memory-persistence.js'
 import { findOpenTurn } from '../src/session/closers.js'
 import type { SessionEvent } from '../src/session/schema.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
+import { expectBalanced } from './helpers/ai-sdk-balanced.js'
 import { codeOf, rejection } from './helpers/codes.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 const LIMIT = 64 * 1024 * 1024
 const types = (events: readonly SessionEvent[]) => events.map((e) => e.type)
-
-/** Balanced for a provider: each call answered exactly once, before the next non-tool message. */
-function expectBalanced(messages: readonly ModelMessage[]): void {
-  const open = new Set<string>()
-  for (const m of messages) {
-    if (m.role === 'tool') {
-      for (const p of m.content) {
-        if (p.type !== 'tool-result') continue
-        expect(open.has(p.toolCallId), `result ${p.toolCallId} without an open call`).toBe(true)
-        open.delete(p.toolCallId)
-      }
-      continue
-    }
-    expect([...open], 'calls left unanswered before the next message').toEqual([])
-    if (m.role === 'assistant' && Array.isArray(m.content)) for (const p of m.content) if (p.type === 'tool-call') open.add(p.toolCallId)
-  }
-  expect([...open]).toEqual([])
-}
 
 /** What a fresh instance loads: contiguous seqs, no repair needed, every turn closed. */
 async function reloaded(root: string, id: string): Promise<readonly SessionEvent[]> {

@@ -1,26 +1,10 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { main } from '../src/cli/main.js'
-import type { Io } from '../src/cli/commands.js'
-import { makeStyle } from '../src/cli/render.js'
-import { isSessionPersistenceError } from '../src/errors.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
+import { cliInProcess as cli } from './helpers/cli-in-process.js'
 import { meta, turn } from './helpers/events.js'
 import { rootFiles, tmpRoot } from './helpers/tmp-root.js'
-
-/** The CLI from the sources, in this process: its exit code, or the code of the error it threw (the binary prints that and exits 1). */
-async function cli(args: string[]): Promise<{ result: number | string; out: string; err: string }> {
-  const out: string[] = []
-  const err: string[] = []
-  const io: Io = { out: (s) => out.push(s), err: (s) => err.push(s), style: makeStyle(false), progress: undefined }
-  try {
-    return { result: await main(args, {}, io), out: out.join(''), err: err.join('') }
-  } catch (e) {
-    if (!isSessionPersistenceError(e)) throw e
-    return { result: e.code, out: out.join(''), err: err.join('') + e.message }
-  }
-}
 
 async function rootWith(ids: string[], formatVersion?: 0 | 1) {
   const root = await tmpRoot()

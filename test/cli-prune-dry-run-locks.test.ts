@@ -1,48 +1,24 @@
-import { type ChildProcess, spawn } from 'node:child_process'
 import { utimes } from 'node:fs/promises'
 import { hostname } from 'node:os'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
 import { describe, expect, test } from 'vitest'
-import { main } from '../src/cli/main.js'
-import type { Io } from '../src/cli/commands.js'
-import { makeStyle } from '../src/cli/render.js'
+import { cliInProcess } from './helpers/cli-in-process.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
 import { meta, turn } from './helpers/events.js'
+import { lockHolder as holder } from './helpers/lock-holder.js'
 import { rootFiles, tmpRoot } from './helpers/tmp-root.js'
 
 // SPEC §11: prune never deletes a locked session, and `--dry-run` only lists: what it lists is
 // what the real run would do, so a session a live writer holds is reported as skipped (E_LOCKED),
 // not as one it would remove.
 
-const WORKER = fileURLToPath(new URL('./fixtures/lock-worker.mjs', import.meta.url))
 const DAY = 86_400_000
 
-/** The CLI from the sources, in this process. */
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = []
-  const err: string[] = []
-  const io: Io = { out: (s) => out.push(s), err: (s) => err.push(s), style: makeStyle(false), progress: undefined }
-  const code = await main(args, {}, io)
-  return { code, out: out.join(''), err: err.join('') }
+/** The CLI from the sources, in this process: its exit code and output. */
+const cli = async (args: string[]) => {
+  const { result, out, err } = await cliInProcess(args)
+  return { code: result, out, err }
 }
 
-
-/** A writer in another process holding `id`'s lock (the lock worker: it loads, appends a turn, and holds until its stdin ends). */
-async function holder(root: string, id: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [WORKER, root, id, 'hold-until-eof', '0'], { stdio: ['pipe', 'pipe', 'inherit'] })
-  try {
-    const line = await new Promise<Record<string, unknown>>((resolve, reject) => {
-      createInterface({ input: child.stdout! }).once('line', (l) => resolve(JSON.parse(l) as Record<string, unknown>))
-      child.once('exit', (code, signal) => reject(new Error(`lock worker exited ${code ?? signal}`)))
-    })
-    expect(line).toMatchObject({ held: true, pid: child.pid })
-    return child
-  } catch (err) {
-    child.kill('SIGKILL')
-    throw err
-  }
-}
 
 describe('prune --dry-run and locks', () => {
   test.skipIf(process.platform === 'win32')('a session another process holds is reported as the real run skips it (E_LOCKED), not as one it would remove', async () => {

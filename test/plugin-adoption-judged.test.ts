@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events'
 import { describe, expect, test, vi } from 'vitest'
 import { type SessionEvent, type SessionMeta, type SessionPersistence, SessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
 import { createMemoryPersistence, MemoryStore } from '../src/testing/index.js'
+import { withOverrides } from './helpers/backend-overrides.js'
 
 // SPEC §8: a stored log the host's seed does not cover is a collision (E_EXISTS), nothing
 // written — also when reading the log failed once on the way (a passing failure, retried), and
@@ -15,17 +16,10 @@ const theirs = [ev(0, 'turn/start', { turn: 1 }), ev(1, 'note', { theirs: 1 }), 
 function flakyReads(store: MemoryStore, failures: number): SessionPersistence {
   const inner = createMemoryPersistence({ store })
   let left = failures
-  return new Proxy(inner, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target) as unknown
-      if (typeof value !== 'function') return value
-      if (prop === 'read') {
-        return async (...args: unknown[]) => {
-          if (left-- > 0) throw new SessionPersistenceError('E_IO', 'EIO: a transient read error', { sessionId: args[0] as string })
-          return (value as (...a: unknown[]) => unknown).apply(target, args)
-        }
-      }
-      return (value as (...a: unknown[]) => unknown).bind(target)
+  return withOverrides(inner, {
+    read: async (id, range) => {
+      if (left-- > 0) throw new SessionPersistenceError('E_IO', 'EIO: a transient read error', { sessionId: id })
+      return inner.read(id, range)
     },
   })
 }

@@ -2,11 +2,25 @@ import { EventEmitter } from 'node:events'
 import { describe, expect, test } from 'vitest'
 import { createJsonlPersistence, type FileHandle, type FileSystem, type OpenFlags, type SessionEvent, type SessionMeta, type SessionPersistence, SessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
 import { createNodeFileSystem } from '../src/jsonl/fs/node-file-system.js'
+import { withOverrides } from './helpers/backend-overrides.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 import { createMemoryPersistence } from '../src/testing/index.js'
 
 const meta = (id: string): SessionMeta => ({ id, createdAt: 1, delegationDepth: 0 })
 const ev = (seq: number, type: string): SessionEvent => ({ seq, type, time: seq + 1 })
+
+/** A plugin over `backend` whose host created session 'a' and emitted one turn (seqs 0, 1); its reported errors. */
+async function oneTurnOn(backend: SessionPersistence) {
+  const plugin = sessionPersistencePlugin({ persistence: backend, flushDelayMs: 10_000 })
+  const errors: SessionPersistenceError[] = []
+  plugin.on('error', (e) => errors.push(e))
+  const sessionEvents = new EventEmitter()
+  await plugin.apply({ sessionEvents, liveSessions: () => [] })
+  sessionEvents.emit('session/created', meta('a'), [])
+  sessionEvents.emit('session/event', 'a', ev(0, 'turn/start'))
+  sessionEvents.emit('session/event', 'a', ev(1, 'turn/end'))
+  return { plugin, errors, sessionEvents }
+}
 
 describe('dispose while a session/disposed drain fails', () => {
   test('regression: its one more attempt comes at once, not after the retry backoff: dispose reports the backend\'s E_IO within its deadline, and the close ran before it settled', async () => {
@@ -14,23 +28,15 @@ describe('dispose while a session/disposed drain fails', () => {
     let failing = false
     let release = undefined as (() => void) | undefined
     const calls: string[] = []
-    const backend = new Proxy(inner, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown
-        if (typeof value !== 'function') return value
-        const fn = value as (...a: unknown[]) => Promise<unknown>
-        if (prop === 'append') {
-          return async (...args: unknown[]) => {
-            calls.push('append')
-            if (!failing) return fn.apply(target, args)
-            await new Promise<void>((r) => (release = r)) // in flight until the test lets it fail
-            throw new SessionPersistenceError('E_IO', 'the disk says no')
-          }
-        }
-        if (prop === 'close') return async (...args: unknown[]) => (calls.push('close'), fn.apply(target, args))
-        return fn.bind(target)
+    const backend = withOverrides(inner, {
+      append: async (id, events) => {
+        calls.push('append')
+        if (!failing) return inner.append(id, events)
+        await new Promise<void>((r) => (release = r)) // in flight until the test lets it fail
+        throw new SessionPersistenceError('E_IO', 'the disk says no')
       },
-    }) as SessionPersistence
+      close: async (id) => (calls.push('close'), inner.close(id)),
+    })
     // A backoff (flushDelayMs) far longer than the deadline: sleeping it would time dispose out.
     const plugin = sessionPersistencePlugin({ persistence: backend, flushDelayMs: 120_000 })
     plugin.on('error', () => {})
@@ -60,21 +66,8 @@ describe('dispose while a session/disposed drain fails', () => {
 describe('dispose with a deadline and a close that hangs', () => {
   test('regression: every event durable, the close not answering: dispose settles at its deadline and reports E_TIMEOUT as "every event was made durable", not as events it could not make durable', async () => {
     const inner = createMemoryPersistence()
-    const backend = new Proxy(inner, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown
-        if (prop === 'close') return () => new Promise(() => {}) // never answers
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
-      },
-    }) as SessionPersistence
-    const plugin = sessionPersistencePlugin({ persistence: backend, flushDelayMs: 10_000 })
-    const errors: SessionPersistenceError[] = []
-    plugin.on('error', (e) => errors.push(e))
-    const sessionEvents = new EventEmitter()
-    await plugin.apply({ sessionEvents, liveSessions: () => [] })
-    sessionEvents.emit('session/created', meta('a'), [])
-    sessionEvents.emit('session/event', 'a', ev(0, 'turn/start'))
-    sessionEvents.emit('session/event', 'a', ev(1, 'turn/end'))
+    const backend = withOverrides(inner, { close: () => new Promise<void>(() => {}) }) // never answers
+    const { plugin, errors, sessionEvents } = await oneTurnOn(backend)
     await expect(plugin.dispose({ timeoutMs: 300 })).resolves.toBeUndefined()
     expect(errors.map((e) => e.code)).toEqual(['E_TIMEOUT'])
     expect(errors[0]!.message).toContain('every event was made durable')
@@ -123,21 +116,8 @@ describe('dispose with a deadline and an owned backend whose one close hangs', (
   test('regression: a session the host disposed whose close hangs is not reported as events not made durable', async () => {
     const inner = createMemoryPersistence()
     let hang = false
-    const backend = new Proxy(inner, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown
-        if (prop === 'close') return (id: string) => (hang ? new Promise(() => {}) : target.close(id))
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
-      },
-    }) as SessionPersistence
-    const plugin = sessionPersistencePlugin({ persistence: backend, flushDelayMs: 10_000 })
-    const errors: SessionPersistenceError[] = []
-    plugin.on('error', (e) => errors.push(e))
-    const sessionEvents = new EventEmitter()
-    await plugin.apply({ sessionEvents, liveSessions: () => [] })
-    sessionEvents.emit('session/created', meta('a'), [])
-    sessionEvents.emit('session/event', 'a', ev(0, 'turn/start'))
-    sessionEvents.emit('session/event', 'a', ev(1, 'turn/end'))
+    const backend = withOverrides(inner, { close: (id) => (hang ? new Promise<void>(() => {}) : inner.close(id)) })
+    const { plugin, errors, sessionEvents } = await oneTurnOn(backend)
     await plugin.flush('a')
     hang = true
     sessionEvents.emit('session/disposed', 'a') // drained, then its close hangs

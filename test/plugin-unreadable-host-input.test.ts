@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events'
 import { describe, expect, test } from 'vitest'
 import { type SessionEvent, type SessionMeta, type SessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
 import { createMemoryPersistence } from '../src/testing/index.js'
+import { withOverrides } from './helpers/backend-overrides.js'
 import { scriptedBackend } from './helpers/plugin-setup.js'
 
 // Host input the plugin cannot read the way it expects: seeds whose seqs do not run from their
@@ -178,13 +179,7 @@ describe('resuming a session the host just disposed', () => {
   test('regression: flush(id) after session/disposed resolves once the session is closed, so a load right after it gets the session (it said E_SESSION_LIVE)', async () => {
     const memory = createMemoryPersistence()
     // A close that takes a while (a lock file to remove, a database round trip).
-    const slowClose = new Proxy(memory, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown
-        if (prop === 'close') return async (id: string) => (await new Promise((r) => setTimeout(r, 50)), target.close(id))
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
-      },
-    })
+    const slowClose = withOverrides(memory, { close: async (id) => (await new Promise((r) => setTimeout(r, 50)), memory.close(id)) })
     const plugin = sessionPersistencePlugin({ persistence: slowClose, flushDelayMs: 10_000 })
     const sessionEvents = new EventEmitter()
     await plugin.apply({ sessionEvents, liveSessions: () => [] })

@@ -2,9 +2,7 @@
 // skips it (E_LOCKED, the same words), not as one it would remove, and takes no lock to find out:
 // the writer lock there is a session-level advisory lock (lock-connection.ts), read from pg_locks.
 import { afterAll, describe, expect, test } from 'vitest'
-import { main } from '../src/cli/main.js'
-import type { Io } from '../src/cli/commands.js'
-import { makeStyle } from '../src/cli/render.js'
+import { cliInProcess } from './helpers/cli-in-process.js'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'
 import { meta, turn } from './helpers/events.js'
 import { dropSchemas, freshSchema, pgUrl, sql } from './helpers/pg-env.js'
@@ -17,13 +15,10 @@ afterAll(async () => {
   if (url) await dropSchemas(url, [schema])
 })
 
-/** The CLI from the sources, in this process. */
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = []
-  const err: string[] = []
-  const io: Io = { out: (s) => out.push(s), err: (s) => err.push(s), style: makeStyle(false), progress: undefined }
-  const code = await main(args, {}, io)
-  return { code, out: out.join(''), err: err.join('') }
+/** The CLI from the sources, in this process: its exit code and output. */
+const cli = async (args: string[]) => {
+  const { result, out, err } = await cliInProcess(args)
+  return { code: result, out, err }
 }
 /** The ids of this schema whose advisory writer lock is granted to some connection now. */
 const lockedIds = async (ids: string[]) =>

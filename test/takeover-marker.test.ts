@@ -333,3 +333,24 @@ describe.skipIf(process.platform !== 'linux')('two instances taking over one sta
     expect((await readdir(dir)).filter((n) => n.startsWith('.takeover-'))).toEqual([])
   })
 })
+
+describe('a lock refreshed "in the future" (its holder\'s clock runs ahead)', () => {
+  test('regression: left unchanged for its staleLockMs as this instance sees it, it is taken over (it stayed locked until this clock caught up); one still refreshed is not', async () => {
+    const { root, lock } = await setup('ahead')
+    await plant(lock, elsewhere, 'remote-ahead')
+    const ahead = new Date(Date.now() + 3_600_000) // an hour ahead
+    await utimes(lock, ahead, ahead)
+    const p = createJsonlPersistence({ root, staleLockMs: STALE })
+    expect((await rejection(p.load('ahead'))).code).toBe('E_LOCKED') // first seen now
+    // Still refreshed by its holder (its mtime moves on): never stale, however long.
+    await new Promise((r) => setTimeout(r, STALE + 200))
+    const later = new Date(Date.now() + 3_600_000)
+    await utimes(lock, later, later)
+    expect((await rejection(p.load('ahead'))).code).toBe('E_LOCKED')
+    // Then left alone for its staleLockMs: its holder is gone.
+    await new Promise((r) => setTimeout(r, STALE + 200))
+    expect((await p.load('ahead')).events).toHaveLength(4)
+    expect(JSON.parse(await readFile(lock, 'utf8')).token).not.toBe('remote-ahead')
+    await p.closeAll()
+  })
+})

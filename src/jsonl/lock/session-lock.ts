@@ -34,6 +34,11 @@ interface Candidate {
 export class SessionLocks {
   readonly #ctx: StoreContext
   readonly #staleLockMs: number
+  /**
+   * Locks whose mtime lies in the future (a holder whose clock runs ahead): the record as first
+   * seen, and when, on this instance's own monotonic clock. Bounded by the sessions asked for.
+   */
+  readonly #aheadSeen = new Map<string, { key: string; since: number }>()
 
   constructor(ctx: StoreContext, staleLockMs: number) {
     this.#ctx = ctx
@@ -81,7 +86,7 @@ export class SessionLocks {
       if (closed.status === 'rejected') throw closed.reason
       const current = await observeRecord(this.#ctx.fs, path)
       if (!current) return undefined // released meanwhile
-      if (!(await this.#lockIsStale(current, self))) throw lockedError(sessionId, path, current.owner)
+      if (!(await this.#lockIsStale(current, self, path))) throw lockedError(sessionId, path, current.owner)
       return await this.#takeOver(sessionId, path, candidate, current)
     } finally {
       if (!discarding) await candidate.file.discard()
@@ -134,11 +139,28 @@ export class SessionLocks {
   }
 
   /** A lock is stale when unreadable, when its holder is dead, or (unknown holder) not refreshed for its staleLockMs. */
-  async #lockIsStale(lock: ObservedRecord, self: ProcessIdentity): Promise<boolean> {
+  async #lockIsStale(lock: ObservedRecord, self: ProcessIdentity, path: string): Promise<boolean> {
     if (!lock.owner) return true
     const state = await writerState(this.#ctx.fs, lock.owner, self)
     if (state !== 'unknown') return state === 'dead'
-    return Date.now() - lock.mtimeMs > lock.owner.staleLockMs
+    const age = Date.now() - lock.mtimeMs
+    if (age >= -lock.owner.staleLockMs) {
+      this.#aheadSeen.delete(path)
+      return age > lock.owner.staleLockMs
+    }
+    // Refreshed "in the future" by more than its staleLockMs: the holder's clock runs ahead (or
+    // ran ahead when it crashed), and the mtime says nothing this clock can compare. Judged by
+    // this instance's own observation instead: a live holder touches its lock every
+    // staleLockMs / 3, changing the mtime; one left unchanged for its staleLockMs is stale.
+    // (By the mtime alone the session stayed locked until this clock caught up: an hour ahead,
+    // an hour.)
+    const key = `${lock.ino} ${lock.owner.token} ${lock.mtimeMs}`
+    const seen = this.#aheadSeen.get(path)
+    if (!seen || seen.key !== key) {
+      this.#aheadSeen.set(path, { key, since: monotonicNow() })
+      return false
+    }
+    return monotonicNow() - seen.since > lock.owner.staleLockMs
   }
 
   /** A marker is stale when unreadable (only a crash leaves one), its maker dead, or older than its staleLockMs. */

@@ -85,40 +85,44 @@ export class HostIntake {
   #onEvent = (sessionId: string, event: SessionEvent): void => {
     // Never throws into the host's emit: the seq and type are read once, guarded (a throwing
     // getter, a revoked Proxy), and the id is named with String() (a Symbol breaks a template).
-    const head = readHead(event)
-    if (this.#ctx.isDisposed()) return this.#ctx.report(disposedError(`event ${head.seqText} of session '${String(sessionId)}'`, typeof sessionId === 'string' ? sessionId : undefined))
+    // The error paths name the event with readHead; the hot path reads the two fields inline.
+    if (this.#ctx.isDisposed()) return this.#ctx.report(disposedError(`event ${readHead(event).seqText} of session '${String(sessionId)}'`, typeof sessionId === 'string' ? sessionId : undefined))
     const ch = this.channels.get(sessionId)
     if (!ch) {
       return this.#ctx.report(
-        new SessionPersistenceError('E_NOT_FOUND', `event ${head.seqText} for session '${String(sessionId)}', which the plugin does not track (no session/created)`, {
+        new SessionPersistenceError('E_NOT_FOUND', `event ${readHead(event).seqText} for session '${String(sessionId)}', which the plugin does not track (no session/created)`, {
           sessionId: typeof sessionId === 'string' ? sessionId : undefined,
         }),
       )
     }
     if (ch.halted) {
       // Each dropped event is reported; after any other halt the session's events are ignored.
-      if (ch.halted instanceof EventDroppedError) this.#ctx.report(this.#dropped(ch, head))
+      if (ch.halted instanceof EventDroppedError) this.#ctx.report(this.#dropped(ch, readHead(event)))
       return
     }
     if (typeof event !== 'object' || event === null) {
       const error = new SessionPersistenceError('E_INVALID_EVENT', `session '${sessionId}': the host sent ${String(event)} as an event; its seq is unknown, so nothing more is written for this session`, { sessionId })
       return this.#drainer.halt(ch, error, { dropBuffered: false })
     }
-    if (head.error !== undefined) {
-      const error = new SessionPersistenceError('E_INVALID_EVENT', `session '${sessionId}': the host sent an event whose seq or type cannot be read (${String(head.error)}); nothing more is written for this session`, { sessionId, cause: head.error })
+    let seq: unknown
+    let type: unknown
+    try {
+      seq = event.seq
+      type = event.type
+    } catch (err) {
+      const error = new SessionPersistenceError('E_INVALID_EVENT', `session '${sessionId}': the host sent an event whose seq or type cannot be read (${String(err)}); nothing more is written for this session`, { sessionId, cause: err })
       return this.#drainer.halt(ch, error, { dropBuffered: false })
     }
-    const seq = head.seq
     if (typeof seq === 'number' && seq < ch.expected) return // below the cursor: already stored or buffered
     if (seq !== ch.expected) {
-      return this.#drainer.halt(ch, divergedError(sessionId, `event ${head.seqText} arrived where ${ch.expected} was expected`), { dropBuffered: false })
+      return this.#drainer.halt(ch, divergedError(sessionId, `event ${readHead(event).seqText} arrived where ${ch.expected} was expected`), { dropBuffered: false })
     }
     if (ch.share.sizing && !ch.share.tryAdd(event)) {
-      return this.#drainer.halt(ch, this.#dropped(ch, head), { dropBuffered: false })
+      return this.#drainer.halt(ch, this.#dropped(ch, { seq, type }), { dropBuffered: false })
     }
     ch.buffer.push(event)
     ch.expected++
-    if (head.type === 'turn/end') this.#drainer.drainSoon(ch)
+    if (type === 'turn/end') this.#drainer.drainSoon(ch)
     else this.#drainer.drainLater(ch)
   }
 

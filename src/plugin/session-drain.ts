@@ -156,7 +156,7 @@ export class SessionDrainer {
     // since (events are frozen, §8: a host that reuses an event object) would be refused by the
     // backend as a gap, which reads as "reopen and retry", for ever: the events before it are
     // written, then the session halts as diverged.
-    const changed = ch.buffer.findIndex((e, i) => seqOf(e) !== ch.cursor + i)
+    const changed = firstChanged(ch.buffer, ch.cursor)
     const usable = changed < 0 ? ch.buffer.slice() : ch.buffer.slice(0, changed)
     // One append a part: a compaction's kept part starts an append of its own (kept-starts.ts).
     const parts = cutAtKeptStarts(usable)
@@ -265,6 +265,17 @@ export class SessionDrainer {
       ch.clearTimers()
       ch.dropBuffered()
     }
+  }
+}
+
+/** The index of the first buffered event whose seq is not `cursor + i` now, or -1. */
+function firstChanged(buffer: readonly SessionEvent[], cursor: number): number {
+  try {
+    for (let i = 0; i < buffer.length; i++) if (buffer[i]!.seq !== cursor + i) return i
+    return -1
+  } catch {
+    // One cannot be read any more: found read by read.
+    return buffer.findIndex((e, i) => seqOf(e) !== cursor + i)
   }
 }
 

@@ -14,6 +14,12 @@ import type { SessionEvent } from './schema.js'
  */
 export function cutAtKeptStarts<E extends SessionEvent>(batch: readonly E[]): (readonly E[])[] {
   if (batch.length === 0) return []
+  // The common case, read plainly: no compaction in the batch, nothing to cut.
+  try {
+    if (!batch.some((e) => e.type === 'history/compact')) return [batch]
+  } catch {
+    // An event the host made unreadable: judged below, read by read.
+  }
   // Read guarded: an event the host made unreadable (a throwing getter, a revoked Proxy) cuts
   // nothing here; the backend refuses it (`E_NOT_JSON`) like any event it cannot serialize.
   const seqs = batch.map((e) => guarded(() => e.seq))

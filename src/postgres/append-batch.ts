@@ -33,8 +33,8 @@ const DIAGNOSE = (s: string) => `
                 WHERE e.session_id = s.session_id AND e.seq >= $2::bigint AND e.seq < $3::bigint ORDER BY e.seq) AS lines
     FROM "${s}".sessions s WHERE session_id = $1`
 
-/** Whether the lines DIAGNOSE gave (`l<line>` or `d<sha-256>`) are those of `text` (joined by `\n`). */
-function sameLines(stored: readonly string[], text: string | Buffer): boolean {
+/** Whether the lines DIAGNOSE gave (`l<line>` or `d<sha-256>`) are those of `text` (joined by `\n`). Exported for a test. */
+export function sameLines(stored: readonly string[], text: string | Buffer): boolean {
   const bytes = typeof text === 'string' ? Buffer.from(text) : text
   let at = 0
   for (const [i, entry] of stored.entries()) {

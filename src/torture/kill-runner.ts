@@ -133,23 +133,39 @@ export function startAgent(
  * torn tail or an open turn is left for the next agent's own load to repair. Returns a problem,
  * or the ids whose logs a load would repair.
  */
-export async function verifyAcked(root: string, acked: Acked, only?: Set<string>, mode: 'inspect' | 'load' = 'inspect'): Promise<{ problem?: string; needsRepair: Set<string> }> {
+export async function verifyAcked(
+  root: string,
+  acked: Acked,
+  only?: Set<string>,
+  mode: 'inspect' | 'load' = 'inspect',
+): Promise<{ problem?: string; problems: string[]; needsRepair: Set<string> }> {
   const p = createJsonlPersistence({ root })
   const needsRepair = new Set<string>()
+  // Every session is judged: a first problem must not hide another session's (a lost tail here,
+  // which a power cut can excuse, would hide changed events there, which nothing excuses).
+  const problems: string[] = []
+  const result = () => ({ ...(problems.length > 0 ? { problem: problems.join('; ') } : {}), problems, needsRepair })
   try {
     for (const [id, a] of acked) {
       if (only && !only.has(id)) continue
       if (a.count === 0) continue // nothing acknowledged yet: nothing was ever materialized
-      const loaded = mode === 'inspect' ? await p.inspect(id) : await p.load(id)
+      let loaded
+      try {
+        loaded = mode === 'inspect' ? await p.inspect(id) : await p.load(id)
+      } catch (err) {
+        problems.push(`${id}: ${mode} failed: ${String(err)}`)
+        continue
+      }
       if (loaded.repair) needsRepair.add(id)
       const kept = loaded.events.length - (loaded.repair?.closers.length ?? 0)
-      if (kept < a.count) return { problem: `${id}: ${a.count - kept} acknowledged events lost`, needsRepair }
-      if (HashChain.of(loaded.events, a.count).digest !== a.digest) return { problem: `${id}: acknowledged events lost or changed`, needsRepair }
+      if (kept < a.count) problems.push(`${id}: ${a.count - kept} acknowledged events lost`)
+      else if (HashChain.of(loaded.events, a.count).digest !== a.digest) problems.push(`${id}: acknowledged events lost or changed`)
       if (mode === 'load') await p.close(id)
     }
-    return { needsRepair }
+    return result()
   } catch (err) {
-    return { problem: `${mode} failed: ${String(err)}`, needsRepair }
+    problems.push(`${mode} failed: ${String(err)}`)
+    return result()
   } finally {
     await p.closeAll()
   }

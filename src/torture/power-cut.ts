@@ -257,7 +257,7 @@ export async function runPowerCuts(config: PowerCutConfig, cuts: number, seed = 
       umount()
       mount() // journal replay
       // Checked read-only: the next agent's own load repairs what the cut left.
-      const { problem } = await verifyAcked(root, acked)
+      const { problem, problems } = await verifyAcked(root, acked)
       const controlAck = control.acked()
       controlAcked += controlAck
       const kept = existsSync(control.file) ? controlRecordsKept(readFileSync(control.file, 'utf8')) : 0
@@ -265,7 +265,8 @@ export async function runPowerCuts(config: PowerCutConfig, cuts: number, seed = 
       done++
       const controlLost = kept < controlAck
       if (controlLost) controlLosses.push(`cut ${c + 1}: control kept ${kept} of ${controlAck} acknowledged records`)
-      const packageLost = problem !== undefined && TAIL_LOSS.test(problem)
+      // A lost tail only when every session's problem is one: changed events anywhere are damage.
+      const packageLost = problems.length > 0 && problems.every((pr) => TAIL_LOSS.test(pr))
       if (packageLost) packageLosses.push(`cut ${c + 1}: ${problem}`)
       else if (problem) failures.push(`cut ${c + 1}: ${problem}`) // damage, not a lost tail: never the rig's
       paired.push([packageLost, controlLost])

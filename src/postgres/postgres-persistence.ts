@@ -306,6 +306,14 @@ class PostgresPersistence implements PostgresSessionPersistence {
     return this.#run(s, async () => {
       await this.#ready_()
       const header = await readForkPoint(this.#db, this.#c.schema, parentId, seedLength, this.#path(parentId))
+      // The seed is read as inspect reads it (§4.7; each line's checksum, JSON, envelope and
+      // seq, in passes that keep nothing): damage in it is E_CORRUPT here, as on JSONL, never
+      // copied into a child nobody can load.
+      if (seedLength > 0) {
+        await readSnapshot(this.#db, (client) =>
+          readEvents(client, this.#c.schema, parentId, this.#path(parentId), 0, seedLength, header.version, { onEvent: () => {} }),
+        )
+      }
       const meta = childMeta(parentId, header, child)
       await this.#assertAbsent(s)
       // A fork is written in its parent's version (§16).

@@ -31,6 +31,19 @@ describe('crash-state enumeration (every crash point of every operation)', () =>
     expect(r.states).toBeGreaterThan(500)
   })
 
+  test('an append of several blocks: a crash may zero any of its blocks, not only its first (writeback out of order)', async () => {
+    const workload: WorkloadStep[] = [
+      { op: 'create', id: 'a', cwd: '/proj' },
+      { op: 'append', id: 'a', shape: 'turn', size: 1 },
+      { op: 'append', id: 'a', shape: 'chunks', size: 40 }, // ~13 KiB: four blocks
+      { op: 'append', id: 'a', shape: 'turn', size: 1 },
+    ]
+    const r = await enumerateCrashStates(workload)
+    tally(r)
+    expect(r.failures).toEqual([])
+    expect(r.states).toBeGreaterThan(50)
+  })
+
   test('a repair that starts from a tail (a load from the last compaction): every crash point of its cut and its closers', async () => {
     const workload: WorkloadStep[] = [
       { op: 'create', id: 'a', cwd: '/proj' },

@@ -503,9 +503,26 @@ export function contentVariants(durable: Buffer, current: Buffer): Buffer[] {
       partial.fill(0, common, firstBlockEnd)
       out.push(partial)
     }
+    // Writeback out of order: blocks kept up to a boundary and zeros after it (the zeros start
+    // inside a line), or one later block zeroed with those around it kept. Boundaries inside the
+    // unsynced range, the first and last few of them (a huge write has hundreds).
+    const boundaries: number[] = []
+    for (let b = firstBlockEnd; b < current.length; b += BLOCK) boundaries.push(b)
+    const chosen = boundaries.length <= 2 * ZERO_BOUNDARIES ? boundaries : [...boundaries.slice(0, ZERO_BOUNDARIES), ...boundaries.slice(-ZERO_BOUNDARIES)]
+    for (const b of chosen) {
+      const after = Buffer.from(current)
+      after.fill(0, b)
+      out.push(after)
+      const one = Buffer.from(current)
+      one.fill(0, b, Math.min(current.length, b + BLOCK))
+      out.push(one)
+    }
   }
   return out
 }
+
+/** Block boundaries of an unsynced range at whose either side zeros are enumerated (first and last this many). */
+const ZERO_BOUNDARIES = 4
 
 function imageKey(dirs: Map<string, Map<string, number>>, files: Map<number, Buffer>): string {
   const h = createHash('sha1')

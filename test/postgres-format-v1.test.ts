@@ -154,11 +154,10 @@ describe.skipIf(!url)('format version 1 on PostgreSQL', () => {
     expect(await collect(r.watch('hurt'), log.length)).toMatchObject({ code: 'E_CORRUPT' })
     expect(await codeOf(r.fork('hurt', { id: 'hurt-fork', seedLength: 4 }))).toBe('resolved') // its fork point's line is intact
     await r.close('hurt-fork')
-    // A fork reads its fork point's line (checked) and copies the seed inside the database: a
-    // damaged line inside the seed goes along as it is, and the child's readers report it.
-    await r.fork('hurt-marker', { id: 'hurt-marker-fork', seedLength: 9 })
-    await r.close('hurt-marker-fork')
-    expect(await rejection(r.load('hurt-marker-fork'))).toMatchObject({ code: 'E_CORRUPT', line: 6 })
+    // A fork reads its seed as inspect reads it (§4.7): a damaged line inside the seed refuses
+    // the fork (E_CORRUPT naming it, as on JSONL), and no child is stored.
+    expect(await rejection(r.fork('hurt-marker', { id: 'hurt-marker-fork', seedLength: 9 }))).toMatchObject({ code: 'E_CORRUPT', line: 6 })
+    expect(await codeOf(r.inspect('hurt-marker-fork'))).toBe('E_NOT_FOUND')
     await damage('hurt', 8, 'completed', 'completes')
     expect((await rejection(r.fork('hurt', { id: 'hurt-fork-2', seedLength: 9 }))).message).toContain('checksum mismatch')
     // Version 0 has no checksum: the same change loads as a different history (the documented baseline).

@@ -23,7 +23,16 @@ async function setup() {
   await plugin.apply({ sessionEvents, liveSessions: () => [] })
   const stored = (id: string) => memory.inspect(id).then((l) => l.events.map((e) => e.seq), (e: SessionPersistenceError) => e.code)
   const appends = () => scripted.calls.filter((c) => c.op === 'append').length
-  return { plugin, errors, sessionEvents, stored, appends, scripted }
+  /** Session `s1` halted for good with `code`: flush rejects again without another append, it was reported once, `seqs` are stored. */
+  const haltedFor = async (code: string, seqs: number[]) => {
+    const tried = appends()
+    await expect(plugin.flush('s1')).rejects.toMatchObject({ code })
+    expect(appends()).toBe(tried)
+    expect(errors.map((e) => e.code)).toEqual([code])
+    expect(await stored('s1')).toEqual(seqs)
+    await plugin.dispose().catch(() => {})
+  }
+  return { plugin, errors, sessionEvents, stored, appends, scripted, haltedFor }
 }
 
 describe('a seed whose seqs do not run from its start', () => {
@@ -91,31 +100,21 @@ describe('an event whose fields cannot be read', () => {
   })
 
   test('regression: a history/compact whose data getter throws is refused by the backend (E_NOT_JSON) once, never retried; the events before it are written', async () => {
-    const { plugin, errors, sessionEvents, stored, appends } = await setup()
+    const { plugin, sessionEvents, haltedFor } = await setup()
     sessionEvents.emit('session/created', meta('s1'), [])
     sessionEvents.emit('session/event', 's1', ev(0))
     sessionEvents.emit('session/event', 's1', ev(1))
     const compact = { seq: 2, type: 'history/compact', time: 1, get data(): never { throw new Error('data getter') } }
     sessionEvents.emit('session/event', 's1', compact)
     await expect(plugin.flush('s1')).rejects.toMatchObject({ code: 'E_NOT_JSON' })
-    const tried = appends()
-    await expect(plugin.flush('s1')).rejects.toMatchObject({ code: 'E_NOT_JSON' })
-    expect(appends()).toBe(tried)
-    expect(errors.map((e) => e.code)).toEqual(['E_NOT_JSON'])
-    expect(await stored('s1')).toEqual([0, 1])
-    await plugin.dispose().catch(() => {})
+    await haltedFor('E_NOT_JSON', [0, 1])
   })
 
   test('regression: a seed event whose type getter throws is refused once (E_NOT_JSON, naming its seq), not retried as E_IO', async () => {
-    const { plugin, errors, sessionEvents, stored, appends } = await setup()
+    const { plugin, sessionEvents, haltedFor } = await setup()
     sessionEvents.emit('session/created', meta('s1'), [ev(0), ev(1), throwingType(2)])
     await expect(plugin.flush('s1')).rejects.toMatchObject({ code: 'E_NOT_JSON', seq: 2 })
-    const tried = appends()
-    await expect(plugin.flush('s1')).rejects.toMatchObject({ code: 'E_NOT_JSON' })
-    expect(appends()).toBe(tried)
-    expect(errors.map((e) => e.code)).toEqual(['E_NOT_JSON'])
-    expect(await stored('s1')).toEqual([0, 1])
-    await plugin.dispose().catch(() => {})
+    await haltedFor('E_NOT_JSON', [0, 1])
   })
 })
 
@@ -159,19 +158,14 @@ describe('flush with an id that is no string', () => {
 
 describe('a host that changes an event after emitting it', () => {
   test('regression: an event whose seq changed while buffered halts the session as diverged (E_SEQ_NOT_CONTIGUOUS) after the events before it are written, never retried for ever', async () => {
-    const { plugin, errors, sessionEvents, stored, appends } = await setup()
+    const { plugin, sessionEvents, haltedFor } = await setup()
     sessionEvents.emit('session/created', meta('s1'), [])
     sessionEvents.emit('session/event', 's1', ev(0))
     const reused = { seq: 1, type: 'note', time: 1 }
     sessionEvents.emit('session/event', 's1', reused)
     reused.seq = 7 // the host reuses its object
     await expect(plugin.flush('s1')).rejects.toMatchObject({ code: 'E_SEQ_NOT_CONTIGUOUS' })
-    const tried = appends()
-    await expect(plugin.flush('s1')).rejects.toMatchObject({ code: 'E_SEQ_NOT_CONTIGUOUS' })
-    expect(appends()).toBe(tried)
-    expect(errors.map((e) => e.code)).toEqual(['E_SEQ_NOT_CONTIGUOUS'])
-    expect(await stored('s1')).toEqual([0])
-    await plugin.dispose().catch(() => {})
+    await haltedFor('E_SEQ_NOT_CONTIGUOUS', [0])
   })
 })
 

@@ -1,3 +1,4 @@
+import { readField } from '../session/as-object.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { BufferBudget } from './buffer-budget.js'
@@ -85,19 +86,19 @@ export class HostIntake {
   #onEvent = (sessionId: string, event: SessionEvent): void => {
     // Never throws into the host's emit: the seq and type are read once, guarded (a throwing
     // getter, a revoked Proxy), and the id is named with String() (a Symbol breaks a template).
-    // The error paths name the event with readHead; the hot path reads the two fields inline.
-    if (this.#ctx.isDisposed()) return this.#ctx.report(disposedError(`event ${readHead(event).seqText} of session '${String(sessionId)}'`, typeof sessionId === 'string' ? sessionId : undefined))
+    // The error paths name the event with seqName; the hot path reads the two fields inline.
+    if (this.#ctx.isDisposed()) return this.#ctx.report(disposedError(`event ${seqName(event)} of session '${String(sessionId)}'`, typeof sessionId === 'string' ? sessionId : undefined))
     const ch = this.channels.get(sessionId)
     if (!ch) {
       return this.#ctx.report(
-        new SessionPersistenceError('E_NOT_FOUND', `event ${readHead(event).seqText} for session '${String(sessionId)}', which the plugin does not track (no session/created)`, {
+        new SessionPersistenceError('E_NOT_FOUND', `event ${seqName(event)} for session '${String(sessionId)}', which the plugin does not track (no session/created)`, {
           sessionId: typeof sessionId === 'string' ? sessionId : undefined,
         }),
       )
     }
     if (ch.halted) {
       // Each dropped event is reported; after any other halt the session's events are ignored.
-      if (ch.halted instanceof EventDroppedError) this.#ctx.report(this.#dropped(ch, readHead(event)))
+      if (ch.halted instanceof EventDroppedError) this.#ctx.report(this.#dropped(ch, event))
       return
     }
     if (typeof event !== 'object' || event === null) {
@@ -115,10 +116,10 @@ export class HostIntake {
     }
     if (typeof seq === 'number' && seq < ch.expected) return // below the cursor: already stored or buffered
     if (seq !== ch.expected) {
-      return this.#drainer.halt(ch, divergedError(sessionId, `event ${readHead(event).seqText} arrived where ${ch.expected} was expected`), { dropBuffered: false })
+      return this.#drainer.halt(ch, divergedError(sessionId, `event ${seqName(event)} arrived where ${ch.expected} was expected`), { dropBuffered: false })
     }
     if (ch.share.sizing && !ch.share.tryAdd(event)) {
-      return this.#drainer.halt(ch, this.#dropped(ch, { seq, type }), { dropBuffered: false })
+      return this.#drainer.halt(ch, this.#dropped(ch, event), { dropBuffered: false })
     }
     ch.buffer.push(event)
     ch.expected++
@@ -176,22 +177,17 @@ export class HostIntake {
     return ch
   }
 
-  /** The report of a dropped event, from its seq and type as read once (`readHead`). */
-  #dropped(ch: SessionChannel, head: { seq?: unknown; type?: unknown }): EventDroppedError {
-    const named = { seq: head.seq, type: head.type } as SessionEvent
+  /** The report of a dropped event, named by its seq and type as far as they can be read. */
+  #dropped(ch: SessionChannel, event: unknown): EventDroppedError {
+    const named = { seq: readField(event, 'seq'), type: readField(event, 'type') } as SessionEvent
     return new EventDroppedError(ch.id, named, this.#budget.maxBytes, ch.failure ?? ch.stall ?? ch.lastFailure)
   }
 }
 
-/** An event's seq and type, read once; `error` when reading them threw (a getter, a revoked Proxy). */
-function readHead(event: unknown): { seq?: unknown; type?: unknown; seqText: string; error?: unknown } {
-  if (typeof event !== 'object' || event === null) return { seqText: 'undefined' }
-  try {
-    const { seq, type } = event as { seq?: unknown; type?: unknown }
-    return { seq, type, seqText: typeof seq === 'number' ? String(seq) : typeof seq === 'string' ? JSON.stringify(seq) : typeof seq }
-  } catch (err) {
-    return { seqText: '(unreadable)', error: err }
-  }
+/** An event's seq for a message: a number or string as it is, else its kind (`undefined` when it cannot be read). */
+function seqName(event: unknown): string {
+  const seq = readField(event, 'seq')
+  return typeof seq === 'number' ? String(seq) : typeof seq === 'string' ? JSON.stringify(seq) : typeof seq
 }
 
 /** The host's live sessions, read once; a liveSessions() that throws, or is not iterable, is `E_CONFIG`. */

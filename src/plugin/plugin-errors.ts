@@ -1,4 +1,5 @@
 import type { SessionEvent } from '../session/schema.js'
+import { readField } from '../session/as-object.js'
 import { type ErrorCode, isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 
 /**
@@ -44,7 +45,8 @@ export class EventRefusedError extends SessionPersistenceError {
   constructor(sessionId: string, event: SessionEvent, refusal: SessionPersistenceError) {
     // The refused event may be no object at all (a null the host sent), or one whose fields
     // cannot be read (a throwing getter: why it was refused): its seq and type are what can be read.
-    const { seq, type } = readable(event)
+    const seq = readField(event, 'seq') as number | undefined
+    const type = readField(event, 'type') as string | undefined
     super(
       refusal.code,
       `session '${sessionId}': the backend refused event ${String(seq)} (${String(type)}): ${refusal.message}; the events before it are written, nothing from seq ${String(seq)} on is written until the host disposes and re-creates the session`,
@@ -114,17 +116,4 @@ export class EventDroppedError extends SessionPersistenceError {
 function why(failure: SessionPersistenceError | undefined): string {
   if (failure instanceof DrainStalledError) return `fail or hang (a drain got no answer from the backend for ${failure.afterMs} ms)`
   return `fail${failure ? ` (${failure.code})` : ''}`
-}
-
-/** An event's seq and type as far as they can be read (`undefined` for what throws or is missing). */
-function readable(event: unknown): { seq?: number; type?: string } {
-  if (typeof event !== 'object' || event === null) return {}
-  const read = (key: 'seq' | 'type') => {
-    try {
-      return (event as Record<string, unknown>)[key]
-    } catch {
-      return undefined
-    }
-  }
-  return { seq: read('seq') as number | undefined, type: read('type') as string | undefined }
 }

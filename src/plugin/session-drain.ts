@@ -6,6 +6,7 @@ import { appendFailureClass, asPersistenceError, divergedError, DrainStalledErro
 import type { SessionChannel } from './session-channel.js'
 import { DeadlineError } from './deadline.js'
 import { cutAtKeptStarts } from '../session/kept-starts.js'
+import { readField } from '../session/as-object.js'
 
 const MIN_RETRY_MS = 50
 const MAX_RETRY_MS = 5_000
@@ -178,7 +179,7 @@ export class SessionDrainer {
       }
     }
     if (changed >= 0) {
-      this.halt(ch, divergedError(ch.id, `the event buffered at seq ${ch.cursor} now says seq ${String(seqOf(ch.buffer[0]))}: the host changed it after emitting it (events must be frozen)`), { dropBuffered: true })
+      this.halt(ch, divergedError(ch.id, `the event buffered at seq ${ch.cursor} now says seq ${String(readField(ch.buffer[0], 'seq'))}: the host changed it after emitting it (events must be frozen)`), { dropBuffered: true })
     }
   }
 
@@ -275,15 +276,6 @@ function firstChanged(buffer: readonly SessionEvent[], cursor: number): number {
     return -1
   } catch {
     // One cannot be read any more: found read by read.
-    return buffer.findIndex((e, i) => seqOf(e) !== cursor + i)
-  }
-}
-
-/** An event's seq as it reads now (undefined when it cannot be read). */
-function seqOf(event: unknown): unknown {
-  try {
-    return (event as { seq?: unknown } | null)?.seq
-  } catch {
-    return undefined
+    return buffer.findIndex((e, i) => readField(e, 'seq') !== cursor + i)
   }
 }

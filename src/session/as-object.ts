@@ -7,6 +7,19 @@ export function asObject(v: unknown): JsonObject | undefined {
 }
 
 /**
+ * `o[key]` as it reads now; undefined when `o` is no object or reading the field throws (a
+ * throwing getter, a revoked Proxy: what a host may hand over as an event).
+ */
+export function readField(o: unknown, key: string): unknown {
+  if (typeof o !== 'object' || o === null) return undefined
+  try {
+    return (o as Record<string, unknown>)[key]
+  } catch {
+    return undefined
+  }
+}
+
+/**
  * `o[key] = value` as an own, enumerable property, also for the key `__proto__`: plain assignment
  * of that key (which `JSON.parse` makes an own property) changes the object's prototype instead,
  * and the field vanishes from a copy and from its JSON.

@@ -1,4 +1,4 @@
-import { asObject } from './as-object.js'
+import { readField } from './as-object.js'
 import type { SessionEvent } from './schema.js'
 
 /**
@@ -22,12 +22,12 @@ export function cutAtKeptStarts<E extends SessionEvent>(batch: readonly E[]): (r
   }
   // Read guarded: an event the host made unreadable (a throwing getter, a revoked Proxy) cuts
   // nothing here; the backend refuses it (`E_NOT_JSON`) like any event it cannot serialize.
-  const seqs = batch.map((e) => guarded(() => e.seq))
+  const seqs = batch.map((e) => readField(e, 'seq'))
   const first = seqs[0]
   if (typeof first !== 'number') return [batch]
   let cuts: Set<number> | undefined
   for (const [i, e] of batch.entries()) {
-    const k = guarded(() => (e.type === 'history/compact' ? asObject(e.data)?.firstKeptSeq : undefined))
+    const k = readField(e, 'type') === 'history/compact' ? readField(readField(e, 'data'), 'firstKeptSeq') : undefined
     const seq = seqs[i]
     if (typeof k === 'number' && typeof seq === 'number' && k > first && k <= seq) (cuts ??= new Set()).add(k)
   }
@@ -42,12 +42,4 @@ export function cutAtKeptStarts<E extends SessionEvent>(batch: readonly E[]): (r
   }
   parts.push(batch.slice(from))
   return parts
-}
-
-function guarded<T>(read: () => T): T | undefined {
-  try {
-    return read()
-  } catch {
-    return undefined
-  }
 }

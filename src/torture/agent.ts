@@ -65,8 +65,12 @@ const phase = (p: 'load' | 'loaded', id: string, extra: { from?: 'start' | 'last
   process.stdout.write(`${JSON.stringify({ phase: p, id, ...extra })}\n`)
 
 // Half the seeds resume from the last compaction (§15.1): the agent records compactions, and
-// kills then land inside tail loads and their repairs too.
-const fromTail = rand() < 0.5
+// kills then land inside tail loads and their repairs too. TORTURE_FROM=start|last-compaction
+// lets the runner choose (it alternates the agents it stops inside a load, so both kinds of
+// load are stopped in whatever the timing gives); the coin is drawn either way, so a seed's
+// turns stay the same.
+const coin = rand() < 0.5
+const fromTail = process.env.TORTURE_FROM === undefined ? coin : process.env.TORTURE_FROM === 'last-compaction'
 
 async function resume(id: string): Promise<ReferenceSession> {
   try {

@@ -66,11 +66,13 @@ export function startAgent(
   seed: number,
   mainId: string,
   acked: Acked,
-  options: { stopInLoad?: number | undefined; stopInRepair?: number | undefined } = {},
+  options: { stopInLoad?: number | undefined; stopInRepair?: number | undefined; from?: 'start' | 'last-compaction' | undefined } = {},
 ): RunningAgent {
   const env = { ...process.env }
   if (options.stopInLoad) env.TORTURE_STOP_IN_LOAD = String(options.stopInLoad)
   if (options.stopInRepair) env.TORTURE_STOP_IN_REPAIR = String(options.stopInRepair)
+  if (options.from) env.TORTURE_FROM = options.from
+  else delete env.TORTURE_FROM
   const child = spawn(process.execPath, [AGENT, root, String(seed), mainId], { stdio: ['ignore', 'pipe', 'pipe'], env })
   let err = ''
   child.stderr!.on('data', (d: Buffer) => {
@@ -200,6 +202,8 @@ export async function runKillTorture(options: { root: string; kills: number; see
   let needsRepair = new Set<string>()
   let stops = 0
   let stopsInRepairWrites = 0
+  let repairStops = 0
+  let loadStops = 0
   for (let k = 0; k < options.kills; k++) {
     const mainId = `main-${Math.floor(k / 25)}`
     // A sixth of the agents stop themselves before the n-th file-system call of their start-up
@@ -212,7 +216,14 @@ export async function runKillTorture(options: { root: string; kills: number; see
     const aim = rand()
     const stopInLoad = aim < 1 / 6 ? 1 + Math.floor(rand() * LOAD_CALLS) : undefined
     const stopInRepair = aim >= 1 / 6 && aim < 1 / 2 ? 1 + Math.floor(rand() * 4) : undefined
-    const agent = startAgent(options.root, Math.floor(rand() * 2 ** 31), mainId, acked, { stopInLoad, stopInRepair })
+    // The agents stopped inside a load alternate between a full load and one from the last
+    // compaction, and so do those stopped inside a repair the last kill left them: kills land
+    // in both kinds of load and both kinds of repair whatever the seeds' coins say (left to the
+    // coins, 9 repair stops once all fell on full loads).
+    let from: 'start' | 'last-compaction' | undefined
+    if (stopInRepair !== undefined && needsRepair.has(mainId)) from = repairStops++ % 2 === 0 ? 'last-compaction' : 'start'
+    else if (stopInLoad !== undefined) from = loadStops++ % 2 === 0 ? 'last-compaction' : 'start'
+    const agent = startAgent(options.root, Math.floor(rand() * 2 ** 31), mainId, acked, { stopInLoad, stopInRepair, from })
     let stoppedAt: { op: string; path: string } | undefined
     const first = await Promise.race([
       agent.stopped.then((at) => {
@@ -224,9 +235,11 @@ export async function runKillTorture(options: { root: string; kills: number; see
     ])
     if (first === 'stopped') stops++
     if (stoppedAt && REPAIR_WRITES.has(stoppedAt.op) && stoppedAt.path.endsWith('.jsonl')) stopsInRepairWrites++
+    // The delay only picks the moment of the kill; nothing waits on it for correctness. It is
+    // drawn for every agent, so the runner's choices (which agents stop where, which kind of
+    // load) follow from the seed alone and not from how the timing went.
+    const delay = Math.floor(rand() * (options.maxDelayMs ?? 150))
     if (first === 'ready') {
-      // The delay only picks the moment of the kill; nothing waits on it for correctness.
-      const delay = Math.floor(rand() * (options.maxDelayMs ?? 150))
       await Promise.race([agent.exited, new Promise((r) => setTimeout(r, delay))])
     }
     if (agent.child.exitCode !== null || first === 'exited') {

@@ -65,7 +65,7 @@ export {
   toModelHistory,
   UNANSWERED_TOOL_TEXT,
 } from './session/history.js'
-export type { DirEntry, FileHandle, FileStat, FileSystem, OpenFlags, PeekedBatch, PeekedFile } from './jsonl/fs/file-system.js'
+export type { DirEntry, FileHandle, FileStat, FileSystem, OpenFlags, PeekedBatch, PeekedFile, PeekOptions } from './jsonl/fs/file-system.js'
 export { createNodeFileSystem } from './jsonl/fs/node-file-system.js'
 export { type LockEntry, readLockEntries } from './jsonl/lock/lock-report.js'
 export {

@@ -6,12 +6,13 @@ import { listBuckets } from './find-logs.js'
 import { metaFromHeader } from '../session/meta.js'
 import { LOG_SUFFIX } from './paths.js'
 import { readHeaderLine } from './read-session.js'
-import { parseHeaderLine } from '../session/header-line.js'
+import { judgeHeader, parseHeaderLine } from '../session/header-line.js'
+import { copySealedHead } from '../session/sealed-head.js'
+import { sortByKeyDescending } from '../session/sort-by-key.js'
 import type { SessionHeader } from '../session/schema.js'
-import type { PeekedBatch, PeekedFile } from './fs/file-system.js'
+import type { PeekedBatch, PeekedFile, PeekOptions } from './fs/file-system.js'
 import { notRegularFile } from './errno.js'
 import type { StoreContext } from './store-context.js'
-import { listingOrder } from '../session/read-options.js'
 
 /** Reads only line 1 of a log (one 4 KiB block for any ordinary header), and its size and mtime. */
 export async function readHeader(
@@ -97,23 +98,43 @@ export async function listSessions(
       report(path, err)
     }
   }
-  // Then by path: one id in two buckets (§3.1) is listed twice, in an order that does not depend
-  // on which header read finished first.
-  const byOrder = listingOrder(order.orderBy)
+  // The order of §4.6 or §15.4 (read-options.ts `listingOrder`: newest first, then by id), then by
+  // path: one id in two buckets (§3.1) is listed twice, in an order that does not depend on which
+  // header read finished first.
   const pathOf = (l: SessionListing) => (l.location as { path: string }).path
-  const sorted = (all: SessionListing[]) => all.sort((a, b) => byOrder(a, b) || (pathOf(a) < pathOf(b) ? -1 : pathOf(a) > pathOf(b) ? 1 : 0))
+  const byIdThenPath = (a: SessionListing, b: SessionListing) =>
+    a.meta.id < b.meta.id ? -1 : a.meta.id > b.meta.id ? 1 : pathOf(a) < pathOf(b) ? -1 : pathOf(a) > pathOf(b) ? 1 : 0
+  const newestKey = order.orderBy === 'lastWrite' ? (l: SessionListing) => l.mtimeMs : (l: SessionListing) => l.meta.createdAt
+  const sorted = (all: SessionListing[]) => sortByKeyDescending(all, newestKey, byIdThenPath)
   if (order.orderBy === 'createdAt') {
     // createdAt is in the header: every header is read, then the first `limit` kept.
-    await peekOrEach(ctx, files, HEADER_BLOCK, readOne, (f, peeked) => {
-      if (peeked.error) return report(f.path, peeked.error)
-      // A header longer than one block (never written by the package) is read as one by one.
-      if (peeked.headEnd === undefined || peeked.headEnd === 'more' || peeked.head === undefined) return readOne(f)
-      try {
-        listed(headerFromPeek(peeked.head, peeked.headEnd, f), f.path, peeked.size, peeked.mtimeMs)
-      } catch (err) {
-        report(f.path, err)
-      }
-    })
+    await peekOrEach(
+      ctx,
+      files,
+      HEADER_BLOCK,
+      readOne,
+      (f, peeked) => {
+        if (peeked.error) return report(f.path, peeked.error)
+        // A header longer than one block (never written by the package) is read as one by one.
+        if (peeked.headEnd === undefined || peeked.headEnd === 'more' || peeked.head === undefined) return readOne(f)
+        try {
+          listed(headerFromPeek(peeked.head, peeked.headEnd, f), f.path, peeked.size, peeked.mtimeMs)
+        } catch (err) {
+          report(f.path, err)
+        }
+      },
+      // Version-1 headers whose checksum the reading thread checked: parsed a batch at a time.
+      {
+        join: copySealedHead,
+        visit: (f, peeked, value) => {
+          try {
+            listed(judgeHeader(value, true, { path: f.path, sessionId: f.id }), f.path, peeked.size, peeked.mtimeMs)
+          } catch (err) {
+            report(f.path, err)
+          }
+        },
+      },
+    )
     return order.limit === undefined ? sorted(listings) : sorted(listings).slice(0, order.limit)
   }
   // Last write first: one stat per log, then headers in that order until `limit` are good.
@@ -212,9 +233,11 @@ async function peekOrEach(
   headBytes: number,
   one: (f: ListedFile) => Promise<void>,
   visit: (f: ListedFile, peeked: PeekedFile) => Promise<void> | void,
+  joined?: { join: NonNullable<PeekOptions['join']>; visit: (f: ListedFile, peeked: PeekedFile, value: unknown) => void },
 ): Promise<void> {
   if (!ctx.fs.peekFiles || files.length < PEEK_MIN_FILES) return eachConcurrently(files, one)
-  const batches = ctx.fs.peekFiles(files.map((f) => f.path), headBytes)[Symbol.asyncIterator]()
+  const paths = files.map((f) => f.path)
+  const batches = (joined ? ctx.fs.peekFiles(paths, headBytes, { join: joined.join }) : ctx.fs.peekFiles(paths, headBytes))[Symbol.asyncIterator]()
   let done = 0
   try {
     for (;;) {
@@ -226,9 +249,18 @@ async function peekOrEach(
         return eachConcurrently(files.slice(done), one)
       }
       if (next.done) return
-      const { start, files: peeked } = next.value
+      const { start, files: peeked, joined: lines } = next.value
+      // The lines the seam joined: one value each, or (one of them no JSON) read again one by one.
+      const values = lines ? parseJoined(lines.bytes, lines.count) : undefined
+      let k = 0
       const slow: Promise<void>[] = []
       for (let i = 0; i < peeked.length; i++) {
+        if (lines?.taken[i] === 1) {
+          if (values && joined) joined.visit(files[start + i]!, peeked[i]!, values[k])
+          else slow.push(one(files[start + i]!))
+          k++
+          continue
+        }
         const later = visit(files[start + i]!, peeked[i]!)
         if (later) slow.push(later)
       }
@@ -237,6 +269,16 @@ async function peekOrEach(
     }
   } finally {
     await batches.return?.()
+  }
+}
+
+/** The values of a `PeekedBatch.joined` array of `count` lines, or undefined when it is no such array. */
+function parseJoined(bytes: Buffer, count: number): unknown[] | undefined {
+  try {
+    const values: unknown = JSON.parse(bytes.toString('utf8'))
+    return Array.isArray(values) && values.length === count ? values : undefined
+  } catch {
+    return undefined
   }
 }
 

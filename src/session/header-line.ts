@@ -27,8 +27,7 @@ export function parseHeaderLine(
   complete: boolean,
   context: { path: string; sessionId?: string | undefined },
 ): SessionHeader {
-  const { path, sessionId } = context
-  const corrupt = (reason: string) => new SessionPersistenceCorruptionError(1, 0, reason, { path, sessionId })
+  const corrupt = (reason: string) => new SessionPersistenceCorruptionError(1, 0, reason, { path: context.path, sessionId: context.sessionId })
   if (!complete) throw corrupt('the header line has no newline')
   // A header that carries a checksum is checked whatever its version says (§16): a flipped
   // version digit is caught.
@@ -38,10 +37,21 @@ export function parseHeaderLine(
   const text = buf.toString('utf8', start, end)
   const parsed = parseJson(sealed ? unsealText(text) : text)
   if (!parsed.ok) throw corrupt(`the header is not JSON: ${parsed.message}`)
+  return judgeHeader(parsed.value, sealed, context)
+}
+
+/**
+ * The rest of `parseHeaderLine` for the JSON value of line 1 (without its checksum field), and
+ * whether the line carried a checked one (`sealed`): the listing's fast path (sealed-head.ts)
+ * parses many such values at once and judges each here, as one read alone would.
+ */
+export function judgeHeader(value: unknown, sealed: boolean, context: { path: string; sessionId?: string | undefined }): SessionHeader {
+  const { path, sessionId } = context
+  const corrupt = (reason: string) => new SessionPersistenceCorruptionError(1, 0, reason, { path, sessionId })
   // A header that carries a crc field other than a valid seal is damaged (§16: checked whatever
   // its version says): a misspelt checksum, or one inside it.
-  if ((parsed.value as { crc?: unknown } | null)?.crc !== undefined) throw corrupt(`${checksumReason('mismatch')} in the header`)
-  const version = (parsed.value as { version?: unknown } | null)?.version
+  if ((value as { crc?: unknown } | null)?.crc !== undefined) throw corrupt(`${checksumReason('mismatch')} in the header`)
+  const version = (value as { version?: unknown } | null)?.version
   if (typeof version === 'number' && version !== 0 && version !== 1) {
     throw new SessionFormatUnsupportedError(
       version,
@@ -51,12 +61,12 @@ export function parseHeaderLine(
   }
   if (version === 1 && !sealed) throw corrupt(checksumReason('missing').replace('the line', 'the header'))
   // The common case without zod (meta-check.ts); zod judges the rest and words the error.
-  const known = knownValidHeader(parsed.value)
+  const known = knownValidHeader(value)
   if (known) {
     if (sessionId !== undefined && known.id !== sessionId) throw corrupt(`the header's id ${JSON.stringify(known.id)} does not match the file's id`)
     return known
   }
-  const result = ParsedHeaderSchema.safeParse(parsed.value)
+  const result = ParsedHeaderSchema.safeParse(value)
   if (!result.success) throw corrupt(`invalid header: ${describeZodError(result.error)}`)
   if (sessionId !== undefined && result.data.id !== sessionId) {
     throw corrupt(`the header's id ${JSON.stringify(result.data.id)} does not match the file's id`)

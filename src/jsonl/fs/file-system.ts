@@ -43,13 +43,30 @@ export interface FileSystem {
    * another and changes how files are opened or stat'ed must not pass this member on (the Node
    * seam's is not enumerable, so spreading it leaves it out): a listing would bypass the wrapper.
    */
-  peekFiles?(paths: readonly string[], headBytes: number): AsyncIterable<PeekedBatch>
+  peekFiles?(paths: readonly string[], headBytes: number, options?: PeekOptions): AsyncIterable<PeekedBatch>
+}
+
+/**
+ * `join`: a function run on the seam's own threads (from its source text, so it must use nothing
+ * but its arguments; session/sealed-head.ts is the one the listing gives) that copies a whole
+ * first line's bytes, as it chooses, to `out` at `at` and returns the offset after them, or -1 to
+ * leave the line as a head. What it takes is handed over joined (see `PeekedBatch.joined`), not
+ * as the file's `head`.
+ */
+export interface PeekOptions {
+  join?: (line: Uint8Array, len: number, out: Uint8Array, at: number, crc32: (data: Uint8Array) => number, isUtf8: (data: Uint8Array) => boolean) => number
 }
 
 /** What `peekFiles` yields: the files `paths[start …]`, in order. */
 export interface PeekedBatch {
   start: number
   files: PeekedFile[]
+  /**
+   * With `options.join`: what it copied of the batch's first lines, in order, separated by `,`
+   * and enclosed in `[` `]`; `taken[i]` is 1 for the files whose line is in it (their `head`
+   * is then absent, `headEnd` is `'line'`). Absent when the seam could not run `join`.
+   */
+  joined?: { bytes: Buffer; taken: Uint8Array; count: number }
 }
 
 export interface PeekedFile {

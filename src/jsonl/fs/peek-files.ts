@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import type { PeekedFile, PeekedBatch } from './file-system.js'
+import type { PeekedFile, PeekedBatch, PeekOptions } from './file-system.js'
 
 /** Files a worker looks at before it hands them over (one message each batch). */
 const BATCH_FILES = 512
@@ -43,6 +43,10 @@ interface BatchMessage {
   /** 1: the kept bytes are a whole first line (its `\n` dropped); 0: the file ended before any `\n`; 2: no `\n` in `headBytes`. */
   ends: Int8Array
   heads: Uint8Array
+  /** With a `join`: what it copied, as `[a,b,…]`, and 1 for each file it took (absent: it could not run). */
+  joined?: Uint8Array
+  taken?: Uint8Array
+  joinedCount?: number
   errors: [index: number, code: string | undefined, message: string, syscall: string | undefined, errno: number | undefined][]
 }
 
@@ -66,6 +70,12 @@ function peekWorker(): void {
     window: number
     consumed: Int32Array
   }
+  // The caller's `join` (PeekOptions), defined by WORKER_SOURCE's prelude from its source text;
+  // unused without `crc32` (a Node without zlib.crc32) or `isUtf8`.
+  const crc32 = (require('node:zlib') as { crc32?: (data: Uint8Array) => number }).crc32
+  const isUtf8 = (require('node:buffer') as { isUtf8?: (data: Uint8Array) => boolean }).isUtf8
+  const join: NonNullable<PeekOptions['join']> | undefined =
+    workerData.join && crc32 !== undefined && isUtf8 !== undefined ? (globalThis as unknown as { peekJoin: NonNullable<PeekOptions['join']> }).peekJoin : undefined
   const stride: number = workerData.stride ?? 1
   const starts: number[] = workerData.starts ?? Array.from({ length: Math.ceil(paths.length / batchFiles) }, (_, j) => j * batchFiles)
   const scratch = Buffer.allocUnsafe(Math.max(headBytes, 1))
@@ -95,6 +105,12 @@ function peekWorker(): void {
     const ends = new Int8Array(n)
     const kept = Buffer.allocUnsafe(headBytes > 0 ? n * headBytes : 0)
     let used = 0
+    // `[` + each taken line + `,` or `]`: at most one byte more than the head a line.
+    const joined = join ? Buffer.allocUnsafe(n * (headBytes + 1) + 2) : undefined
+    const taken = join ? new Uint8Array(n) : undefined
+    let joinedAt = 1
+    let joinedCount = 0
+    if (joined) joined[0] = 0x5b
     const errors: BatchMessage['errors'] = []
     for (let i = 0; i < n; i++) {
       const path = paths[from + i]!
@@ -122,6 +138,18 @@ function peekWorker(): void {
         mtimes[i] = st.mtimeMs
         const nl = scratch.subarray(0, got).indexOf(10)
         const keep = nl >= 0 ? nl : got
+        if (joined && nl >= 0) {
+          const after = join!(scratch, nl, joined, joinedAt, crc32!, isUtf8!)
+          if (after >= 0) {
+            joined[after] = 0x2c
+            joinedAt = after + 1
+            joinedCount++
+            taken![i] = 1
+            lens[i] = 0
+            ends[i] = 1
+            continue
+          }
+        }
         scratch.copy(kept, used, 0, keep)
         used += keep
         lens[i] = keep
@@ -135,7 +163,21 @@ function peekWorker(): void {
     const heads = new Uint8Array(used)
     heads.set(kept.subarray(0, used))
     const message: BatchMessage = { start, sizes, mtimes, lens, ends, heads, errors }
-    parentPort!.postMessage(message, [sizes.buffer, mtimes.buffer, lens.buffer, ends.buffer, heads.buffer])
+    const transfer = [sizes.buffer, mtimes.buffer, lens.buffer, ends.buffer, heads.buffer]
+    if (joined) {
+      // `]` in place of the last `,` (after the `[` of an empty array).
+      if (joinedCount === 0) {
+        joined[1] = 0x5d
+        joinedAt = 2
+      } else joined[joinedAt - 1] = 0x5d
+      const bytes = new Uint8Array(joinedAt)
+      bytes.set(joined.subarray(0, joinedAt))
+      message.joined = bytes
+      message.taken = taken
+      message.joinedCount = joinedCount
+      transfer.push(bytes.buffer, taken!.buffer)
+    }
+    parentPort!.postMessage(message, transfer)
   }
 }
 
@@ -148,6 +190,11 @@ export function peekWorkersAlive(): number {
 /** The worker's source: `peekWorker` called on its own (exported for a test that runs it with a stub `require`). */
 export const WORKER_SOURCE = `(${peekWorker.toString()})()`
 
+/** The worker's source with a `join` defined before it (as `globalThis.peekJoin`, which the program reads). */
+function workerSource(join: PeekOptions['join']): string {
+  return join ? `globalThis.peekJoin = (${join.toString()});\n${WORKER_SOURCE}` : WORKER_SOURCE
+}
+
 /** The error the asynchronous API would have rejected with, from what the worker could send. */
 function toError([, code, message, syscall, errno]: BatchMessage['errors'][number]): NodeJS.ErrnoException {
   return Object.assign(new Error(message), { code, syscall, errno })
@@ -158,7 +205,7 @@ function toError([, code, message, syscall, errno]: BatchMessage['errors'][numbe
  * at the files with synchronous calls, each its own batches of them, handed over in order.
  * Ending the iteration early (or an error) terminates the workers.
  */
-export async function* peekFilesInWorker(paths: readonly string[], headBytes: number): AsyncGenerator<PeekedBatch> {
+export async function* peekFilesInWorker(paths: readonly string[], headBytes: number, options: PeekOptions = {}): AsyncGenerator<PeekedBatch> {
   if (paths.length === 0) return
   const consumed = new Int32Array(new SharedArrayBuffer(4))
   const batches = Math.ceil(paths.length / BATCH_FILES)
@@ -180,9 +227,10 @@ export async function* peekFilesInWorker(paths: readonly string[], headBytes: nu
       starts.push(b * BATCH_FILES)
       for (let i = b * BATCH_FILES; i < Math.min(paths.length, (b + 1) * BATCH_FILES); i++) own.push(paths[i]!)
     }
-    const worker = new Worker(WORKER_SOURCE, {
+    const join = headBytes > 0 ? options.join : undefined
+    const worker = new Worker(workerSource(join), {
       eval: true,
-      workerData: { paths: own, starts, stride, headBytes, batchFiles: BATCH_FILES, window: WINDOW, consumed },
+      workerData: { paths: own, starts, stride, headBytes, batchFiles: BATCH_FILES, window: WINDOW, consumed, join: join !== undefined },
       // The worker needs none of the parent's flags (a --cpu-prof of the parent, loaders of a test runner).
       execArgv: [],
       stdout: false,
@@ -222,6 +270,7 @@ export async function* peekFilesInWorker(paths: readonly string[], headBytes: nu
       const errors = new Map(m.errors.map((e) => [e[0], toError(e)]))
       const heads = Buffer.from(m.heads.buffer, m.heads.byteOffset, m.heads.byteLength)
       const files: PeekedFile[] = new Array(m.lens.length)
+      const taken = m.taken
       let offset = 0
       for (let i = 0; i < m.lens.length; i++) {
         const error = errors.get(i)
@@ -233,11 +282,15 @@ export async function* peekFilesInWorker(paths: readonly string[], headBytes: nu
         files[i] =
           headBytes === 0
             ? { size: m.sizes[i]!, mtimeMs: m.mtimes[i]! }
-            : { size: m.sizes[i]!, mtimeMs: m.mtimes[i]!, head: heads.subarray(offset, offset + len), headEnd: m.ends[i] === 1 ? 'line' : m.ends[i] === 0 ? 'eof' : 'more' }
+            : taken?.[i] === 1
+              ? { size: m.sizes[i]!, mtimeMs: m.mtimes[i]!, headEnd: 'line' }
+              : { size: m.sizes[i]!, mtimeMs: m.mtimes[i]!, head: heads.subarray(offset, offset + len), headEnd: m.ends[i] === 1 ? 'line' : m.ends[i] === 0 ? 'eof' : 'more' }
         offset += len
       }
       delivered += files.length
-      yield { start: m.start, files }
+      const batch: PeekedBatch = { start: m.start, files }
+      if (m.joined && taken) batch.joined = { bytes: Buffer.from(m.joined.buffer, m.joined.byteOffset, m.joined.byteLength), taken, count: m.joinedCount ?? 0 }
+      yield batch
       Atomics.add(consumed, 0, 1)
       Atomics.notify(consumed, 0)
     }

@@ -79,6 +79,11 @@ function peekWorker(): void {
   const stride: number = workerData.stride ?? 1
   const starts: number[] = workerData.starts ?? Array.from({ length: Math.ceil(paths.length / batchFiles) }, (_, j) => j * batchFiles)
   const scratch = Buffer.allocUnsafe(Math.max(headBytes, 1))
+  // A batch's heads and joined lines are gathered here, then copied out at their size (the
+  // copies are transferred): one allocation a worker, not two of about 2 MiB a batch.
+  const kept = Buffer.allocUnsafe(headBytes > 0 ? batchFiles * headBytes : 0)
+  // `[` + each taken line + `,` or `]`: at most one byte more than the head a line.
+  const joined = join ? Buffer.allocUnsafe(batchFiles * (headBytes + 1) + 2) : undefined
   // As the seam's reads (node-file-system.ts): an open of a FIFO must not wait for a writer (it
   // would hold the worker, and the listing, for good), and a FIFO, socket or device is never read
   // (a directory fails its read, EISDIR, as with the asynchronous calls).
@@ -103,10 +108,7 @@ function peekWorker(): void {
     const mtimes = new Float64Array(n)
     const lens = new Int32Array(n)
     const ends = new Int8Array(n)
-    const kept = Buffer.allocUnsafe(headBytes > 0 ? n * headBytes : 0)
     let used = 0
-    // `[` + each taken line + `,` or `]`: at most one byte more than the head a line.
-    const joined = join ? Buffer.allocUnsafe(n * (headBytes + 1) + 2) : undefined
     const taken = join ? new Uint8Array(n) : undefined
     let joinedAt = 1
     let joinedCount = 0

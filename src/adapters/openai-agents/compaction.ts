@@ -3,6 +3,15 @@ import { asObject, type JsonObject } from '../../session/as-object.js'
 import type { JsonValue } from '../../session/schema.js'
 
 /**
+ * Extra field of the `history/compact` that `JsonlSession.compact` writes: the seq of the event
+ * that placed the first kept item. Its `firstKeptSeq` may lie earlier (what `trackToolCalls`
+ * wrote ahead of a run for a kept call, its result or the run's input, which the run's `addItems`
+ * only placed), where the history view (§7) must start to show them; `getItems` shows only the
+ * items placed from this seq on, so the items kept are the ones asked for.
+ */
+export const FIRST_ITEM_FIELD = 'openaiAgentsFirstItemSeq'
+
+/**
  * The item that stands for the summary of the `history/compact` in force (docs/contract.md §7),
  * first in `getItems()`: a user message whose content is `input_text` parts. A string summary is
  * one part; of a block summary, `text` blocks become `input_text` parts, `input_*` parts (as the

@@ -2,13 +2,20 @@ import type { AgentInputItem } from '@openai/agents'
 import { asObject } from '../../session/as-object.js'
 import { historyWindow } from '../../session/history.js'
 import type { JsonValue, SessionEvent } from '../../session/schema.js'
-import { summaryItem } from './compaction.js'
-import { ITEM_FIELD, PROVISIONAL_FIELD } from './encode-items.js'
-import { blocksText, classifyItem, isModelOutput, isToolResult } from './item-kind.js'
+import { FIRST_ITEM_FIELD, summaryItem } from './compaction.js'
+import { ITEM_EVENT, ITEM_FIELD, PROVISIONAL_FIELD } from './encode-items.js'
+import { blocksText, classifyItem, isModelOutput, isToolResult, type ItemKind, itemKey } from './item-kind.js'
 
 /** An item of the session and the seq of the event that placed it (what `history/rewind` cuts). */
 export interface PlacedItem {
   seq: number
+  /**
+   * The seq of the earliest event behind the item: `seq`, or, for an item the run's `addItems`
+   * only placed (`ITEM_EVENT`), the event `trackToolCalls` wrote for it earlier (the call, its
+   * result, the run's input) or the still open call an approved run hands over again. What the
+   * history view (§7) shows of the item lies there: a compaction keeping the item keeps from it.
+   */
+  from: number
   item: AgentInputItem
   /** Present (true) on the summary item of the `history/compact` in force; `seq` is that event's. */
   compaction?: true
@@ -19,6 +26,12 @@ export interface CompactionInForce {
   seq: number
   keep: number
   summary: JsonValue
+  /**
+   * Where the items start (`FIRST_ITEM_FIELD`, which `JsonlSession.compact` writes): the seq of
+   * the event that placed the first kept item, at or after `keep`. Absent on a compaction
+   * another writer (or an older release) recorded: the items then start at `keep`.
+   */
+  itemsFrom?: number
 }
 
 /**
@@ -29,9 +42,10 @@ export interface CompactionInForce {
  * - a `tool/result` without an item (the result crash repair wrote for an interrupted call) gives a
  *   `function_call_result` carrying its text, for a call this adapter recorded;
  * - `history/rewind` drops every item placed at or after its `to`;
- * - with a `history/compact` in force (§7), the items placed before its `firstKeptSeq` are
- *   replaced by one summary item (`summaryItem`), first; a result (`function_call_result`, or
- *   another item answering a `callId`) whose call is not among the items kept is left out.
+ * - with a `history/compact` in force (§7), the items placed before its `firstKeptSeq` (before
+ *   its `FIRST_ITEM_FIELD`, when it has one) are replaced by one summary item (`summaryItem`),
+ *   first; a result (`function_call_result`, or another item answering a `callId`) whose call is
+ *   not among the items kept is left out.
  *
  * Only the events from the compaction's `firstKeptSeq` on count, so the events of a load from
  * the last compaction (§15.1) give the items of the whole log.
@@ -47,34 +61,47 @@ export function decodeItems(events: readonly SessionEvent[]): AgentInputItem[] {
 
 /** The session's placed items (summary first) and the compaction in force, if any. */
 export function decodeSession(events: readonly SessionEvent[]): { placed: PlacedItem[]; compaction: CompactionInForce | undefined } {
-  const { items, seqs, compaction } = decode(events)
-  const placed: PlacedItem[] = items.map((item, i) => ({ seq: seqs[i] as number, item }))
-  if (compaction) placed.unshift({ seq: compaction.seq, item: summaryItem(compaction.summary), compaction: true })
+  const { items, seqs, froms, compaction } = decode(events)
+  const placed: PlacedItem[] = items.map((item, i) => ({ seq: seqs[i] as number, from: froms[i] as number, item }))
+  if (compaction) placed.unshift({ seq: compaction.seq, from: compaction.seq, item: summaryItem(compaction.summary), compaction: true })
   return { placed, compaction }
 }
 
 // Parallel arrays rather than an object per item: a long session decodes without garbage.
-function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: number[]; compaction: CompactionInForce | undefined } {
-  const { compaction, events } = historyWindow(all)
+function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: number[]; froms: number[]; compaction: CompactionInForce | undefined } {
+  const window = historyWindow(all)
+  const { events } = window
+  const compaction: CompactionInForce | undefined = window.compaction && { ...window.compaction }
+  if (compaction) {
+    const itemsFrom = firstItemSeq(all, compaction)
+    if (itemsFrom !== undefined) compaction.itemsFrom = itemsFrom
+  }
   let items: AgentInputItem[] = []
   let seqs: number[] = []
+  let froms: number[] = []
   let provisional: boolean[] = []
   const keep = (pick: (i: number) => boolean) => {
-    const next: [AgentInputItem[], number[], boolean[]] = [[], [], []]
+    const next: [AgentInputItem[], number[], number[], boolean[]] = [[], [], [], []]
     for (let i = 0; i < items.length; i++) {
       if (!pick(i)) continue
       next[0].push(items[i] as AgentInputItem)
       next[1].push(seqs[i] as number)
-      next[2].push(provisional[i] as boolean)
+      next[2].push(froms[i] as number)
+      next[3].push(provisional[i] as boolean)
     }
-    ;[items, seqs, provisional] = next
+    ;[items, seqs, froms, provisional] = next
   }
   // Events read from the middle of a turn (a compaction's firstKeptSeq there) start in that turn.
   let turnStart: number | undefined = 0
   let turnHasProvisional = false
-  const place = (seq: number, item: AgentInputItem, isProvisional: boolean) => {
+  // What an item only placed (`ITEM_EVENT`) stands for: the turn's provisional events, by what
+  // the writer's matcher (recorded-items.ts) matched them on, earliest first; and the calls, by id.
+  let written = new Map<string, number[]>()
+  const calls = new Map<string, number>()
+  const place = (seq: number, item: AgentInputItem, isProvisional: boolean, from = seq) => {
     items.push(item)
     seqs.push(seq)
+    froms.push(from)
     provisional.push(isProvisional)
     if (isProvisional) turnHasProvisional = true
   }
@@ -83,6 +110,7 @@ function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: 
       case 'turn/start':
         turnStart = items.length
         turnHasProvisional = false
+        written = new Map()
         continue
       case 'turn/end': {
         const kind = asObject(asObject(e.data)?.reason)?.kind
@@ -91,6 +119,7 @@ function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: 
           keep((i) => i < from || !provisional[i])
         }
         turnStart = undefined
+        written = new Map()
         continue
       }
       case 'history/rewind': {
@@ -99,13 +128,29 @@ function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: 
         if (typeof to === 'number' && Number.isSafeInteger(to) && to >= 0 && to < e.seq) {
           keep((i) => (seqs[i] as number) < to)
           if (turnStart !== undefined) turnStart = Math.min(turnStart, items.length)
+          for (const [key, list] of written) written.set(key, list.filter((s) => s < to))
+          for (const [callId, s] of calls) if (s >= to) calls.delete(callId)
         }
         continue
       }
     }
     const item = asObject(e[ITEM_FIELD])
     if (item) {
-      place(e.seq, item as AgentInputItem, e[PROVISIONAL_FIELD] === true)
+      const k = classifyItem(item)
+      const isProvisional = e[PROVISIONAL_FIELD] === true
+      let from = e.seq
+      if (k && k.kind !== 'other') {
+        const key = writtenKey(k)
+        if (e.type !== ITEM_EVENT) {
+          if (isProvisional && key !== undefined) written.set(key, [...(written.get(key) ?? []), e.seq])
+          if (k.kind === 'call') calls.set(k.callId, e.seq)
+        } else if (!isProvisional) {
+          // Placed only: its vocabulary event was written before (or lies before the window).
+          const earlier = key === undefined ? undefined : written.get(key)?.shift()
+          from = earlier ?? (k.kind === 'call' ? calls.get(k.callId) : undefined) ?? e.seq
+        }
+      }
+      place(e.seq, item as AgentInputItem, isProvisional, from)
       continue
     }
     if (e.type === 'tool/result') {
@@ -126,8 +171,47 @@ function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: 
       )
     }
   }
+  if (compaction?.itemsFrom !== undefined) {
+    const itemsFrom = compaction.itemsFrom
+    keep((i) => (seqs[i] as number) >= itemsFrom)
+  }
   if (compaction) keep(answeringKeptCall(items))
-  return { items, seqs, compaction }
+  return { items, seqs, froms, compaction }
+}
+
+/** What `RecordedItems.matcher` matches a placed item on: a call or result by its id, any other item by its JSON. */
+function writtenKey(k: ItemKind): string | undefined {
+  if (k.kind === 'call') return `call ${k.callId}`
+  if (k.kind === 'result') return `result ${k.callId}`
+  const key = itemKey(k.item)
+  return key === undefined ? undefined : `item ${key}`
+}
+
+/** The compaction's `FIRST_ITEM_FIELD`, if it is a seq from its `firstKeptSeq` to its own seq. */
+function firstItemSeq(all: readonly SessionEvent[], compaction: { seq: number; keep: number }): number | undefined {
+  // Events are in seq order, usually from 0 or from a tail's first seq: look it up from the end.
+  let event: SessionEvent | undefined
+  for (let i = all.length - 1; i >= 0; i--) {
+    const e = all[i]!
+    if (e.seq === compaction.seq) {
+      event = e
+      break
+    }
+    if (e.seq < compaction.seq) break
+  }
+  const at = event?.[FIRST_ITEM_FIELD]
+  return typeof at === 'number' && Number.isSafeInteger(at) && at >= compaction.keep && at <= compaction.seq ? at : undefined
+}
+
+/**
+ * The items a compaction keeping the last `keepItems` of `placed` (summary left out) shows: those,
+ * less a result whose call is not among them (as `getItems` shows them after it).
+ */
+export function keptItems(placed: readonly PlacedItem[], keepItems: number): PlacedItem[] {
+  const items = placed.filter((p) => !p.compaction)
+  const kept = keepItems === 0 ? [] : items.slice(Math.max(0, items.length - keepItems))
+  const shown = answeringKeptCall(kept.map((p) => p.item))
+  return kept.filter((_, i) => shown(i))
 }
 
 /** After a compaction: true for an item unless it answers a call that is not kept before it. */

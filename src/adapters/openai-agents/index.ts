@@ -6,7 +6,7 @@
 export { type CompactOptions, JsonlSession, type JsonlSessionOptions } from './jsonl-session.js'
 export { trackToolCalls } from './track-tool-calls.js'
 export { type CompactionInForce, decodeItems, decodePlacedItems, decodeSession, type PlacedItem } from './decode-events.js'
-export { summaryItem } from './compaction.js'
+export { FIRST_ITEM_FIELD, summaryItem } from './compaction.js'
 export {
   closeTurn,
   encodeItems,

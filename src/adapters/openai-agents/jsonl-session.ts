@@ -5,7 +5,8 @@ import { isPlainJson, plainJsonProblem } from '../../session/json-check.js'
 import type { JsonValue, SessionEvent } from '../../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { SessionPersistence } from '../../persistence.js'
-import { decodeItems, decodeSession } from './decode-events.js'
+import { FIRST_ITEM_FIELD } from './compaction.js'
+import { decodeItems, decodeSession, keptItems } from './decode-events.js'
 import {
   closeTurn,
   encodeItems,
@@ -153,10 +154,7 @@ export class JsonlSession implements Session {
       if (!last) return undefined
       if (last.compaction) await this.#write([{ type: 'history/rewind', data: { to: 0 } }])
       else if (compaction && last.seq < compaction.seq) {
-        await this.#write([
-          { type: 'history/rewind', data: { to: last.seq } },
-          { type: 'history/compact', data: { summary: compaction.summary, firstKeptSeq: compaction.keep } },
-        ])
+        await this.#write([{ type: 'history/rewind', data: { to: last.seq } }, this.#compaction(compaction.summary, compaction.keep, compaction.itemsFrom)])
       } else await this.#write([{ type: 'history/rewind', data: { to: last.seq } }])
       return last.item
     })) as AgentInputItem | undefined
@@ -203,12 +201,24 @@ export class JsonlSession implements Session {
           sessionId: this.#id,
         })
       }
-      const items = decodeSession(await this.#read()).placed.filter((p) => !p.compaction)
-      // The first kept item's event; with nothing kept, the compaction's own seq.
-      const firstKeptSeq = keepItems === 0 || items.length === 0 ? this.#count : (items[Math.max(0, items.length - keepItems)] as { seq: number }).seq
-      await this.#write([{ type: 'history/compact', data: { summary, firstKeptSeq } }])
+      const kept = keptItems(decodeSession(await this.#read()).placed, keepItems)
+      // The items start at the event that placed the first one kept; the history view at the
+      // earliest event behind one (a tracked call, its result, the run's input: written before
+      // the run's addItems placed them). With nothing kept, both at the compaction itself. A
+      // result left out (its call is not kept) does not count: its event would bring back calls
+      // of its run recorded after it that are not kept.
+      const itemsFrom = kept[0]?.seq ?? this.#count
+      const firstKeptSeq = kept.reduce((min, p) => Math.min(min, p.from), itemsFrom)
+      await this.#write([this.#compaction(summary, firstKeptSeq, itemsFrom)])
       this.#base = Math.max(this.#base, firstKeptSeq)
     })
+  }
+
+  /** A `history/compact` draft; `itemsFrom` (FIRST_ITEM_FIELD) only where the items start later than the history view. */
+  #compaction(summary: JsonValue, firstKeptSeq: number, itemsFrom: number | undefined): EventDraft {
+    const draft: EventDraft = { type: 'history/compact', data: { summary, firstKeptSeq } }
+    if (itemsFrom !== undefined && itemsFrom !== firstKeptSeq) draft[FIRST_ITEM_FIELD] = itemsFrom
+    return draft
   }
 
   /**

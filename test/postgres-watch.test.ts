@@ -1,6 +1,8 @@
 // watch on PostgreSQL (§15.3): LISTEN/NOTIFY on one listening connection per store, a slow
 // safety poll for changes that send no notification. The safety poll is set to a minute in most
-// tests, so what arrives sooner than that arrived by a notification.
+// tests, so what arrives sooner than that arrived by a notification. The deadlines below only
+// bound a wait for what must come (20–30 s, well inside that minute): a loaded machine may take
+// seconds for a round trip, and a deadline is no measurement.
 import { sealLine } from '../src/session/line-codec.js'
 import { afterAll, describe, expect, test } from 'vitest'
 import pg from 'pg'
@@ -42,7 +44,7 @@ function collect(iterable: AsyncIterable<SessionEvent>) {
   return {
     seen,
     ended,
-    async until(n: number, ms = 10_000) {
+    async until(n: number, ms = 30_000) {
       const deadline = Date.now() + ms
       while (seen.length < n && Date.now() < deadline) await sleep(10)
       return seen
@@ -76,14 +78,14 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
       const at = Date.now()
       await writer.append('live', all.slice((t - 1) * 4, t * 4))
       await fromStart.until(t * 4)
-      expect(Date.now() - at).toBeLessThan(5_000) // by notification: the safety poll is a minute away
+      expect(Date.now() - at).toBeLessThan(30_000) // by notification: the safety poll is a minute away
     }
     await fromMiddle.until(all.length - 6)
     expect(fromStart.seen).toEqual(all)
     expect(fromMiddle.seen).toEqual(all.slice(6))
     stop.abort()
-    expect(await fromStart.endedWithin(5_000)).toBe('ended')
-    expect(await fromMiddle.endedWithin(5_000)).toBe('ended')
+    expect(await fromStart.endedWithin(20_000)).toBe('ended')
+    expect(await fromMiddle.endedWithin(20_000)).toBe('ended')
     // The last watcher gone, the listening connection goes too.
     for (let i = 0; i < 100 && (await listeners()) > 0; i++) await sleep(20)
     expect(await listeners()).toBe(0)
@@ -106,7 +108,7 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     await Promise.all(ids.map(async (id, i) => {
       for (let t = 1; t < 6; t++) await writer.append(id, logs[i]!.slice(t * 4, t * 4 + 4))
     }))
-    for (const [i, w] of watchers.entries()) expect(await w.until(24, 5_000)).toEqual(logs[i])
+    for (const [i, w] of watchers.entries()) expect(await w.until(24, 20_000)).toEqual(logs[i])
     stop.abort()
     for (const id of ids) await writer.close(id)
   })
@@ -122,9 +124,9 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     await writer.append('later', events.slice(0, 4))
     await writer.append('later', events.slice(4))
     await writer.close('later')
-    expect(await w.until(8, 5_000)).toEqual(events)
+    expect(await w.until(8, 20_000)).toEqual(events)
     await writer.delete('later')
-    expect(await w.endedWithin(5_000)).toBe('ended')
+    expect(await w.endedWithin(20_000)).toBe('ended')
   })
 
   test('a watcher ends when its session is deleted and created again before it looks, even with the same header: it never goes on into the new session', async () => {
@@ -155,20 +157,20 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
       await writer.close(id)
       if (id === 'again-legacy') await sql(url!, `UPDATE "${schema}".sessions SET incarnation = NULL WHERE session_id = $1`, [id])
       const w = collect(reader.watch(id))
-      expect(await w.until(8, 5_000)).toEqual(first)
+      expect(await w.until(8, 20_000)).toEqual(first)
       const by = `${id}-next`
       const second = longer ? turns(0, 10, 3) : turns(0, 10, 1)
       await writer.create(meta(by))
       await writer.append(by, second)
       await writer.close(by)
       await replace(id, by)
-      expect(await w.endedWithin(5_000)).toBe('ended')
+      expect(await w.endedWithin(20_000)).toBe('ended')
       expect(w.seen).toEqual(first)
       // A new watcher follows the new session, from its start.
       const after = collect(reader.watch(id))
-      expect(await after.until(second.length, 5_000)).toEqual(second)
+      expect(await after.until(second.length, 20_000)).toEqual(second)
       await writer.delete(id)
-      expect(await after.endedWithin(5_000)).toBe('ended')
+      expect(await after.endedWithin(20_000)).toBe('ended')
     }
   })
 
@@ -186,12 +188,12 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     await writer.close('child')
     const lines = events.slice(4).map((e) => ({ ...e, seq: e.seq - 4 })).map((e) => JSON.stringify(e))
     await writer.importRaw({ id: 'imported', headerLine: headerLine(meta('imported')).slice(0, -1), eventLines: lines })
-    expect(await child.until(4, 5_000)).toEqual(events.slice(0, 4))
-    expect(await imported.until(4, 5_000)).toEqual(lines.map((l) => JSON.parse(l)))
+    expect(await child.until(4, 20_000)).toEqual(events.slice(0, 4))
+    expect(await imported.until(4, 20_000)).toEqual(lines.map((l) => JSON.parse(l)))
     await writer.delete('child')
     await writer.delete('imported')
-    expect(await child.endedWithin(5_000)).toBe('ended')
-    expect(await imported.endedWithin(5_000)).toBe('ended')
+    expect(await child.endedWithin(20_000)).toBe('ended')
+    expect(await imported.endedWithin(20_000)).toBe('ended')
   })
 
   test('after the writer is gone with a turn open, the load that repairs it shows the watcher the closers', async () => {
@@ -210,7 +212,7 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     await writer.end() // its connections (and lock) gone, the turn still open
     const loaded = await repairer.load('crashed')
     expect(loaded.repair?.closers.map((c) => c.type)).toEqual(['tool/result', 'turn/end'])
-    expect(await w.until(4, 5_000)).toEqual([...open1, ...loaded.repair!.closers])
+    expect(await w.until(4, 20_000)).toEqual([...open1, ...loaded.repair!.closers])
     stop.abort()
     await repairer.close('crashed')
   })
@@ -226,9 +228,9 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     await w.until(4)
     const line = sealLine(JSON.stringify({ seq: 4, type: 'note', time: 5 }), 1) // the session is version 1
     await sql(url!, `INSERT INTO "${schema}".events (session_id, seq, line) VALUES ('quiet-sql', 4, $1); UPDATE "${schema}".sessions SET length = 5 WHERE session_id = 'quiet-sql'`.replace('$1', `'${line}'`))
-    expect((await w.until(5, 3_000)).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4])
+    expect((await w.until(5, 20_000)).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4])
     stop.abort()
-    expect(await w.endedWithin(5_000)).toBe('ended')
+    expect(await w.endedWithin(20_000)).toBe('ended')
   })
 
   test('an aborted signal ends the watch, one aborted before it starts yields nothing; it never holds up the writer', async () => {
@@ -244,14 +246,14 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
     expect((await paused.next()).value).toMatchObject({ seq: 0 })
     const at = Date.now()
     for (let t = 2; t <= 5; t++) await writer.append('abort', turns((t - 1) * 4, t, 1))
-    expect(Date.now() - at).toBeLessThan(5_000)
+    expect(Date.now() - at).toBeLessThan(30_000) // a writer held up by a watcher would wait for good
     await paused.return?.()
     await w.until(20)
     stop.abort()
-    expect(await w.endedWithin(5_000)).toBe('ended')
+    expect(await w.endedWithin(20_000)).toBe('ended')
     expect(w.seen).toHaveLength(20)
     const before = collect(reader.watch('abort', { signal: AbortSignal.abort() }))
-    expect(await before.endedWithin(5_000)).toBe('ended')
+    expect(await before.endedWithin(20_000)).toBe('ended')
     expect(before.seen).toEqual([])
     await writer.close('abort')
   })
@@ -269,7 +271,7 @@ describe.skipIf(!url)('watch over PostgreSQL', () => {
       await writer.append('secret-project-name', turns(4, 2, 1))
       await writer.close('secret-project-name')
       await writer.delete('secret-project-name')
-      for (let i = 0; i < 100 && heard.length < 3; i++) await sleep(20)
+      for (let i = 0; i < 500 && heard.length < 3; i++) await sleep(20)
       expect(heard.map((n) => n.payload)).toEqual(Array(3).fill(changePayload('secret-project-name')))
       expect(changePayload('secret-project-name')).toMatch(/^[0-9a-f]{32}$/)
     } finally {

@@ -105,7 +105,7 @@ describe('dispose with a deadline and an owned backend whose one close hangs', (
     const other = createJsonlPersistence({ root })
     // closeAll started every close at once: 'bbb's lock goes as soon as its own close is done.
     let loaded: number | string = 'E_LOCKED'
-    for (let i = 0; i < 100 && loaded === 'E_LOCKED'; i++) {
+    for (let i = 0; i < 500 && loaded === 'E_LOCKED'; i++) {
       loaded = await other.load('bbb').then((l) => l.events.length, (e: SessionPersistenceError) => e.code)
       if (loaded === 'E_LOCKED') await new Promise((r) => setTimeout(r, 20))
     }

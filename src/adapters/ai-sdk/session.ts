@@ -8,7 +8,7 @@ import type { JsonValue, SessionEvent, SessionMeta } from '../../session/schema.
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { RepairReport, SessionPersistence } from '../../persistence.js'
 import { EventWriter } from './event-writer.js'
-import { lastTurnOf } from '../../session/last-turn.js'
+import { LAST_TURN_FIELD, lastTurnOf } from '../../session/last-turn.js'
 import { toAiSdkMessages } from './to-messages.js'
 import { AiSdkTurn, type AiSdkTurnOptions } from './turn.js'
 
@@ -203,7 +203,7 @@ export class AiSdkSession {
     const summary = structuredClone(compaction.summary) as JsonValue
     // Refused here, before anything is read or queued (the writer would refuse it too, taking no
     // seq). Measured as version 1 writes it (the longer line: a version-0 log refuses up to 17 bytes early).
-    serializeEvents(this.id, [{ seq, type: 'history/compact', time: Date.now(), data: { summary, firstKeptSeq } }], 1)
+    serializeEvents(this.id, [{ seq, type: 'history/compact', time: Date.now(), data: { summary, firstKeptSeq }, [LAST_TURN_FIELD]: this.#lastTurn }], 1)
     const run = this.#recordCompaction(summary, firstKeptSeq)
     this.#compacting = run.finally(() => {
       this.#compacting = undefined
@@ -223,7 +223,11 @@ export class AiSdkSession {
         })
       }
     }
-    await this.#writer.append([{ type: 'history/compact', data: { summary, firstKeptSeq } }])
+    // With the last turn number (LAST_TURN_FIELD): a resume from this compaction's tail continues
+    // the numbers without reading before the tail.
+    const batch = this.#writer.prepare([{ type: 'history/compact', data: { summary, firstKeptSeq } }])
+    for (const event of batch) event[LAST_TURN_FIELD] = this.#lastTurn
+    await this.#writer.enqueue(batch)
     // The history no longer depends on anything before firstKeptSeq (§7): let it go.
     this.#writer.rebase(firstKeptSeq, earlier)
   }

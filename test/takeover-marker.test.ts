@@ -97,11 +97,17 @@ describe.skipIf(process.platform !== 'linux')('a takeover marker left by a crash
   test('a marker of a live maker on this host blocks until it is older than staleLockMs', async () => {
     const { root, dir, lock } = await setup('m3')
     await plant(lock, await deadHere(), 'deadlock3')
-    await plant(join(dir, '.takeover-deadlock3'), await here(), 'livemarker')
+    const marker = join(dir, '.takeover-deadlock3')
+    await plant(marker, await here(), 'livemarker')
+    // The clock is set, not left running: on a loaded machine a second can pass between the
+    // plant and the load, and the marker was then already stale (as m2).
+    const made = Math.floor(Date.now() / 1000) * 1000
+    await utimes(marker, new Date(made), new Date(made))
+    vi.useFakeTimers({ toFake: ['Date'] })
     const p = createJsonlPersistence({ root, staleLockMs: STALE })
+    vi.setSystemTime(made + STALE)
     expect((await rejection(p.load('m3'))).code).toBe('E_LOCKED')
-    const old = new Date(Date.now() - STALE - 1)
-    await utimes(join(dir, '.takeover-deadlock3'), old, old)
+    vi.setSystemTime(made + STALE + 1)
     expect((await p.load('m3')).events).toHaveLength(4)
     await p.closeAll()
   })

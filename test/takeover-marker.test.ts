@@ -140,7 +140,13 @@ describe.skipIf(process.platform !== 'linux')('a takeover marker left by a crash
     const { root, dir, lock } = await setup('m6')
     await plant(lock, await deadHere(), 'deadlock6')
     await plant(join(dir, '.takeover-deadlock6'), await deadHere(), 'first6')
-    await plant(join(dir, '.takeover-first6'), elsewhere, 'live6')
+    const live = join(dir, '.takeover-first6')
+    await plant(live, elsewhere, 'live6')
+    // The clock is set (as in m2, m3): a second of a loaded machine must not age the live claim.
+    const made = Math.floor(Date.now() / 1000) * 1000
+    await utimes(live, new Date(made), new Date(made))
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(made + STALE)
     const p = createJsonlPersistence({ root, staleLockMs: STALE })
     const err = await rejection(p.load('m6'))
     expect(err.code).toBe('E_LOCKED')

@@ -7,19 +7,26 @@
 //    synchronous calls on the main thread (as better-sqlite3 does), each timed alone.
 // 2. getTuple of the latest checkpoint of a 10,000-checkpoint thread after a restart (a fresh
 //    process each round): its time, and the heap the thread's index holds afterwards.
+//    Two more controls run inside LangGraph: MemorySaver whose put first makes one write of those
+//    bytes through the thread pool (unsynced; and on an O_DSYNC descriptor, durable): the floor
+//    of a saver that waits for one write a super-step, with what LangGraph itself does around a
+//    step that waits for the thread pool (the raw controls, timed alone, leave that out).
 // Usage: npm run build && node --expose-gc bench/adapters-langgraph.mjs [--rounds N] [--checkpoints N]
+//   (SPJ_BENCH_DIST=<dir> for a build other than dist/)
 import { execFileSync } from 'node:child_process'
 import { closeSync, constants, fdatasync, fdatasyncSync, openSync, readdirSync, statSync, write, writeSync } from 'node:fs'
 import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { MemorySaver, uuid6 } from '@langchain/langgraph-checkpoint'
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph'
-import { SessionCheckpointSaver, threadSessionId } from '../dist/adapters/langgraph/index.js'
-import { ThreadIndex } from '../dist/adapters/langgraph/thread-index.js'
-import { createJsonlPersistence } from '../dist/index.js'
+// SPJ_BENCH_DIST=<dir> measures a build other than dist/ (e.g. a private one).
+const DIST = process.env.SPJ_BENCH_DIST ? `${pathToFileURL(resolve(process.env.SPJ_BENCH_DIST)).href}/` : new URL('../dist/', import.meta.url).href
+const { SessionCheckpointSaver, threadSessionId } = await import(`${DIST}adapters/langgraph/index.js`)
+const { ThreadIndex } = await import(`${DIST}adapters/langgraph/thread-index.js`)
+const { createJsonlPersistence } = await import(`${DIST}index.js`)
 import { loadSqliteSaver } from './scenarios/langgraph-sqlite-install.mjs'
 
 const arg = (name, fallback) => {
@@ -92,6 +99,20 @@ async function rawSteps(path, bytes, blocking) {
   }
 }
 
+/** The bytes a control saver writes a put: set to what one of the saver's super-steps appends once it is known. */
+let controlBytes = Buffer.alloc(1573, 'x')
+
+/** MemorySaver whose put first makes one write of `controlBytes` (on an O_DSYNC descriptor when `dsync`) through the thread pool. */
+function writingMemorySaver(path, dsync) {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (dsync ? constants.O_DSYNC : 0))
+  return new (class extends MemorySaver {
+    async put(...args) {
+      await new Promise((res, rej) => write(fd, controlBytes, (e) => (e ? rej(e) : res())))
+      return super.put(...args)
+    }
+  })()
+}
+
 // ---- 2, the probe: run in a fresh process by the parent ----------------------------------------
 if (process.argv[2] === '--probe') {
   const root = process.argv[3]
@@ -129,6 +150,8 @@ try {
     ['SessionCheckpointSaver, JSONL (sync data, dsyncWrites)', () => new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: join(root, 'jsonl-dsync'), dsyncWrites: true }) })],
     ['SessionCheckpointSaver, JSONL (sync none)', () => new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: join(root, 'jsonl-none'), sync: 'none' }) })],
     ['MemorySaver', () => new MemorySaver()],
+    ['MemorySaver + one write a put (thread pool)', () => writingMemorySaver(join(root, 'control-write'), false)],
+    ['MemorySaver + one O_DSYNC write a put (thread pool)', () => writingMemorySaver(join(root, 'control-dsync'), true)],
   ]
   let sqliteSync = ''
   if (SqliteSaver) {
@@ -152,6 +175,7 @@ try {
   // (the input's, the first checkpoint's, then one a super-step).
   await perStep(graphs[0].graph, 'sync')
   const stepBytes = Math.round(logBytes(join(root, 'jsonl')) / (STEPS + 2))
+  controlBytes = Buffer.alloc(stepBytes, 'x')
   const raws = [
     { name: `raw write + fdatasync, ${stepBytes} B (thread pool)`, run: () => rawSteps(join(root, 'raw-async'), stepBytes, false) },
     { name: `raw writeSync + fdatasyncSync, ${stepBytes} B (main thread)`, run: () => rawSteps(join(root, 'raw-sync'), stepBytes, true) },

@@ -80,16 +80,23 @@ function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: 
   let seqs: number[] = []
   let froms: number[] = []
   let provisional: boolean[] = []
-  const keep = (pick: (i: number) => boolean) => {
-    const next: [AgentInputItem[], number[], number[], boolean[]] = [[], [], [], []]
-    for (let i = 0; i < items.length; i++) {
+  // In place, from `start` (the items before it stay): a turn's end filters only its own items.
+  const keep = (pick: (i: number) => boolean, start = 0) => {
+    let j = start
+    for (let i = start; i < items.length; i++) {
       if (!pick(i)) continue
-      next[0].push(items[i] as AgentInputItem)
-      next[1].push(seqs[i] as number)
-      next[2].push(froms[i] as number)
-      next[3].push(provisional[i] as boolean)
+      if (i !== j) {
+        items[j] = items[i] as AgentInputItem
+        seqs[j] = seqs[i] as number
+        froms[j] = froms[i] as number
+        provisional[j] = provisional[i] as boolean
+      }
+      j++
     }
-    ;[items, seqs, froms, provisional] = next
+    items.length = j
+    seqs.length = j
+    froms.length = j
+    provisional.length = j
   }
   // Events read from the middle of a turn (a compaction's firstKeptSeq there) start in that turn.
   let turnStart: number | undefined = 0
@@ -115,8 +122,7 @@ function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: 
       case 'turn/end': {
         const kind = asObject(asObject(e.data)?.reason)?.kind
         if (kind === 'completed' && turnStart !== undefined && turnHasProvisional) {
-          const from = turnStart
-          keep((i) => i < from || !provisional[i])
+          keep((i) => !provisional[i], turnStart)
         }
         turnStart = undefined
         written = new Map()
@@ -136,18 +142,25 @@ function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: 
     }
     const item = asObject(e[ITEM_FIELD])
     if (item) {
-      const k = classifyItem(item)
       const isProvisional = e[PROVISIONAL_FIELD] === true
       let from = e.seq
-      if (k && k.kind !== 'other') {
-        const key = writtenKey(k)
-        if (e.type !== ITEM_EVENT) {
-          if (isProvisional && key !== undefined) written.set(key, [...(written.get(key) ?? []), e.seq])
-          if (k.kind === 'call') calls.set(k.callId, e.seq)
-        } else if (!isProvisional) {
-          // Placed only: its vocabulary event was written before (or lies before the window).
-          const earlier = key === undefined ? undefined : written.get(key)?.shift()
-          from = earlier ?? (k.kind === 'call' ? calls.get(k.callId) : undefined) ?? e.seq
+      if (isProvisional || e.type === ITEM_EVENT || item.type === 'function_call') {
+        const k = classifyItem(item)
+        if (k && k.kind !== 'other') {
+          if (e.type !== ITEM_EVENT) {
+            const key = isProvisional ? writtenKey(k) : undefined
+            if (key !== undefined) {
+              const list = written.get(key)
+              if (list) list.push(e.seq)
+              else written.set(key, [e.seq])
+            }
+            if (k.kind === 'call') calls.set(k.callId, e.seq)
+          } else if (!isProvisional) {
+            // Placed only: its vocabulary event was written before (or lies before the window).
+            const key = writtenKey(k)
+            const earlier = key === undefined ? undefined : written.get(key)?.shift()
+            from = earlier ?? (k.kind === 'call' ? calls.get(k.callId) : undefined) ?? e.seq
+          }
         }
       }
       place(e.seq, item as AgentInputItem, isProvisional, from)

@@ -8,9 +8,11 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { openAiSdkSession } from '../src/adapters/ai-sdk/index.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
+import { SessionPersistenceError } from '../src/errors.js'
+import type { SessionPersistence } from '../src/persistence.js'
 import type { SessionEvent } from '../src/session/schema.js'
 import { codeOf } from './helpers/codes.js'
-import { recordedPersistence } from './helpers/recorded-persistence.js'
+import { delegate, recordedPersistence } from './helpers/recorded-persistence.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 /** Changes one digit of the `time` of the line holding seq `seq` (line 1 is the header). */
@@ -86,5 +88,31 @@ describe('AI SDK: a resume from the tail of a log damaged before it', () => {
     await turn.end({ kind: 'completed' })
     await resumed.close()
     expect(turnsOf(await linesFrom(root, 'h', at))).toEqual([4])
+  })
+})
+
+describe('AI SDK: the read back for the last turn number fails on anything but damage', () => {
+  it('an E_IO there fails the resume, and the session is not left locked', async () => {
+    const root = await tmpRoot()
+    const open = () => createJsonlPersistence({ root, formatVersion: 1 })
+    const first = await openAiSdkSession({ persistence: open(), sessionId: 'io' })
+    for (const q of ['one', 'two']) await first.turn(q).end({ kind: 'completed' })
+    await first.close()
+    const host = open()
+    const at = (await host.load('io')).events.length
+    await host.append('io', [{ seq: at, type: 'history/compact', time: 1, data: { summary: 'S', firstKeptSeq: at } }])
+    await host.close('io')
+    const inner = open()
+    const failing: SessionPersistence = {
+      ...delegate(inner),
+      read: async () => {
+        throw new SessionPersistenceError('E_IO', 'disk gone')
+      },
+    }
+    expect(await codeOf(openAiSdkSession({ persistence: failing, sessionId: 'io' }))).toBe('E_IO')
+    // Released: the same backend instance opens it again.
+    const resumed = await openAiSdkSession({ persistence: inner, sessionId: 'io' })
+    expect(resumed.turn('three').number).toBe(3)
+    await resumed.close()
   })
 })

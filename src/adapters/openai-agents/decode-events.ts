@@ -76,10 +76,10 @@ function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: 
     const itemsFrom = firstItemSeq(all, compaction)
     if (itemsFrom !== undefined) compaction.itemsFrom = itemsFrom
   }
-  let items: AgentInputItem[] = []
-  let seqs: number[] = []
-  let froms: number[] = []
-  let provisional: boolean[] = []
+  const items: AgentInputItem[] = []
+  const seqs: number[] = []
+  const froms: number[] = []
+  const provisional: boolean[] = []
   // In place, from `start` (the items before it stay): a turn's end filters only its own items.
   const keep = (pick: (i: number) => boolean, start = 0) => {
     let j = start

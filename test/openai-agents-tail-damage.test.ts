@@ -50,7 +50,7 @@ const user = (content: string): AgentInputItem => ({ type: 'message', role: 'use
 const answer = (text: string): AgentInputItem => ({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] })
 
 describe('OpenAI Agents: a resume from the tail of a log damaged before it', () => {
-  it('a compaction this adapter wrote: the resume works and the turn numbers continue', async () => {
+  it('a compaction this adapter wrote: the turn numbers continue from it, reading nothing before the tail', async () => {
     const root = await tmpRoot()
     const open = () => createJsonlPersistence({ root, formatVersion: 1 })
     const first = new JsonlSession({ persistence: open(), sessionId: 's' })
@@ -66,6 +66,7 @@ describe('OpenAI Agents: a resume from the tail of a log damaged before it', () 
     expect(await resumed.getItems()).toEqual([summaryItem('S')])
     await resumed.addItems([user('four'), answer('re four')])
     expect(seen.loads).toEqual([{ firstSeq: at, length: 1 }])
+    expect(seen.reads.filter((r) => (r.fromSeq ?? 0) < at)).toEqual([]) // nothing read before the tail
     // Compactions on the resumed session, a pop that records one again, resumes from them.
     await resumed.compact({ summary: 'T', keepItems: 1 })
     expect(await resumed.popItem()).toEqual(answer('re four'))

@@ -17,7 +17,7 @@ import {
   type TurnState,
 } from './encode-items.js'
 import { classifyItem, itemKey } from './item-kind.js'
-import { lastTurnOf } from '../../session/last-turn.js'
+import { LAST_TURN_FIELD, lastTurnOf } from '../../session/last-turn.js'
 import { RecordedItems } from './recorded-items.js'
 import {
   type CompactOptions,
@@ -154,6 +154,7 @@ export class JsonlSession implements Session {
       if (!last) return undefined
       if (last.compaction) await this.#write([{ type: 'history/rewind', data: { to: 0 } }])
       else if (compaction && last.seq < compaction.seq) {
+        await this.#ensureWritable() // the last turn number, which the compaction records
         await this.#write([{ type: 'history/rewind', data: { to: last.seq } }, this.#compaction(compaction.summary, compaction.keep, compaction.itemsFrom)])
       } else await this.#write([{ type: 'history/rewind', data: { to: last.seq } }])
       return last.item
@@ -214,9 +215,13 @@ export class JsonlSession implements Session {
     })
   }
 
-  /** A `history/compact` draft; `itemsFrom` (FIRST_ITEM_FIELD) only where the items start later than the history view. */
+  /**
+   * A `history/compact` draft (after `#ensureWritable`): with the last turn number
+   * (LAST_TURN_FIELD), which a resume from its tail continues without reading before it, and
+   * `itemsFrom` (FIRST_ITEM_FIELD) only where the items start later than the history view.
+   */
   #compaction(summary: JsonValue, firstKeptSeq: number, itemsFrom: number | undefined): EventDraft {
-    const draft: EventDraft = { type: 'history/compact', data: { summary, firstKeptSeq } }
+    const draft: EventDraft = { type: 'history/compact', data: { summary, firstKeptSeq }, [LAST_TURN_FIELD]: this.#lastTurn }
     if (itemsFrom !== undefined && itemsFrom !== firstKeptSeq) draft[FIRST_ITEM_FIELD] = itemsFrom
     return draft
   }

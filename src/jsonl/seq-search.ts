@@ -17,23 +17,28 @@ export interface SeqPoint {
  * plugin do); any other line is parsed whole.
  */
 function seqOfLine(line: Buffer): number | undefined {
-  const prefix = '{"seq":'
-  if (line.length > prefix.length && line.toString('latin1', 0, prefix.length) === prefix) {
-    let n = 0
-    let i = prefix.length
-    for (; i < line.length && i < prefix.length + 16; i++) {
-      const c = line[i]!
-      if (c < 48 || c > 57) break
-      n = n * 10 + (c - 48)
-    }
-    if (i > prefix.length && (line[i] === 44 || line[i] === 125) && Number.isSafeInteger(n)) return n
-  }
+  const quick = seqPrefix(line)
+  if (quick !== undefined) return quick
   try {
     const seq = (JSON.parse(line.toString('utf8')) as { seq?: unknown } | null)?.seq
     return typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0 ? seq : undefined
   } catch {
     return undefined
   }
+}
+
+/** The seq of a line that starts `{"seq":N,` (or `{"seq":N}`), from its first bytes alone. */
+function seqPrefix(line: Buffer): number | undefined {
+  const prefix = '{"seq":'
+  if (line.length <= prefix.length || line.toString('latin1', 0, prefix.length) !== prefix) return undefined
+  let n = 0
+  let i = prefix.length
+  for (; i < line.length && i < prefix.length + 16; i++) {
+    const c = line[i]!
+    if (c < 48 || c > 57) break
+    n = n * 10 + (c - 48)
+  }
+  return i > prefix.length && (line[i] === 44 || line[i] === 125) && Number.isSafeInteger(n) ? n : undefined
 }
 
 /**
@@ -80,9 +85,49 @@ async function lineAfter(handle: FileHandle, pos: number, limit: number, lineSta
  * starting there has, or would have), the first probes are placed by interpolation — lines of
  * one log are of similar sizes — a little before where the target should be, so a few reads
  * usually do. A damaged probe (no event line where one was expected) only narrows the window
- * from above, so the answer stays at or before the target.
+ * from above, so the answer stays at or before the target. The window is then read once to find
+ * the target's own line (`lineOf`): a reader that starts there judges nothing before its range.
  */
 export async function bisectSeq(handle: FileHandle, lo: SeqPoint, end: number, target: number, endSeq?: number): Promise<SeqPoint> {
+  const { low, high } = await narrow(handle, lo, end, target, endSeq)
+  if (low.seq === target) return low
+  return (await lineOf(handle, low, Math.min(high, low.offset + 2 * WINDOW_BYTES), target)) ?? low
+}
+
+/**
+ * The line of `target` itself, when it starts in `[low.offset, limit)` and every line before it
+ * there has a readable seq below it or is a complete line that is no event (damage, which only
+ * a read of it would judge: §15.2 rejects damage inside the range, and these lines lie before it).
+ * Undefined, and the caller reads from `low` as before, at bytes a crash leaves (a NUL: §6.3
+ * judges them, they may end the log), at a line past `target`, or when none is found.
+ */
+async function lineOf(handle: FileHandle, low: SeqPoint, limit: number, target: number): Promise<SeqPoint | undefined> {
+  if (limit <= low.offset) return undefined
+  // The window and the first bytes of a line starting at its end (its seq).
+  const buf = Buffer.allocUnsafe(limit - low.offset + SEQ_PREFIX_BYTES)
+  let n = 0
+  while (n < buf.length) {
+    const got = await handle.read(buf, n, buf.length - n, low.offset + n)
+    if (got === 0) break
+    n += got
+  }
+  for (let s = 0; s < n && low.offset + s < limit; ) {
+    const nl = buf.subarray(0, n).indexOf(10, s)
+    const line = buf.subarray(s, nl === -1 ? n : nl)
+    if (line.includes(0)) return undefined
+    const seq = nl === -1 ? seqPrefix(line) : seqOfLine(line)
+    if (seq === target) return { offset: low.offset + s, seq }
+    if ((seq !== undefined && seq > target) || nl === -1) return undefined
+    s = nl + 1
+  }
+  return undefined
+}
+
+/** Enough of a line's first bytes for `{"seq":` and 16 digits. */
+const SEQ_PREFIX_BYTES = 32
+
+/** The bisection itself: a line at or before `target` (`low`) and the bound above it. */
+async function narrow(handle: FileHandle, lo: SeqPoint, end: number, target: number, endSeq?: number): Promise<{ low: SeqPoint; high: number }> {
   let low = lo
   let high = end // a line start (or end of file) whose seq, if any, is above target
   let highSeq = endSeq
@@ -93,7 +138,7 @@ export async function bisectSeq(handle: FileHandle, lo: SeqPoint, end: number, t
       // A probe that landed a little before the target (as they are placed) ends the search:
       // the forward read from it skips about `ahead` bytes, less than a window. (Probing again
       // would only advance line by line, and halving the rest of the range would follow.)
-      if (step > 0 && ahead <= WINDOW_BYTES) return low
+      if (step > 0 && ahead <= WINDOW_BYTES) return { low, high: Math.min(high, low.offset + 2 * WINDOW_BYTES) }
       mid = Math.min(Math.max(low.offset + ahead - WINDOW_BYTES / 2, low.offset + 1), high - 1)
     }
     const found = await lineAfter(handle, mid, high, false)
@@ -102,14 +147,14 @@ export async function bisectSeq(handle: FileHandle, lo: SeqPoint, end: number, t
       highSeq = undefined // what holds `mid` is not known: halve from here
       continue
     }
-    if (found.seq === target) return { offset: found.offset, seq: found.seq }
+    if (found.seq === target) return { low: { offset: found.offset, seq: found.seq }, high }
     if (found.seq < target) low = { offset: found.offset, seq: found.seq }
     else {
       high = found.offset
       highSeq = found.seq
     }
   }
-  return low
+  return { low, high }
 }
 
 /** Probes placed by interpolation before falling back to halving. */

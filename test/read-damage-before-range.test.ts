@@ -1,0 +1,113 @@
+import { readFile, writeFile } from 'node:fs/promises'
+import { expect, test } from 'vitest'
+import { createJsonlPersistence, isSessionPersistenceError, type SessionEvent } from '../src/index.js'
+import { meta } from './helpers/events.js'
+import { tmpRoot } from './helpers/tmp-root.js'
+
+// §15.2: "damage inside the range rejects as load would" — and damage before it does not. The
+// JSONL reader's bisection stops up to a window (16 KiB) before the range's first line; it read
+// forward from there and refused a damaged line it met before the range (E_CORRUPT for a range
+// that does not hold it), and a resume's second read from the tail failed so.
+
+const eventAt = (n: number): SessionEvent => ({ seq: n, type: 'x/tick', time: 1000 + n, data: { n, pad: 'p'.repeat(40 + (n % 17)) } })
+
+/** A version-1 log of `count` events, the bytes of line `seq` (1-based lines: seq + 2) changed inside a string. */
+async function damagedLog(count: number, damagedSeq: number) {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, formatVersion: 1, sync: 'none' })
+  await p.create(meta('s'))
+  const events = Array.from({ length: count }, (_, n) => eventAt(n))
+  await p.append('s', events)
+  await p.close('s')
+  const path = p.locate(meta('s')).path
+  const lines = (await readFile(path, 'utf8')).split('\n')
+  const line = lines[damagedSeq + 1]!
+  expect(line.startsWith(`{"seq":${damagedSeq},`)).toBe(true)
+  lines[damagedSeq + 1] = line.replace('"pad":"p', '"pad":"q') // valid JSON, wrong checksum
+  await writeFile(path, lines.join('\n'))
+  return { root, events, p: createJsonlPersistence({ root, formatVersion: 1 }) }
+}
+
+async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await promise
+  } catch (err) {
+    if (isSessionPersistenceError(err)) return { code: err.code, message: err.message }
+    throw err
+  }
+  throw new Error('expected a rejection')
+}
+
+test('a range that starts just after a damaged line is read; one that holds it is E_CORRUPT naming it', async () => {
+  const { events, p } = await damagedLog(1000, 500)
+  // From a few lines after the damage (well inside one bisection window) to the end, and a bounded range.
+  for (const from of [501, 503, 520]) {
+    const got = await p.read('s', { fromSeq: from })
+    expect([from, got.firstSeq, got.length, got.events]).toEqual([from, from, 1000, events.slice(from)])
+    expect((await p.read('s', { fromSeq: from, toSeq: from + 10 })).events).toEqual(events.slice(from, from + 10))
+  }
+  expect((await p.read('s', { last: 100 })).events).toEqual(events.slice(900))
+  for (const range of [{ fromSeq: 500 }, { fromSeq: 490, toSeq: 501 }, { fromSeq: 0, toSeq: 600 }]) {
+    const f = await failure(p.read('s', range))
+    expect([JSON.stringify(range), f.code, f.message]).toEqual([JSON.stringify(range), 'E_CORRUPT', expect.stringMatching(/line 502\b/)])
+  }
+  // load refuses the session as it always did
+  expect((await failure(p.load('s'))).code).toBe('E_CORRUPT')
+})
+
+test('a watch from just after a damaged line yields the stored events from there', async () => {
+  const { events, p } = await damagedLog(600, 300)
+  const ac = new AbortController()
+  const seen: SessionEvent[] = []
+  for await (const e of p.watch('s', { fromSeq: 302, signal: ac.signal })) {
+    seen.push(e)
+    if (seen.length === 600 - 302) ac.abort()
+  }
+  expect(seen).toEqual(events.slice(302))
+})
+
+test('a range after bytes a crash zeroed (§6.3) reads as before: those end the log', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, formatVersion: 1, sync: 'none' })
+  await p.create(meta('z'))
+  const events = Array.from({ length: 400 }, (_, n) => eventAt(n))
+  await p.append('z', events)
+  await p.close('z')
+  const path = p.locate(meta('z')).path
+  const bytes = await readFile(path)
+  const text = bytes.toString('latin1')
+  const at = text.indexOf('{"seq":200,')
+  const end = text.indexOf('\n', text.indexOf('{"seq":202,'))
+  bytes.fill(0, at, end + 1) // lines 200–202 zeroed, valid lines after them
+  await writeFile(path, bytes)
+  const reader = createJsonlPersistence({ root, formatVersion: 1 })
+  const inspected = await reader.inspect('z').then(
+    (l) => ({ ok: true as const, kept: l.events.length - (l.repair?.closers.length ?? 0) }),
+    (err: unknown) => ({ ok: false as const, code: isSessionPersistenceError(err) ? err.code : String(err) }),
+  )
+  const read = await reader.read('z', { fromSeq: 204 }).then(
+    (r) => ({ ok: true as const, length: r.length, events: r.events.length }),
+    (err: unknown) => ({ ok: false as const, code: isSessionPersistenceError(err) ? err.code : String(err) }),
+  )
+  // What a read past zeroed bytes says follows what a load says of them: the log ends there, or it is refused.
+  if (inspected.ok) expect(read).toEqual({ ok: true, length: inspected.kept, events: Math.max(0, inspected.kept - 204) })
+  else expect(read).toEqual({ ok: false, code: inspected.code })
+})
+
+test('a load from the last compaction whose kept part starts just after a damaged line loads the tail', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, formatVersion: 1, sync: 'none' })
+  await p.create(meta('c'))
+  const events = Array.from({ length: 800 }, (_, n) => eventAt(n))
+  const compaction: SessionEvent = { seq: 800, type: 'history/compact', time: 5000, data: { summary: 'all before 703', firstKeptSeq: 703 } }
+  await p.append('c', [...events, compaction])
+  await p.close('c')
+  const path = p.locate(meta('c')).path
+  const lines = (await readFile(path, 'utf8')).split('\n')
+  lines[700 + 1] = lines[700 + 1]!.replace('"pad":"p', '"pad":"q')
+  await writeFile(path, lines.join('\n'))
+  const reader = createJsonlPersistence({ root, formatVersion: 1 })
+  const tail = await reader.load('c', { from: 'last-compaction' })
+  expect([tail.firstSeq, tail.events]).toEqual([703, [...events.slice(703), compaction]])
+  await reader.closeAll()
+})

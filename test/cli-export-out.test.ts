@@ -38,7 +38,7 @@ describe('export --out never overwrites what the store keeps', () => {
       }
     }
     expect((await runCli(['--root', root, 'show', 's'])).code).toBe(0)
-  })
+  }, 120_000) // up to 16 s on a loaded machine: the 30 s default was too close
 
   test('a new or existing file in a bucket or in .locks is refused and not created; files elsewhere, even existing ones, are written', async () => {
     const { root, log, bytes } = await rootWithLog()
@@ -61,5 +61,5 @@ describe('export --out never overwrites what the store keeps', () => {
     const beside = join(root, 'export.md') // the root itself holds no logs
     expect((await runCli(['--root', root, 'export', 's', '--format', 'md', '--out', beside])).code).toBe(0)
     expect(await readFile(beside, 'utf8')).toMatch(/^# Session s\n/)
-  })
+  }, 120_000) // up to 16 s on a loaded machine: the 30 s default was too close
 })

@@ -60,5 +60,5 @@ describe('session-jsonl ls --limit', () => {
     const split = await run(['--root', dir, 'ls', '--limit', '-1'])
     expect(split.code).toBe(2)
     expect(split.stderr.trim().split('\n')).toHaveLength(1)
-  })
+  }, 120_000) // up to 16 s on a loaded machine: the 30 s default was too close
 })

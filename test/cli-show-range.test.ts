@@ -134,5 +134,5 @@ describe('session-jsonl show --last / --from / --to', () => {
     const ambiguous = await run(['--root', root, 'show', 'long', '--from', '0'])
     expect(ambiguous.code).toBe(1)
     expect(ambiguous.stderr).toMatch(/^session-jsonl: E_AMBIGUOUS: .*long-one, long-two.*\n$/)
-  })
+  }, 120_000) // up to 16 s on a loaded machine: the 30 s default was too close
 })

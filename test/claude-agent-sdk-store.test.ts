@@ -242,12 +242,19 @@ function suite(name: string, factory: BackendFactory): void {
 
     it('releases a session after idleCloseMs without appends, so another host can resume it', async () => {
       const b = await backend()
-      const first = storeOn(b.persistence, { idleCloseMs: 50 })
+      // An idle time that a loaded machine's PostgreSQL round trips fit well inside (with 50 ms
+      // the first store had let go before the second asked, in 2 of 4 runs under load), and a
+      // wait for the release itself instead of a fixed sleep.
+      const first = storeOn(b.persistence, { idleCloseMs: 1_000 })
       const second = storeOn(b.another(), { idleCloseMs: 60_000 })
       await first.append(key, [entry(1)])
       expect(await codeOf(second.append(key, [entry(2)]))).toBe('E_LOCKED')
-      await sleep(200)
-      await second.append(key, [entry(2)])
+      let resumed = await codeOf(second.append(key, [entry(2)]))
+      for (let i = 0; i < 300 && resumed === 'E_LOCKED'; i++) {
+        await sleep(50)
+        resumed = await codeOf(second.append(key, [entry(2)]))
+      }
+      expect(resumed).toBe('resolved')
       // Now the second holds it: the first, coming back, is refused and writes nothing.
       expect(await codeOf(first.append(key, [entry(3)]))).toBe('E_LOCKED')
       expect(uuids(await first.load(key))).toEqual(['uuid-1', 'uuid-2'])
@@ -255,11 +262,14 @@ function suite(name: string, factory: BackendFactory): void {
 
     it('keeps a busy session open: appends within idleCloseMs keep the lock', async () => {
       const b = await backend()
-      const first = storeOn(b.persistence, { idleCloseMs: 300 })
+      // Four appends 300 ms apart outlast one idle time of 1 s (without the appends' renewals
+      // the last look would find the session free), and each look comes 700 ms before the
+      // idle close is due (it was 200 ms, which one slow PostgreSQL round trip can use up).
+      const first = storeOn(b.persistence, { idleCloseMs: 1_000 })
       const second = storeOn(b.another())
       for (let i = 1; i <= 4; i++) {
         await first.append(key, [entry(i)])
-        await sleep(100)
+        await sleep(300)
         expect(await codeOf(second.append(key, [entry(100 + i)]))).toBe('E_LOCKED')
       }
       expect(uuids(await second.load(key))).toEqual(['uuid-1', 'uuid-2', 'uuid-3', 'uuid-4'])

@@ -146,3 +146,24 @@ test('a listing through the joined headers equals the one made log by log, whate
   expect(fast.listed).toHaveLength(n + 1) // and the one with a __proto__ key, as zod judges it
   expect(fast.listed.find((l) => l.meta.id === 's7')!.meta.title).toBe('t 7 "}]')
 }, 60_000)
+
+test('a join that throws on the reading thread ends the fast path: the listing is made log by log, nothing reported against the logs', async () => {
+  const root = await tmpRoot()
+  const bucket = join(root, bucketName(undefined))
+  await mkdir(bucket)
+  const n = PEEK_MIN_FILES + 10
+  await Promise.all(Array.from({ length: n }, (_, i) => writeFile(join(bucket, `${encodeSessionId(`s${i}`)}.jsonl`), headerLine(meta(`s${i}`, { createdAt: 1_700_000_000_000 + i }), 1))))
+  const node = createNodeFileSystem()
+  const outside = copySealedHead
+  const warnings: string[] = []
+  const problems: ListProblem[] = []
+  const fs: FileSystem = {
+    ...node,
+    // Run from its source text, a function that names something around it fails there.
+    peekFiles: (paths, headBytes, options) => node.peekFiles!(paths, headBytes, options && { join: (...args) => outside(...args) }),
+  }
+  const listed = await createJsonlPersistence({ root, fs, logger: { warn: (m) => warnings.push(m) } }).list({ onProblem: (p) => problems.push(p) })
+  expect(problems).toEqual([])
+  expect(listed).toEqual((await listing(root, { ...node, peekFiles: undefined })).listed)
+  expect(warnings).toEqual([expect.stringMatching(/^listing \d+ logs one by one: .*outside/)])
+}, 60_000)

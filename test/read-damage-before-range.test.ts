@@ -111,3 +111,30 @@ test('a load from the last compaction whose kept part starts just after a damage
   expect([tail.firstSeq, tail.events]).toEqual([703, [...events.slice(703), compaction]])
   await reader.closeAll()
 })
+
+test('whichever line before the range is damaged, seq digits included, the range reads (versions 0 and 1)', async () => {
+  // A damaged line a bisection probe lands on once steered the search below the range, and the
+  // read then met the damage: every position in the 300 lines before the range is tried.
+  for (const formatVersion of [0, 1] as const) {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root, formatVersion, sync: 'none' })
+    await p.create(meta('s'))
+    const events = Array.from({ length: 2000 }, (_, n) => eventAt(n))
+    await p.append('s', events)
+    await p.close('s')
+    const path = p.locate(meta('s')).path
+    const lines = (await readFile(path, 'utf8')).split('\n')
+    const failed: string[] = []
+    for (let d = 1200; d < 1500; d++) {
+      const copy = lines.slice()
+      copy[d + 1] = copy[d + 1]!.replace(`{"seq":${d},`, `{"seq":${d}x,`) // no JSON: its seq unreadable
+      await writeFile(path, copy.join('\n'))
+      const got = await createJsonlPersistence({ root, formatVersion })
+        .read('s', { fromSeq: 1500, toSeq: 1510 })
+        .then((r) => (r.events.length === 10 && r.events[0]!.seq === 1500 ? 'ok' : `wrong: ${r.events.length}`))
+        .catch((err: unknown) => (isSessionPersistenceError(err) ? err.code : String(err)))
+      if (got !== 'ok') failed.push(`v${formatVersion} line of seq ${d}: ${got}`)
+    }
+    expect(failed).toEqual([])
+  }
+})

@@ -43,10 +43,15 @@ function seqPrefix(line: Buffer): number | undefined {
 
 /**
  * The first complete line that starts at or after `pos` and before `limit`, and the seq it holds:
- * small reads forward from `pos` (a long line costs its length). Undefined when none starts there
- * or it is not an event line.
+ * small reads forward from `pos` (a long line costs its length). Undefined when none starts there;
+ * `seq` undefined when it is not an event line, `nul` when it holds a NUL byte (a crash's bytes).
  */
-async function lineAfter(handle: FileHandle, pos: number, limit: number, lineStart: boolean): Promise<(SeqPoint & { end: number }) | undefined> {
+async function lineAfter(
+  handle: FileHandle,
+  pos: number,
+  limit: number,
+  lineStart: boolean,
+): Promise<{ offset: number; seq: number | undefined; end: number; nul: boolean } | undefined> {
   const buf = Buffer.allocUnsafe(PROBE_BYTES)
   let start = lineStart ? pos : -1
   const pieces: Buffer[] = []
@@ -68,8 +73,7 @@ async function lineAfter(handle: FileHandle, pos: number, limit: number, lineSta
     if (nl !== -1) {
       pieces.push(Buffer.from(buf.subarray(from, from + nl)))
       const line = Buffer.concat(pieces)
-      const seq = seqOfLine(line)
-      return seq === undefined ? undefined : { offset: start, seq, end: start + line.length + 1 }
+      return { offset: start, seq: seqOfLine(line), end: start + line.length + 1, nul: line.includes(0) }
     }
     pieces.push(Buffer.from(buf.subarray(from, n)))
     at += n
@@ -141,8 +145,13 @@ async function narrow(handle: FileHandle, lo: SeqPoint, end: number, target: num
       if (step > 0 && ahead <= WINDOW_BYTES) return { low, high: Math.min(high, low.offset + 2 * WINDOW_BYTES) }
       mid = Math.min(Math.max(low.offset + ahead - WINDOW_BYTES / 2, low.offset + 1), high - 1)
     }
-    const found = await lineAfter(handle, mid, high, false)
-    if (found === undefined || found.offset >= high) {
+    let found = await lineAfter(handle, mid, high, false)
+    // A complete line that is no event, and no crash's bytes, is damage a read before its range
+    // must not judge, nor let it steer the search below the target: the line after it is probed.
+    for (let skipped = 0; found?.seq === undefined && found && !found.nul && found.end < high && skipped < MAX_SKIPPED; skipped++) {
+      found = await lineAfter(handle, found.end, high, true)
+    }
+    if (found === undefined || found.seq === undefined || found.offset >= high) {
       high = mid
       highSeq = undefined // what holds `mid` is not known: halve from here
       continue
@@ -156,6 +165,9 @@ async function narrow(handle: FileHandle, lo: SeqPoint, end: number, target: num
   }
   return { low, high }
 }
+
+/** Damaged lines a probe passes over before it takes the bound from where it landed. */
+const MAX_SKIPPED = 16
 
 /** Probes placed by interpolation before falling back to halving. */
 const INTERPOLATED_PROBES = 4

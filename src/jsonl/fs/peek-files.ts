@@ -112,6 +112,7 @@ function peekWorker(): void {
     const taken = join ? new Uint8Array(n) : undefined
     let joinedAt = 1
     let joinedCount = 0
+    let joinFailure: unknown
     if (joined) joined[0] = 0x5b
     const errors: BatchMessage['errors'] = []
     for (let i = 0; i < n; i++) {
@@ -141,7 +142,14 @@ function peekWorker(): void {
         const nl = scratch.subarray(0, got).indexOf(10)
         const keep = nl >= 0 ? nl : got
         if (joined && nl >= 0) {
-          const after = join!(scratch, nl, joined, joinedAt, crc32!, isUtf8!)
+          let after: number
+          try {
+            after = join!(scratch, nl, joined, joinedAt, crc32!, isUtf8!)
+          } catch (err) {
+            // Not this file's failure: the worker ends, and the listing does the rest log by log.
+            joinFailure = err
+            throw err
+          }
           if (after >= 0) {
             joined[after] = 0x2c
             joinedAt = after + 1
@@ -157,6 +165,7 @@ function peekWorker(): void {
         lens[i] = keep
         ends[i] = nl >= 0 ? 1 : got < headBytes ? 0 : 2
       } catch (err) {
+        if (joinFailure !== undefined) throw joinFailure
         const e = err as NodeJS.ErrnoException
         lens[i] = -1
         errors.push([i, e.code, e.message, e.syscall, e.errno])

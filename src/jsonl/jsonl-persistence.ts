@@ -1,9 +1,10 @@
 import { readBytes } from './read-range.js'
+import { copyRange } from './copy-range.js'
 import { dirname } from 'node:path'
 import { callOptions } from '../session/call-options.js'
 import { syncDir } from './durable.js'
 import { findLogs, findOneLog } from './find-logs.js'
-import { assertSeedLength, forkMeta } from '../session/fork-point.js'
+import { assertSeedLength, forkMetaAt } from '../session/fork-point.js'
 import { encodeSessionId } from '../session/id-encoding.js'
 import { listSessions } from './list-sessions.js'
 import { LogWriter } from './log-writer.js'
@@ -75,6 +76,23 @@ function firstBody(header: string, lines: Buffer): { bytes: Buffer | BodyWriter;
   }
 }
 
+/**
+ * A fork's first bytes: its header, then the parent's seed lines `[from, to)` read from its open
+ * `parent`. A small seed is read and joined to the header (one write, as `firstBody`); a larger
+ * one is copied a bounded chunk at a time (§15.5: a fork of a parent of any length).
+ */
+async function seedBody(parent: FileHandle, parentPath: string, header: string, from: number, to: number): Promise<{ bytes: Buffer | BodyWriter; length: number }> {
+  if (to - from < JOIN_MAX) return firstBody(header, await readBytes(parent, parentPath, from, to))
+  const head = Buffer.from(header)
+  return {
+    bytes: async (write) => {
+      await write(head)
+      await copyRange(parent, parentPath, from, to, write)
+    },
+    length: head.length + (to - from),
+  }
+}
+
 /** Never reached: a first append sets what its link waits for before its first await. */
 function notYetLocked(): Promise<never> {
   return Promise.reject(new Error('a new log was about to be published before its writer lock was asked for'))
@@ -83,8 +101,11 @@ function notYetLocked(): Promise<never> {
 interface ReadOptions {
   /** Compute the closers of an open final turn (inspect) or not (fork, raw reads). */
   closeOpenTurn: boolean
-  /** Keep each valid event's end offset (fork copies the seed by offset). */
-  keepEventEnds: boolean
+  /**
+   * A fork's pass (§4.7, §15.5): keep no event (every line is still checked) and note the type
+   * and end offset of event `forkPoint - 1`, where the seed ends.
+   */
+  forkPoint?: number
 }
 
 /**
@@ -217,7 +238,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
     encodeSessionId(id)
     try {
       const path = await findOneLog(this.#ctx, id)
-      const { scan, plan } = await this.#read(id, path, { closeOpenTurn: true, keepEventEnds: false })
+      const { scan, plan } = await this.#read(id, path, { closeOpenTurn: true })
       const loaded: LoadedSession = { meta: metaFromHeader(scan.header), events: [...scan.events, ...plan.closers], firstSeq: 0 }
       if (plan.report) loaded.repair = { persisted: false, ...plan.report }
       return loaded
@@ -233,9 +254,10 @@ class JsonlPersistence implements JsonlSessionPersistence {
 
   /** As #read, on a log already open: what is read after it comes from the same file. */
   async #scan(id: string, path: string, handle: FileHandle, options: ReadOptions) {
-    const { closeOpenTurn, keepEventEnds } = options
+    const { closeOpenTurn, forkPoint } = options
     const to = this.#readableSize(id, path)
-    const scan = await scanLog(handle, { path, sessionId: id, keepEventEnds, ...(to === undefined ? {} : { to }) })
+    const fork = forkPoint === undefined ? {} : { keepEvents: false, ...(forkPoint > 0 ? { markSeq: forkPoint - 1 } : {}) }
+    const scan = await scanLog(handle, { path, sessionId: id, ...fork, ...(to === undefined ? {} : { to }) })
     const plan = planRepair(scan, { path, sessionId: id, closeOpenTurn })
     return { scan, plan }
   }
@@ -303,22 +325,25 @@ class JsonlPersistence implements JsonlSessionPersistence {
       // The parent is only read; an absent parent takes no lock.
       const parentPath = await findOneLog(this.#ctx, parentId)
       // The parent is opened once: its seed is copied from the file that was scanned, even if a
-      // rewrite of the parent (it holds the lock fork never takes) renames a new log over it meanwhile.
-      const { meta, path, version, seed } = await this.#withLog(parentPath, async (parent) => {
-        const { scan } = await this.#scan(parentId, parentPath, parent, { closeOpenTurn: false, keepEventEnds: true })
-        const meta = forkMeta({ id: parentId, path: parentPath, scan }, child)
+      // rewrite of the parent (it holds the lock fork never takes) renames a new log over it
+      // meanwhile; it stays open until the child is published, the seed streamed from it.
+      return this.#withLog(parentPath, async (parent) => {
+        // Memory (§15.5): the scan keeps no event, only their count and where the seed ends.
+        const { scan } = await this.#scan(parentId, parentPath, parent, { closeOpenTurn: false, forkPoint: child.seedLength })
+        const { header, headerBytes, mark } = scan
+        const meta = forkMetaAt({ id: parentId, path: parentPath, header, stored: scan.eventCount, seedEndType: mark?.type }, child)
         const path = logPath(this.#ctx.root, meta.id, meta.cwd)
         await this.#assertNoLog(meta.id, path)
         // A fork is written in its parent's version (§16): its seed lines are the parent's bytes.
-        const version = scan.header.version
+        const version = header.version
         Object.assign(s, { meta, path, nextSeq: child.seedLength, version })
-        if (child.seedLength === 0) return { meta, path, version } // nothing to write: the lock is taken at the first append
+        // No mark: seedLength 0 (any other fork point was refused without its turn/end).
+        if (!mark) return meta // nothing to write: the lock is taken at the first append
         s.lock = await this.#locks.acquire(meta.id)
-        const seed = await readBytes(parent, parentPath, scan.headerBytes, scan.eventEnds?.[child.seedLength - 1] ?? 0)
-        return { meta, path, version, seed }
+        const body = await seedBody(parent, parentPath, headerLine(meta, version), headerBytes, mark.end)
+        s.writer = await this.#materialize(s, path, body, () => this.#assertNoLog(meta.id, path))
+        return meta
       })
-      if (seed) s.writer = await this.#materialize(s, path, firstBody(headerLine(meta, version), seed), () => this.#assertNoLog(meta.id, path))
-      return meta
     })
   }
 
@@ -366,7 +391,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
       // Read as inspect reads: committed damage is refused, a torn tail is left out, no closers.
       // One descriptor for the scan and the bytes: the header and lines are of one file.
       const bytes = await this.#withLog(path, async (handle) => {
-        const { scan } = await this.#scan(id, path, handle, { closeOpenTurn: false, keepEventEnds: false })
+        const { scan } = await this.#scan(id, path, handle, { closeOpenTurn: false })
         return readBytes(handle, path, 0, scan.validEnd)
       })
       return rawLogFromBytes(id, bytes)

@@ -32,8 +32,10 @@ export interface LogScan {
   events: SessionEvent[]
   /** How many valid events were read, kept or not. */
   eventCount: number
-  /** File offset just after each valid event's `\n`; only when asked for (fork). */
+  /** File offset just after each valid event's `\n`; only when asked for (`keepEventEnds`). */
   eventEnds: number[] | undefined
+  /** The valid event with seq `markSeq`, when asked for and read: its type and the file offset just after its `\n` (a fork's seed end). */
+  mark?: { type: string; end: number } | undefined
   /** Where the kept prefix ends: the first defect's offset, or the end of what was read. */
   validEnd: number
   /** Total bytes read. */
@@ -86,6 +88,11 @@ export async function scanLog(
     to?: number
     keepEventEnds?: boolean
     /**
+     * Note the type and end offset of the valid event with this seq in `mark` (a fork point: with
+     * `keepEvents: false`, what a fork needs of a parent of any size, §15.5).
+     */
+    markSeq?: number
+    /**
      * Start at a line past the header (a tail, §15.1, or a range, §15.2): its byte offset and
      * seq, and the header already read. Lines before it are not read, so not checked (§12).
      */
@@ -119,7 +126,8 @@ export async function scanLog(
   const events: SessionEvent[] = []
   let sealed = start?.header.version === 1 // version 1: every line carries its checksum
   const keepEvents = context.keepEvents !== false
-  const { onEventLine, onEvent } = context
+  const { onEventLine, onEvent, markSeq } = context
+  let mark: { type: string; end: number } | undefined
   let count = 0 // valid events read (kept or not)
   const eventEnds: number[] | undefined = context.keepEventEnds ? [] : undefined
   let defect: Defect | undefined
@@ -252,6 +260,7 @@ export async function scanLog(
         onEventLine?.(buf, start, end, event)
         onEvent?.(event)
         eventEnds?.push(offset + end - start + 1)
+        if (event.seq === markSeq) mark = { type: event.type, end: offset + end - start + 1 }
         validEnd = offset + end - start + 1
         if (event.type === 'turn/end') commitLine = lineNo
         if (untilSeq !== undefined && event.seq + 1 >= untilSeq) return false // the range is complete
@@ -289,6 +298,7 @@ export async function scanLog(
     events,
     eventCount: count,
     eventEnds,
+    mark,
     validEnd,
     size,
     defect,

@@ -25,10 +25,21 @@ export function forkMeta(
   parent: { id: string; path: string; scan: { events: readonly SessionEvent[]; header: SessionHeader } },
   child: ForkChild,
 ): SessionMeta {
-  const { seedLength } = child
   const { events, header } = parent.scan
-  const stored = events.length
-  if (seedLength > stored || (seedLength > 0 && events[seedLength - 1]?.type !== 'turn/end')) {
+  return forkMetaAt({ id: parent.id, path: parent.path, header, stored: events.length, seedEndType: events[child.seedLength - 1]?.type }, child)
+}
+
+/**
+ * As `forkMeta`, from what a scan that keeps no event noted (§15.5): how many valid events the
+ * parent has (`stored`) and the type of event `seedLength - 1` (`seedEndType`, when there is one).
+ */
+export function forkMetaAt(
+  parent: { id: string; path: string; header: SessionHeader; stored: number; seedEndType: string | undefined },
+  child: ForkChild,
+): SessionMeta {
+  const { seedLength } = child
+  const { stored, header } = parent
+  if (seedLength > stored || (seedLength > 0 && parent.seedEndType !== 'turn/end')) {
     throw new SessionPersistenceError(
       'E_BAD_FORK_POINT',
       seedLength > stored

@@ -126,7 +126,9 @@ describe('the seed is copied in bounded pieces', () => {
     longest.write = 0
     await p.fork(ID, { id: 'child', seedLength: seq, createdAt: 5 })
     await p.close('child')
-    expect(longest).toEqual({ read: expect.any(Number), write: expect.any(Number) })
+    // The fork read the seed and wrote the child (1 MiB pieces), never in one piece.
+    expect(longest.read).toBeGreaterThan(0)
+    expect(longest.write).toBeGreaterThan(0)
     expect(longest.read).toBeLessThanOrEqual(2 * 1024 * 1024)
     expect(longest.write).toBeLessThanOrEqual(2 * 1024 * 1024)
 

@@ -326,8 +326,13 @@ class JsonlPersistence implements JsonlSessionPersistence {
       const parentPath = await findOneLog(this.#ctx, parentId)
       // The parent is opened once: its seed is copied from the file that was scanned, even if a
       // rewrite of the parent (it holds the lock fork never takes) renames a new log over it
-      // meanwhile; it stays open until the child is published, the seed streamed from it.
-      return this.#withLog(parentPath, async (parent) => {
+      // meanwhile; it stays open until the child is published, the seed streamed from it. Its
+      // close comes after the child is published, so a failure of it (a read-only descriptor:
+      // nothing depends on it) is logged, never a rejection of a fork whose child exists.
+      const parent = await this.#ctx.fs.open(parentPath, 'r')
+      const closeParent = () =>
+        parent.close().catch((err: unknown) => this.#ctx.logger.warn(`fork of '${parentId}': closing the parent's log failed: ${err instanceof Error ? err.message : String(err)}`, err))
+      try {
         // Memory (§15.5): the scan keeps no event, only their count and where the seed ends.
         const { scan } = await this.#scan(parentId, parentPath, parent, { closeOpenTurn: false, forkPoint: child.seedLength })
         const { header, headerBytes, mark } = scan
@@ -343,7 +348,9 @@ class JsonlPersistence implements JsonlSessionPersistence {
         const body = await seedBody(parent, parentPath, headerLine(meta, version), headerBytes, mark.end)
         s.writer = await this.#materialize(s, path, body, () => this.#assertNoLog(meta.id, path))
         return meta
-      })
+      } finally {
+        await closeParent()
+      }
     })
   }
 

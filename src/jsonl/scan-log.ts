@@ -32,8 +32,6 @@ export interface LogScan {
   events: SessionEvent[]
   /** How many valid events were read, kept or not. */
   eventCount: number
-  /** File offset just after each valid event's `\n`; only when asked for (`keepEventEnds`). */
-  eventEnds: number[] | undefined
   /** The valid event with seq `markSeq`, when asked for and read: its type and the file offset just after its `\n` (a fork's seed end). */
   mark?: { type: string; end: number } | undefined
   /** Where the kept prefix ends: the first defect's offset, or the end of what was read. */
@@ -86,7 +84,6 @@ export async function scanLog(
     path: string
     sessionId?: string
     to?: number
-    keepEventEnds?: boolean
     /**
      * Note the type and end offset of the valid event with this seq in `mark` (a fork point: with
      * `keepEvents: false`, what a fork needs of a parent of any size, §15.5).
@@ -129,7 +126,6 @@ export async function scanLog(
   const { onEventLine, onEvent, markSeq } = context
   let mark: { type: string; end: number } | undefined
   let count = 0 // valid events read (kept or not)
-  const eventEnds: number[] | undefined = context.keepEventEnds ? [] : undefined
   let defect: Defect | undefined
   let commitLine: number | undefined
   let droppedLines = 0
@@ -259,7 +255,6 @@ export async function scanLog(
         if (keepEvents) events.push(event)
         onEventLine?.(buf, start, end, event)
         onEvent?.(event)
-        eventEnds?.push(offset + end - start + 1)
         if (event.seq === markSeq) mark = { type: event.type, end: offset + end - start + 1 }
         validEnd = offset + end - start + 1
         if (event.type === 'turn/end') commitLine = lineNo
@@ -297,7 +292,6 @@ export async function scanLog(
     headerBytes,
     events,
     eventCount: count,
-    eventEnds,
     mark,
     validEnd,
     size,

@@ -66,9 +66,9 @@ const phase = (p: 'load' | 'loaded', id: string, extra: { from?: 'start' | 'last
 
 // Half the seeds resume from the last compaction (§15.1): the agent records compactions, and
 // kills then land inside tail loads and their repairs too. TORTURE_FROM=start|last-compaction
-// lets the runner choose (it alternates the agents it stops inside a load, so both kinds of
-// load are stopped in whatever the timing gives); the coin is drawn either way, so a seed's
-// turns stay the same.
+// lets the runner choose (for the agents it stops inside a load, by the kills that landed so
+// far, so both kinds of load and of repair are stopped whatever the timing gives); the coin is
+// drawn either way, so a seed's turns stay the same.
 const coin = rand() < 0.5
 const fromTail = process.env.TORTURE_FROM === undefined ? coin : process.env.TORTURE_FROM === 'last-compaction'
 

@@ -202,8 +202,6 @@ export async function runKillTorture(options: { root: string; kills: number; see
   let needsRepair = new Set<string>()
   let stops = 0
   let stopsInRepairWrites = 0
-  let repairStops = 0
-  let loadStops = 0
   for (let k = 0; k < options.kills; k++) {
     const mainId = `main-${Math.floor(k / 25)}`
     // A sixth of the agents stop themselves before the n-th file-system call of their start-up
@@ -216,13 +214,17 @@ export async function runKillTorture(options: { root: string; kills: number; see
     const aim = rand()
     const stopInLoad = aim < 1 / 6 ? 1 + Math.floor(rand() * LOAD_CALLS) : undefined
     const stopInRepair = aim >= 1 / 6 && aim < 1 / 2 ? 1 + Math.floor(rand() * 4) : undefined
-    // The agents stopped inside a load alternate between a full load and one from the last
-    // compaction, and so do those stopped inside a repair the last kill left them: kills land
-    // in both kinds of load and both kinds of repair whatever the seeds' coins say (left to the
-    // coins, 9 repair stops once all fell on full loads).
+    // The runner chooses the kind of load of every agent it stops inside one, by the kills that
+    // did land so far: a load from the last compaction while such loads have had no more kills
+    // than full loads, and the same for the repairs the last kill left. Kills land in both kinds
+    // of load and both kinds of repair whatever the seeds' coins and the timing say: the first
+    // kill inside a repair is inside a tail load's. (Left to the coins, 9 repair stops once all
+    // fell on full loads; alternating the attempts still left it to chance, since a stop at the
+    // n-th repair call lands only when that repair makes n calls.)
     let from: 'start' | 'last-compaction' | undefined
-    if (stopInRepair !== undefined && needsRepair.has(mainId)) from = repairStops++ % 2 === 0 ? 'last-compaction' : 'start'
-    else if (stopInLoad !== undefined) from = loadStops++ % 2 === 0 ? 'last-compaction' : 'start'
+    const balance = (tail: number, all: number) => (tail <= all - tail ? 'last-compaction' : 'start')
+    if (needsRepair.has(mainId) && (stopInRepair !== undefined || stopInLoad !== undefined)) from = balance(killsDuringTailRepair, killsDuringRepair)
+    else if (stopInLoad !== undefined) from = balance(killsDuringTailLoad, killsDuringLoad)
     const agent = startAgent(options.root, Math.floor(rand() * 2 ** 31), mainId, acked, { stopInLoad, stopInRepair, from })
     let stoppedAt: { op: string; path: string } | undefined
     const first = await Promise.race([
@@ -236,8 +238,8 @@ export async function runKillTorture(options: { root: string; kills: number; see
     if (first === 'stopped') stops++
     if (stoppedAt && REPAIR_WRITES.has(stoppedAt.op) && stoppedAt.path.endsWith('.jsonl')) stopsInRepairWrites++
     // The delay only picks the moment of the kill; nothing waits on it for correctness. It is
-    // drawn for every agent, so the runner's choices (which agents stop where, which kind of
-    // load) follow from the seed alone and not from how the timing went.
+    // drawn for every agent, so which agents stop where follows from the seed alone and not
+    // from how the timing went.
     const delay = Math.floor(rand() * (options.maxDelayMs ?? 150))
     if (first === 'ready') {
       await Promise.race([agent.exited, new Promise((r) => setTimeout(r, delay))])

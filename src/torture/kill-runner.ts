@@ -34,6 +34,8 @@ export type Acked = Map<string, { count: number; digest: string }>
 const AGENT = fileURLToPath(new URL('./agent.js', import.meta.url))
 /** Stops are drawn from the first this many file-system calls of a load (a repairing takeover makes about 50). */
 const LOAD_CALLS = 56
+/** An agent that resumed is killed after 1 to this many acknowledgements (its first is its resume's). */
+const ACKS_BEFORE_KILL = 8
 /** The calls with which a load repairs the log itself. */
 const REPAIR_WRITES = new Set(['truncate', 'write', 'datasync', 'sync'])
 
@@ -238,10 +240,18 @@ export async function runKillTorture(options: { root: string; kills: number; see
     if (first === 'stopped') stops++
     if (stoppedAt && REPAIR_WRITES.has(stoppedAt.op) && stoppedAt.path.endsWith('.jsonl')) stopsInRepairWrites++
     // The delay only picks the moment of the kill; nothing waits on it for correctness. It is
-    // drawn for every agent, so which agents stop where follows from the seed alone and not
-    // from how the timing went.
-    const delay = Math.floor(rand() * (options.maxDelayMs ?? 150))
+    // drawn for every agent, so which agents stop where, and after how many acknowledgements
+    // the others are killed, follow from the seed alone and not from how the timing went.
+    const delay = Math.floor(rand() * (options.maxDelayMs ?? 60))
+    // An agent that resumed is killed only after a chosen number of acknowledgements (explicit,
+    // not a sleep), then at a random moment within the delay: how much acknowledged history
+    // the run checks follows from the seed, not from how fast a loaded machine lets the agents
+    // run. With the delay alone (up to 150 ms) a quiet machine checked 60,000 events or more
+    // and a busy one 16,191 (the test asks for more than 10,000); with no delay at all and
+    // nothing else, 84. The acknowledgements alone give about 21,000.
+    const acks = 1 + Math.floor(rand() * ACKS_BEFORE_KILL)
     if (first === 'ready') {
+      await Promise.race([agent.exited, agent.acknowledged(acks)])
       await Promise.race([agent.exited, new Promise((r) => setTimeout(r, delay))])
     }
     if (agent.child.exitCode !== null || first === 'exited') {

@@ -8,7 +8,7 @@ import { tmpRoot } from './helpers/tmp-root.js'
 
 // A FIFO where a session's writer lock goes (.locks/<id>.lock): taking the lock read it, and the
 // open waited for a writer, so append, load and delete never settled (docs/decisions.md).
-const LIMIT_MS = 5000
+const LIMIT_MS = 20_000 // a guard against hanging, not a measurement: a loaded machine may take seconds
 
 async function codeAndMessage(work: Promise<unknown>): Promise<[string, string]> {
   try {

@@ -33,7 +33,7 @@ const headerOf = async (id: string) =>
 const damage = (id: string, seq: number, from: string, to: string) =>
   sql(url!, `UPDATE "${schema}".events SET line = replace(line, $3, $4) WHERE session_id = $1 AND seq = $2`, [id, seq, from, to])
 
-async function collect(it: AsyncIterable<SessionEvent>, n: number, ms = 5_000): Promise<SessionEvent[] | { code: string }> {
+async function collect(it: AsyncIterable<SessionEvent>, n: number, ms = 20_000): Promise<SessionEvent[] | { code: string }> {
   const seen: SessionEvent[] = []
   const stop = AbortSignal.timeout(ms)
   try {

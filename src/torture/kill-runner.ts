@@ -251,7 +251,8 @@ export async function runKillTorture(options: { root: string; kills: number; see
     // nothing else, 84. The acknowledgements alone give about 21,000.
     const acks = 1 + Math.floor(rand() * ACKS_BEFORE_KILL)
     if (first === 'ready') {
-      await Promise.race([agent.exited, agent.acknowledged(acks)])
+      // (At most 10 s: an agent that stops acknowledging is killed all the same, as before.)
+      await Promise.race([agent.exited, agent.acknowledged(acks), new Promise((r) => setTimeout(r, 10_000).unref())])
       await Promise.race([agent.exited, new Promise((r) => setTimeout(r, delay))])
     }
     if (agent.child.exitCode !== null || first === 'exited') {

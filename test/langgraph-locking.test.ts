@@ -60,12 +60,20 @@ describe('one writer per thread', () => {
   })
 
   it('an idle thread is closed after idleMs, so another instance can take it without help', async () => {
-    const { a, b } = await twoInstances(50)
+    // An idle time a loaded machine cannot pass between a's put and b's first try (with 50 ms it
+    // could, as the Claude store's test did), and b's put retried until a has let go.
+    const { a, b } = await twoInstances(1000)
     const cfg = await a.put(thread('idle'), checkpoint({ n: 1 }), meta(0), { n: 1 })
     expect(await codeOf(b.put(cfg, checkpoint({ n: 2 }, { n: 2 }), meta(1), { n: 2 }))).toBe('E_LOCKED')
-    await sleep(200)
     const c2 = checkpoint({ n: 2 }, { n: 2 })
-    await b.put(cfg, c2, meta(1), { n: 2 })
+    for (let waited = 0; ; waited += 100) {
+      const code = await codeOf(b.put(cfg, c2, meta(1), { n: 2 }))
+      if (code !== 'E_LOCKED' || waited >= 15_000) {
+        expect(code).toBeUndefined() // resolved
+        break
+      }
+      await sleep(100)
+    }
     // a's index was dropped with its lock: it reads b's write, not a stale view.
     expect((await a.getTuple(thread('idle')))?.checkpoint).toEqual(c2)
   })

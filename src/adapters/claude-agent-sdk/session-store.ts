@@ -1,6 +1,13 @@
 import { isAbsolute } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { isSessionPersistenceError, SessionPersistenceError, type SessionEvent, type SessionMeta } from '../../index.js'
+import {
+  isSessionPersistenceError,
+  SessionFormatUnsupportedError,
+  SessionPersistenceCorruptionError,
+  SessionPersistenceError,
+  type SessionEvent,
+  type SessionMeta,
+} from '../../index.js'
 import { assertEntry, entryError, entryEvent, entryOf } from './entry-events.js'
 import { isPlainJson, isPlainObject } from '../../session/json-check.js'
 import {
@@ -96,12 +103,21 @@ function hasParts(key: unknown, k: StoredKey): boolean {
 function withCode(err: unknown, key: StoredKey): unknown {
   if (!isSessionPersistenceError(err)) return err
   const holder = (err as { holder?: { pid: number; host: string; since: number } }).holder
-  return new SessionPersistenceError(err.code, `${err.code}: Claude Agent SDK session ${describeKey(key)}: ${err.message}`, {
+  const wrapped = new SessionPersistenceError(err.code, `${err.code}: Claude Agent SDK session ${describeKey(key)}: ${err.message}`, {
     sessionId: err.sessionId,
     path: err.path,
     cause: err,
     ...(holder ? { holder } : {}),
   })
+  // A subclass stays one, with its fields (`E_CORRUPT`'s line, byte and reason; an unsupported
+  // format's version): a host checks `instanceof` and reads them (§9).
+  if (err instanceof SessionPersistenceCorruptionError || err instanceof SessionFormatUnsupportedError) {
+    Object.setPrototypeOf(wrapped, Object.getPrototypeOf(err))
+    wrapped.name = err.name
+    const fields = err instanceof SessionPersistenceCorruptionError ? { line: err.line, byteOffset: err.byteOffset, reason: err.reason } : { version: err.version }
+    for (const [k, v] of Object.entries(fields)) Object.defineProperty(wrapped, k, { value: v, enumerable: true })
+  }
+  return wrapped
 }
 
 /**
@@ -151,18 +167,30 @@ class Store implements ClaudeSessionStore {
       const open = k === undefined ? last : this.#tracked.get(id)
       if (open?.open && open.busy === 0) {
         this.#last = open
-        return this.#run(open, () => this.#write(open, entries as Record<string, unknown>[], true))
+        return this.#run(open, () => this.#closingIfNoIdle(open, this.#write(open, entries as Record<string, unknown>[], true)))
       }
       // Otherwise they are checked before the key is tracked or anything is queued, and
       // captured: the backend sees them only after an open or the appends ahead of them.
       for (let i = 0; i < entries.length; i++) assertEntry(entries[i], i, id)
-      batch = captured(entries as Record<string, unknown>[])
+      try {
+        batch = captured(entries as Record<string, unknown>[])
+      } catch (err) {
+        // Nested past what the copy can recurse into: refused as the backend refuses it.
+        if (!(err instanceof RangeError)) throw err
+        throw new SessionPersistenceError('E_NOT_JSON', `append: an entry is nested too deeply to check (${err.message})`, { sessionId: id })
+      }
       t = k === undefined ? last! : this.#track(id, k)
       this.#last = t
     } catch (err) {
       return Promise.reject(err)
     }
-    return this.#run(t, () => this.#append(t, batch))
+    return this.#run(t, () => this.#closingIfNoIdle(t, this.#append(t, batch)))
+  }
+
+  /** With `idleCloseMs: 0`, the session is closed before the append resolves (its lock free then). */
+  async #closingIfNoIdle(t: Tracked, appended: Promise<void>): Promise<void> {
+    await appended
+    if (this.#o.idleCloseMs === 0 && t.open) await this.#drop(t)
   }
 
   /** The entries appended under `key`, deep-equal and in order; `null` for a key never written. */
@@ -188,7 +216,8 @@ class Store implements ClaudeSessionStore {
       }
       return entries
     }
-    return t ? this.#run(t, read) : read()
+    // A read is no use of the lock: the idle time still runs from the last append.
+    return t ? this.#run(t, read, false) : read()
   }
 
   /** The main transcripts of `projectKey`, with their last write time (integer epoch ms, floored as the SDK asks); `[]` for none. */
@@ -221,7 +250,9 @@ class Store implements ClaudeSessionStore {
   async delete(key: SessionKey): Promise<void> {
     const k = parseKey(key)
     const ids = new Set<string>()
+    const listed = new Set<string>()
     for (const listing of await this.#o.persistence.list()) {
+      listed.add(listing.meta.id)
       const s = storedKeyOf(listing.meta)
       if (s?.projectKey !== k.projectKey || s.sessionId !== k.sessionId) continue
       if (k.subpath === undefined || s.subpath === k.subpath) ids.add(listing.meta.id)
@@ -229,7 +260,10 @@ class Store implements ClaudeSessionStore {
     const own = sessionIdOf(k)
     // Subkeys first: a delete cut short leaves the main transcript, which a new call finds again.
     const order = [...ids].filter((id) => id !== own)
-    order.push(own)
+    // The key's own session id, unless it is listed holding another key (another integration's
+    // session, or a hash collision: load and append refuse it with E_EXISTS, and so does this
+    // leave it). One not listed (none, or a log whose header cannot be read) is deleted as before.
+    if (ids.has(own) || !listed.has(own)) order.push(own)
     for (const id of order) {
       const t = this.#tracked.get(id)
       const remove = async () => {
@@ -280,7 +314,7 @@ class Store implements ClaudeSessionStore {
    * When the last one ends, the key's idle time starts (or, closed, the key is forgotten): that
    * bookkeeping runs before the caller's continuation (its reaction is registered first).
    */
-  #run<T>(t: Tracked, job: () => Promise<T>): Promise<T> {
+  #run<T>(t: Tracked, job: () => Promise<T>, use = true): Promise<T> {
     t.busy++
     let p: Promise<T>
     try {
@@ -295,8 +329,9 @@ class Store implements ClaudeSessionStore {
         if (this.#last === t) this.#last = undefined
         return
       }
-      t.lastUse = performance.now()
-      if (t.timer === undefined) this.#armIdleClose(t, this.#o.idleCloseMs)
+      const now = performance.now()
+      if (use) t.lastUse = now
+      if (t.timer === undefined) this.#armIdleClose(t, Math.max(0, Math.ceil(t.lastUse + this.#o.idleCloseMs - now)))
     }
     t.tail = p.then(ended, ended)
     return p

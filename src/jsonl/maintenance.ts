@@ -118,18 +118,47 @@ export function migratedBody(
   }
 }
 
+/**
+ * The JSON value inside a LangGraph thread's stored value (`{type: 'json', text}`: the
+ * serializer's JSON as a string, docs/adapters.md), in the events the LangGraph adapter writes
+ * (`langgraph/…`), when its text is exactly the `JSON.stringify` of what it parses to. A pattern
+ * is applied to that value's strings, never to the text, whose quotes and braces a pattern such
+ * as `password: .*` would cut through and leave the thread unreadable; an unchanged value keeps
+ * its text byte for byte.
+ */
+function embeddedJson(value: JsonValue, inLangGraph: boolean): JsonValue | undefined {
+  if (!inLangGraph || value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
+  const keys = Object.keys(value)
+  if (keys.length !== 2 || value.type !== 'json' || typeof value.text !== 'string') return undefined
+  try {
+    const parsed = JSON.parse(value.text) as JsonValue
+    return JSON.stringify(parsed) === value.text ? parsed : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** Replaces every match of `pattern` in the string values of `value` (never keys); counts them. */
-function redactValue(value: JsonValue, pattern: RegExp, replacement: string, count: { n: number }): JsonValue {
+function redactValue(value: JsonValue, pattern: RegExp, replacement: string, count: { n: number }, inLangGraph = false): JsonValue {
+  const inner = embeddedJson(value, inLangGraph)
+  if (inner !== undefined) {
+    const before = count.n
+    const redacted = redactValue(inner, pattern, replacement, count)
+    if (count.n === before) return value
+    const out: { [k: string]: JsonValue } = {}
+    for (const [k, v] of Object.entries(value as { [k: string]: JsonValue })) setField(out, k, k === 'text' ? JSON.stringify(redacted) : v)
+    return out
+  }
   if (typeof value === 'string') {
     return value.replace(pattern, () => {
       count.n++
       return replacement
     })
   }
-  if (Array.isArray(value)) return value.map((v) => redactValue(v, pattern, replacement, count))
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, pattern, replacement, count, inLangGraph))
   if (value !== null && typeof value === 'object') {
     const out: { [k: string]: JsonValue } = {}
-    for (const [k, v] of Object.entries(value)) setField(out, k, redactValue(v, pattern, replacement, count))
+    for (const [k, v] of Object.entries(value)) setField(out, k, redactValue(v, pattern, replacement, count, inLangGraph))
     return out
   }
   return value
@@ -142,7 +171,8 @@ function redactValue(value: JsonValue, pattern: RegExp, replacement: string, cou
 export function redactEvent(event: SessionEvent, pattern: RegExp, replacement: string): { event: SessionEvent; matches: number } {
   const count = { n: 0 }
   const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(event)) setField(out, k, isEnvelopeKey(k) || v === undefined ? v : redactValue(v as JsonValue, pattern, replacement, count))
+  const inLangGraph = isLangGraphEvent(event)
+  for (const [k, v] of Object.entries(event)) setField(out, k, isEnvelopeKey(k) || v === undefined ? v : redactValue(v as JsonValue, pattern, replacement, count, inLangGraph))
   return { event: out as SessionEvent, matches: count.n }
 }
 
@@ -151,8 +181,10 @@ export function redactEvent(event: SessionEvent, pattern: RegExp, replacement: s
  * A pattern that matches no text but a place (`\b`, a lookahead) would insert the replacement
  * there: a redaction replaces text, never adds it (`E_CONFIG`).
  */
-function countInValue(value: JsonValue, pattern: RegExp, seq: number): number {
+function countInValue(value: JsonValue, pattern: RegExp, seq: number, inLangGraph = false): number {
   let n = 0
+  const inner = embeddedJson(value, inLangGraph)
+  if (inner !== undefined) return countInValue(inner, pattern, seq)
   if (typeof value === 'string') {
     for (const m of value.matchAll(pattern)) {
       if (m[0] === '') {
@@ -160,15 +192,21 @@ function countInValue(value: JsonValue, pattern: RegExp, seq: number): number {
       }
       n++
     }
-  } else if (Array.isArray(value)) for (const v of value) n += countInValue(v, pattern, seq)
-  else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) n += countInValue(v, pattern, seq)
+  } else if (Array.isArray(value)) for (const v of value) n += countInValue(v, pattern, seq, inLangGraph)
+  else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) n += countInValue(v, pattern, seq, inLangGraph)
   return n
+}
+
+/** An event the LangGraph adapter writes (`langgraph/checkpoint`, `langgraph/writes`, …). */
+function isLangGraphEvent(event: SessionEvent): boolean {
+  return event.type.startsWith('langgraph/')
 }
 
 /** The matches `redactEvent` would replace in an event. */
 function countInEvent(event: SessionEvent, pattern: RegExp): number {
   let n = 0
-  for (const [k, v] of Object.entries(event)) if (!isEnvelopeKey(k) && v !== undefined) n += countInValue(v as JsonValue, pattern, event.seq)
+  const inLangGraph = isLangGraphEvent(event)
+  for (const [k, v] of Object.entries(event)) if (!isEnvelopeKey(k) && v !== undefined) n += countInValue(v as JsonValue, pattern, event.seq, inLangGraph)
   return n
 }
 

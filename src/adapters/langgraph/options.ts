@@ -9,7 +9,8 @@ export interface SessionCheckpointSaverOptions {
   /**
    * How long a thread stays open (its writer lock held, its index in memory) after its last
    * use, in milliseconds; default 30000. Afterwards it is closed, so another process or machine
-   * can write it. `0` closes it after every call; `Infinity` keeps it until `close()`.
+   * can write it. `0` closes it after every call; `Infinity` keeps it until `close()`;
+   * at most 2^31-1 otherwise (setTimeout's limit), `E_CONFIG` above.
    */
   idleMs?: number
   /** LangGraph's serializer for checkpoints and writes; its `JsonPlusSerializer` by default. */
@@ -24,6 +25,9 @@ export interface SessionCheckpointSaverOptions {
   onProblem?: (problem: ListProblem) => void
 }
 
+/** setTimeout's largest delay: a larger one fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 const METHODS = ['create', 'append', 'load', 'inspect', 'list', 'delete', 'close'] as const
 
 const OptionsSchema = z.object({
@@ -32,7 +36,13 @@ const OptionsSchema = z.object({
     `must implement SessionPersistence (${METHODS.join(', ')})`,
   ),
   // Infinity is allowed (never close an idle thread), which z.number() refuses.
-  idleMs: z.custom<number>((v) => typeof v === 'number' && v >= 0, 'must be a number ≥ 0 (Infinity: never)').optional(),
+  // Above 2^31-1 ms (setTimeout's limit, ~24.8 days) a timer fires at once: refused, as the Claude store's idleCloseMs is.
+  idleMs: z
+    .custom<number>(
+      (v) => typeof v === 'number' && v >= 0 && (v === Infinity || v <= MAX_TIMER_MS),
+      `must be a number from 0 to ${2 ** 31 - 1} (setTimeout's limit), or Infinity: never`,
+    )
+    .optional(),
   serde: z
     .custom<SerializerProtocol>(
       (v) => typeof v === 'object' && v !== null && ['dumpsTyped', 'loadsTyped'].every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),

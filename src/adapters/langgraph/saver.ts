@@ -23,7 +23,7 @@ import { THREAD_META_FIELD, threadSessionId } from './thread-id.js'
 import type { ThreadIndex } from './thread-index.js'
 import { Threads } from './threads.js'
 import { buildTuple, matchesFilter, planTuple, type TuplePlan } from './tuples.js'
-import { dumpJsonObject, dumpTyped } from './typed.js'
+import { dumpJsonObject, dumpTyped, dumpTypedOrNothing } from './typed.js'
 
 export type { SessionCheckpointSaverOptions } from './options.js'
 
@@ -142,7 +142,9 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
       Promise.all(
         Object.entries(versions).map(async ([channel, version]): Promise<StoredValue> => {
           if (!Object.hasOwn(values, channel)) return { channel, version }
-          return { channel, version, value: await dumpTyped(this.serde, values[channel], `channel '${channel}' of ${what}`, ref.threadId) }
+          // A value the serializer turns into nothing (a function) is stored as no value: the channel reads as absent.
+          const value = await dumpTypedOrNothing(this.serde, values[channel], `channel '${channel}' of ${what}`, ref.threadId)
+          return value === undefined ? { channel, version } : { channel, version, value }
         }),
       ),
     ]).then(
@@ -199,10 +201,15 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
     return loadDeltaHistory(this.serde, plans ?? new Map(channels.map((ch) => [ch, { writes: [] }])))
   }
 
-  /** Deletes the thread's session (SPEC 4.9): `E_LOCKED` while another process holds it. */
+  /**
+   * Deletes the thread's session (SPEC 4.9): `E_LOCKED` while another process holds it;
+   * `E_EXISTS`, deleting nothing, when the session at its id is not this thread's log (its
+   * header names no thread or another), as reads refuse it; nothing to do when there is none.
+   */
   async deleteThread(threadId: string): Promise<void> {
     if (typeof threadId !== 'string' || threadId === '') throw new SessionPersistenceError('E_CONFIG', 'deleteThread: threadId must be a non-empty string')
     await this.#threads.end(threadId, async (t) => {
+      if (!(await this.#threads.ownedLog(t))) return
       await this.#threads.release(t)
       try {
         await this.persistence.delete(t.sessionId)

@@ -146,7 +146,7 @@ export class Threads {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0 || !absent) {
         try {
-          return this.#hold(t, await this.#persistence.load(t.sessionId))
+          return await this.#hold(t, await this.#persistence.load(t.sessionId))
         } catch (err) {
           if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
         }
@@ -170,7 +170,7 @@ export class Threads {
   async readable(t: Thread): Promise<ThreadIndex | undefined> {
     if (t.index) return t.index
     try {
-      return this.#hold(t, await this.#persistence.load(t.sessionId))
+      return await this.#hold(t, await this.#persistence.load(t.sessionId))
     } catch (err) {
       if (isSessionPersistenceError(err, 'E_NOT_FOUND')) {
         // Bounded: a hint per thread read and not written since (many reads of absent threads forget them all).
@@ -337,19 +337,38 @@ export class Threads {
     }
   }
 
+  /**
+   * Whether the thread has a log, checking it is this thread's: `E_EXISTS` for a session at its
+   * id whose header names no thread or another (as reads refuse it). Reads the header only.
+   */
+  async ownedLog(t: Thread): Promise<boolean> {
+    if (t.index) return true
+    let meta: SessionMeta
+    try {
+      const p = this.#persistence
+      meta = typeof p.read === 'function' ? (await p.read(t.sessionId, { toSeq: 0 })).meta : (await p.inspect(t.sessionId)).meta
+    } catch (err) {
+      if (isSessionPersistenceError(err, 'E_NOT_FOUND')) return false
+      throw err
+    }
+    this.#checkOwner(t, meta)
+    return true
+  }
+
   /** Releases every thread, after the calls already made on it. */
   async closeAll(): Promise<void> {
     await Promise.all([...this.#threads.values()].map((t) => this.end(t.threadId, (th) => this.release(th))))
   }
 
-  #hold(t: Thread, loaded: LoadedSession): ThreadIndex {
+  async #hold(t: Thread, loaded: LoadedSession): Promise<ThreadIndex> {
     try {
       this.#checkOwner(t, loaded.meta)
       t.index = ThreadIndex.fromEvents(loaded.events, t.sessionId)
       return t.index
     } catch (err) {
-      // Loaded means locked: let go of a session that is not this thread's, or not readable as one.
-      void this.#persistence.close(t.sessionId).catch(() => {})
+      // Loaded means locked: let go of a session that is not this thread's, or not readable as
+      // one, before rejecting, so the next call does not find it still open (E_SESSION_LIVE).
+      await this.#persistence.close(t.sessionId).catch(() => {})
       throw err
     }
   }

@@ -13,6 +13,8 @@ import {
 } from '@langchain/langgraph-checkpoint'
 import { type IndexedCheckpoint, type IndexedWrite, type NamespaceIndex, typedOf } from './thread-index.js'
 import { loadTyped, type Typed } from './typed.js'
+import { threadSessionId } from './thread-id.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 
 /** Everything a tuple needs, gathered from the index; deserialized later, outside the thread's queue. */
 export interface TuplePlan {
@@ -51,13 +53,25 @@ export function planTuple(threadId: string, ns: NamespaceIndex, record: IndexedC
 export async function buildTuple(serde: SerializerProtocol, plan: TuplePlan, saver: BaseCheckpointSaver): Promise<CheckpointTuple> {
   const { record, threadId } = plan
   const json = (text: string): Typed => ({ type: 'json', text })
-  const [checkpoint, metadata, values, pendingWrites, sends] = await Promise.all([
-    loadTyped(serde, json(record.core)) as Promise<Checkpoint>,
-    loadTyped(serde, json(record.metadata)) as Promise<CheckpointMetadata>,
-    Promise.all(plan.values.map(async ([channel, value]) => [channel, await loadTyped(serde, value)] as const)),
-    Promise.all(plan.writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await loadTyped(serde, typedOf(w.value))])),
-    plan.sends && Promise.all(plan.sends.map((s) => loadTyped(serde, s))),
-  ])
+  let loaded: [Checkpoint, CheckpointMetadata, (readonly [string, unknown])[], CheckpointPendingWrite[], unknown[] | undefined]
+  try {
+    loaded = await Promise.all([
+      loadTyped(serde, json(record.core)) as Promise<Checkpoint>,
+      loadTyped(serde, json(record.metadata)) as Promise<CheckpointMetadata>,
+      Promise.all(plan.values.map(async ([channel, value]) => [channel, await loadTyped(serde, value)] as const)),
+      Promise.all(plan.writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await loadTyped(serde, typedOf(w.value))])),
+      plan.sends && Promise.all(plan.sends.map((s) => loadTyped(serde, s))),
+    ])
+  } catch (cause) {
+    // A stored value the serializer cannot read back (the empty JSON earlier builds stored for a function, say): the log is damaged for it.
+    if (isSessionPersistenceError(cause)) throw cause
+    throw new SessionPersistenceError(
+      'E_CORRUPT',
+      `checkpoint ${record.id} of LangGraph thread ${JSON.stringify(threadId)} holds a value the serializer cannot read back: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { sessionId: threadSessionId(threadId), cause },
+    )
+  }
+  const [checkpoint, metadata, values, pendingWrites, sends] = loaded
   checkpoint.channel_values = Object.fromEntries(values)
   checkpoint.channel_versions ??= {}
   if (sends) {

@@ -27,7 +27,13 @@ function reason(cause: unknown): string {
   }
 }
 
-export async function dumpTyped(serde: SerializerProtocol, value: unknown, what: string, sessionId: string): Promise<Typed> {
+/**
+ * A value as stored: `undefined` when the serializer turns it into nothing (its JSON of a
+ * function or a Symbol is empty, as `JSON.stringify` gives no text for them), which would not
+ * read back. A channel value that is nothing is stored as no value (the channel reads as
+ * absent, as LangGraph's MemorySaver drops it); `dumpTyped` refuses it.
+ */
+export async function dumpTypedOrNothing(serde: SerializerProtocol, value: unknown, what: string, sessionId: string): Promise<Typed | undefined> {
   let type: string
   let bytes: Uint8Array
   try {
@@ -38,6 +44,7 @@ export async function dumpTyped(serde: SerializerProtocol, value: unknown, what:
   if (typeof type !== 'string' || !(bytes instanceof Uint8Array)) {
     throw new SessionPersistenceError('E_CONFIG', `${what}: the serializer's dumpsTyped must give [type, Uint8Array]`, { sessionId })
   }
+  if (type === 'json' && bytes.byteLength === 0) return undefined
   if (type !== 'bytes') {
     let text: string | undefined
     try {
@@ -51,6 +58,15 @@ export async function dumpTyped(serde: SerializerProtocol, value: unknown, what:
     if (text !== undefined) return { type, text }
   }
   return { type, base64: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') }
+}
+
+/** A value as stored; one the serializer turns into nothing (a function, a Symbol) is refused with `E_NOT_JSON`. */
+export async function dumpTyped(serde: SerializerProtocol, value: unknown, what: string, sessionId: string): Promise<Typed> {
+  const typed = await dumpTypedOrNothing(serde, value, what, sessionId)
+  if (typed === undefined) {
+    throw new SessionPersistenceError('E_NOT_JSON', `${what} cannot be serialized: the serializer turns it into nothing (a function or a Symbol?)`, { sessionId })
+  }
+  return typed
 }
 
 export function isTyped(v: unknown): v is Typed {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest'
 import { createJsonlPersistence, isSessionPersistenceError, SessionPersistenceCorruptionError } from '../src/index.js'
 import { createSessionStore, sessionIdOf } from '../src/adapters/claude-agent-sdk/index.js'
-import { createMemoryPersistence } from '../src/testing/index.js'
+import { createFaultInjectingFileSystem, createMemoryPersistence } from '../src/testing/index.js'
 import { readFile, writeFile } from 'node:fs/promises'
 import { tmpRoot } from './helpers/tmp-root.js'
 
@@ -105,5 +105,38 @@ describe('Claude Agent SDK store: what the hunt found', () => {
     const c = err as SessionPersistenceCorruptionError
     expect([c.code, c.line, c.byteOffset > 0, c.message]).toEqual(['E_CORRUPT', 3, true, expect.stringMatching(/^E_CORRUPT: Claude Agent SDK session .*line 3/)])
     await s.close()
+  })
+
+  test('an append with a load queued behind it still starts the idle time: the session is not closed early', async () => {
+    const root = await tmpRoot()
+    // The idle time ran from the append before (2 s earlier): the session closed 1 s after the
+    // pair below instead of 3 s; at 2 s it must still be held.
+    const a = createSessionStore({ persistence: createJsonlPersistence({ root }), idleCloseMs: 3000, onError: () => {} })
+    const b = createSessionStore({ persistence: createJsonlPersistence({ root }), idleCloseMs: 3000, onError: () => {} })
+    await a.append(K, [{ type: 'x', uuid: 'a0' }])
+    await sleep(2000)
+    await Promise.all([a.append(K, [{ type: 'x', uuid: 'a1' }]), a.load(K)])
+    await sleep(2000)
+    expect(await codeOf(b.append(K, [{ type: 'x', uuid: 'b1' }]))).toBe('E_LOCKED')
+    await a.close()
+    await b.close()
+  })
+
+  test('idleCloseMs 0: a refused append frees the lock too, and a close that fails after a durable append goes to onError, the append resolving', async () => {
+    const root = await tmpRoot()
+    const a = createSessionStore({ persistence: createJsonlPersistence({ root }), idleCloseMs: 0, onError: () => {} })
+    const b = createSessionStore({ persistence: createJsonlPersistence({ root }), idleCloseMs: 0, onError: () => {} })
+    await a.append(K, [{ type: 'x', uuid: 'a1' }])
+    expect(await codeOf(a.append(K, [{ type: 'x', uuid: 'a2', big: 1n } as never]))).toBe('E_NOT_JSON')
+    expect(await codeOf(b.append(K, [{ type: 'x', uuid: 'b1' }]))).toBe('resolved')
+
+    const fs = createFaultInjectingFileSystem()
+    const errors: string[] = []
+    const c = createSessionStore({ persistence: createJsonlPersistence({ root, fs }), idleCloseMs: 0, onError: (err) => errors.push(isSessionPersistenceError(err) ? err.code : String(err)) })
+    fs.inject({ op: 'close', path: /\.jsonl$/, times: 1, code: 'EIO' })
+    expect(await codeOf(c.append(K, [{ type: 'x', uuid: 'c1' }]))).toBe('resolved')
+    expect(errors).toEqual(['E_IO'])
+    expect((await b.load(K))!.map((e) => e.uuid)).toEqual(['a1', 'b1', 'c1'])
+    await Promise.all([a.close(), b.close(), c.close()])
   })
 })

@@ -29,3 +29,16 @@ test('redact of a LangGraph thread replaces the secret inside its stored values;
   expect(tuple!.pendingWrites!.map(([, channel, value]) => [channel, (value as HumanMessage[]).map((m) => m.content)])).toEqual([['messages', ['write with [REDACTED]']]])
   await r.close()
 })
+
+test('a stored value whose JSON text is not JSON.stringify output (an indenting serializer) is redacted as the JSON it holds too', async () => {
+  const { redactEvent } = await import('../src/jsonl/maintenance.js')
+  const text = '{\n  "note": "password: hunter2",\n  "n": 1\n}'
+  const event = { seq: 3, type: 'langgraph/checkpoint', time: 1, data: { values: [{ type: 'json', text }, { type: 'json', text: '{ "clean": true }' }] } }
+  const { event: out, matches } = redactEvent(event as never, /password: .*/gu, '[REDACTED]')
+  expect(matches).toBe(1)
+  const values = (out.data as { values: { type: string; text: string }[] }).values
+  expect(JSON.parse(values[0]!.text)).toEqual({ note: '[REDACTED]', n: 1 })
+  expect(values[1]!.text).toBe('{ "clean": true }') // no match: its bytes kept
+  // Outside LangGraph's events a string is a string.
+  expect((redactEvent({ ...event, type: 'user/message' } as never, /password: .*/gu, '[REDACTED]').event.data as { values: { text: string }[] }).values[0]!.text).toBe('{\n  "note": "[REDACTED]\n  "n": 1\n}')
+})

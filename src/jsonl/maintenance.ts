@@ -121,18 +121,17 @@ export function migratedBody(
 /**
  * The JSON value inside a LangGraph thread's stored value (`{type: 'json', text}`: the
  * serializer's JSON as a string, docs/adapters.md), in the events the LangGraph adapter writes
- * (`langgraph/…`), when its text is exactly the `JSON.stringify` of what it parses to. A pattern
- * is applied to that value's strings, never to the text, whose quotes and braces a pattern such
- * as `password: .*` would cut through and leave the thread unreadable; an unchanged value keeps
- * its text byte for byte.
+ * (`langgraph/…`), when its text parses. A pattern is applied to that value's strings, never to
+ * the text, whose quotes and braces a pattern such as `password: .*` would cut through and leave
+ * the thread unreadable; a value without a match keeps its text byte for byte, one with a match is
+ * written back with `JSON.stringify` (a serializer that indents loses its indentation there).
  */
 function embeddedJson(value: JsonValue, inLangGraph: boolean): JsonValue | undefined {
   if (!inLangGraph || value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
   const keys = Object.keys(value)
   if (keys.length !== 2 || value.type !== 'json' || typeof value.text !== 'string') return undefined
   try {
-    const parsed = JSON.parse(value.text) as JsonValue
-    return JSON.stringify(parsed) === value.text ? parsed : undefined
+    return JSON.parse(value.text) as JsonValue
   } catch {
     return undefined
   }

@@ -187,10 +187,17 @@ class Store implements ClaudeSessionStore {
     return this.#run(t, () => this.#closingIfNoIdle(t, this.#append(t, batch)))
   }
 
-  /** With `idleCloseMs: 0`, the session is closed before the append resolves (its lock free then). */
+  /**
+   * With `idleCloseMs: 0`, the session is closed before the append settles, resolved or refused
+   * (its lock free then). A close that fails is reported to `onError`, as the idle close reports
+   * it: the append itself was made durable, and a rejection would make the SDK store it again.
+   */
   async #closingIfNoIdle(t: Tracked, appended: Promise<void>): Promise<void> {
-    await appended
-    if (this.#o.idleCloseMs === 0 && t.open) await this.#drop(t)
+    try {
+      await appended
+    } finally {
+      if (this.#o.idleCloseMs === 0 && t.open) await this.#drop(t).catch((err: unknown) => this.#report(withCode(err, t.key), t.key))
+    }
   }
 
   /** The entries appended under `key`, deep-equal and in order; `null` for a key never written. */
@@ -323,6 +330,8 @@ class Store implements ClaudeSessionStore {
       p = Promise.reject(err)
     }
     const ended = () => {
+      // Recorded at each append's end, also one with operations queued behind it (a load).
+      if (use) t.lastUse = performance.now()
       if (--t.busy > 0) return
       if (!t.open) {
         this.#tracked.delete(t.id)
@@ -330,7 +339,6 @@ class Store implements ClaudeSessionStore {
         return
       }
       const now = performance.now()
-      if (use) t.lastUse = now
       if (t.timer === undefined) this.#armIdleClose(t, Math.max(0, Math.ceil(t.lastUse + this.#o.idleCloseMs - now)))
     }
     t.tail = p.then(ended, ended)

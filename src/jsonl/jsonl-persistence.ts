@@ -31,7 +31,7 @@ import { readSessionRange } from './read-session.js'
 import { openJsonlRawStream, writeRawStream } from './raw-stream.js'
 import { checkRawHeaderLine } from '../session/raw-log.js'
 import { jsonlWatchSource } from './watch-log.js'
-import { assertMigratable, copyBody, findDamage, keptAsideName, migratedBody, planRedaction, redactedBody, redactEvent, truncatedBody } from './maintenance.js'
+import { assertMigratable, findDamage, keptAsideName, migratedBody, planRedaction, redactedBody, redactEvent, truncatedBody } from './maintenance.js'
 import { rewriteLog, writeBeside } from './rewrite-log.js'
 import { readHeaderLine } from './read-session.js'
 import type { FileHandle } from './fs/file-system.js'
@@ -551,7 +551,7 @@ class JsonlPersistence implements JsonlSessionPersistence {
         // The whole log first, beside it and durable; then the cut log replaces it.
         const lock = this.#sessions.get(id)!.lock!
         await lock.assertHeld()
-        await writeBeside(this.#ctx, path, copyBody(handle, size), keptAt)
+        await writeBeside(this.#ctx, path, (write) => copyRange(handle, path, 0, size, write), keptAt)
         await syncDir(this.#ctx, dirname(path))
         await rewriteLog(this.#ctx, path, plan.body, async () => await lock.assertHeld())
         return report

@@ -8,6 +8,7 @@ import { headerLine, metaFromHeader } from '../session/meta.js'
 import type { JsonValue, SessionEvent, SessionHeader } from '../session/schema.js'
 import { isEnvelopeKey } from '../session/envelope.js'
 import { setField } from '../session/as-object.js'
+import { copyRange } from './copy-range.js'
 import type { FileHandle } from './fs/file-system.js'
 import type { BodyWriter } from './materialize.js'
 import type { RepairReport } from '../persistence.js'
@@ -434,19 +435,6 @@ export function keptAsideName(path: string): string {
   return `.damaged-${uniqueToken()}-${createHash('sha256').update(name).digest('hex').slice(0, 32)}${LOG_SUFFIX}`
 }
 
-/** Copies `[0, size)` of a file as a body (the damaged log kept aside whole). */
-export function copyBody(handle: FileHandle, size: number): BodyWriter {
-  return async (write) => {
-    const buf = Buffer.allocUnsafe(WRITE_BYTES)
-    for (let at = 0; at < size; ) {
-      const n = await handle.read(buf, 0, Math.min(buf.length, size - at), at)
-      if (n === 0) break
-      await write(Buffer.from(buf.subarray(0, n)))
-      at += n
-    }
-  }
-}
-
 /**
  * The log cut at its first damaged line (§16): the valid prefix before it (what a load keeps of
  * it, a torn tail in it cut as a load cuts it), the closers of an open turn, then an ignorable
@@ -480,7 +468,7 @@ export async function truncatedBody(
   const keep = plan.keepBytes
   const tail = [...closers, record].map((e) => `${sealLine(JSON.stringify(e), version)}\n`).join('')
   const body: BodyWriter = async (write) => {
-    await copyBody(handle, keep)(write)
+    await copyRange(handle, path, 0, keep, write)
     await write(Buffer.from(tail, 'utf8'))
   }
   return { body, cut: at, kept: scan.eventCount, closers, record }

@@ -138,3 +138,52 @@ test('whichever line before the range is damaged, seq digits included, the range
     expect(failed).toEqual([])
   }
 })
+
+test('version 1: a line before the range whose seq digits were changed (its checksum fails) is passed over, not trusted', async () => {
+  // A line of seq 700 that damage made read `{"seq":709,` (or the target's own seq, or one far past
+  // it) still gives a seq from its first bytes: the search took it as a bound or as the target's
+  // line, and the read then judged the damage before its range (E_CORRUPT).
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, formatVersion: 1, sync: 'none' })
+  await p.create(meta('s'))
+  const events = Array.from({ length: 1500 }, (_, n) => eventAt(n))
+  const compaction: SessionEvent = { seq: 1500, type: 'history/compact', time: 9000, data: { summary: 'all before 705', firstKeptSeq: 705 } }
+  await p.append('s', [...events, compaction])
+  await p.close('s')
+  const path = p.locate(meta('s')).path
+  const lines = (await readFile(path, 'utf8')).split('\n')
+  const failed: string[] = []
+  for (const wrong of [701, 705, 709, 1200, 1499]) {
+    const copy = lines.slice()
+    copy[700 + 1] = copy[700 + 1]!.replace('{"seq":700,', `{"seq":${wrong},`)
+    await writeFile(path, copy.join('\n'))
+    const reader = createJsonlPersistence({ root, formatVersion: 1 })
+    for (const from of [701, 703, 705, 709]) {
+      const got = await reader
+        .read('s', { fromSeq: from, toSeq: from + 5 })
+        .then((r) => (JSON.stringify(r.events) === JSON.stringify(events.slice(from, from + 5)) ? 'ok' : `wrong: ${r.events.map((e) => e.seq).join(',')}`))
+        .catch((err: unknown) => (isSessionPersistenceError(err) ? err.code : String(err)))
+      if (got !== 'ok') failed.push(`seq 700 written as ${wrong}, read from ${from}: ${got}`)
+    }
+    const tail = await reader.load('s', { from: 'last-compaction' }).then(
+      (l) => (l.firstSeq === 705 && JSON.stringify(l.events) === JSON.stringify([...events.slice(705), compaction]) ? 'ok' : `wrong from ${l.firstSeq}`),
+      (err: unknown) => (isSessionPersistenceError(err) ? err.code : String(err)),
+    )
+    if (tail !== 'ok') failed.push(`seq 700 written as ${wrong}, tail load: ${tail}`)
+    const ac = new AbortController()
+    const seen: number[] = []
+    const watched = await (async () => {
+      for await (const e of reader.watch('s', { fromSeq: 703, signal: ac.signal })) {
+        seen.push(e.seq)
+        if (seen.length === 10) ac.abort()
+      }
+      return seen.join(',') === '703,704,705,706,707,708,709,710,711,712' ? 'ok' : `wrong: ${seen.join(',')}`
+    })().catch((err: unknown) => (isSessionPersistenceError(err) ? err.code : String(err)))
+    if (watched !== 'ok') failed.push(`seq 700 written as ${wrong}, watch from 703: ${watched}`)
+    // A range that holds the damaged line is refused, naming it (line 702).
+    const f = await failure(reader.read('s', { fromSeq: 699, toSeq: 702 }))
+    if (f.code !== 'E_CORRUPT' || !/line 702\b/.test(f.message)) failed.push(`seq 700 written as ${wrong}, range 699–702: ${f.code} ${f.message}`)
+    await reader.closeAll()
+  }
+  expect(failed).toEqual([])
+})

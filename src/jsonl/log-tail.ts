@@ -81,6 +81,6 @@ export async function findLogTail(handle: FileHandle, headerBytes: number, size:
   // ends after firstSeq, or just before it (a compaction between turns keeps from itself).
   if (afterTurnEnd && afterTurnEnd.seq < firstSeq) return { firstSeq, start: afterTurnEnd, newestMarker }
   const exact = offsets.get(firstSeq)
-  const start = exact !== undefined ? { offset: exact, seq: firstSeq } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, compactionLine, firstSeq, finder.compactionSeq)
+  const start = exact !== undefined ? { offset: exact, seq: firstSeq } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, compactionLine, firstSeq, finder.compactionSeq, version === 1)
   return { firstSeq, start, newestMarker }
 }

@@ -142,7 +142,7 @@ async function readRange(
     return { range: { events: [], firstSeq: from, length } }
   }
   const lastEnd = ctx.end ?? last?.end ?? size
-  const start = from === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, lastEnd, from, length)
+  const start = from === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, lastEnd, from, length, header.version === 1)
   // A range that runs to the end reads to the end: what follows the last valid line is judged as
   // a load judges it (a torn tail left out, damage refused).
   const untilSeq = to < length ? { untilSeq: to } : {}

@@ -1,3 +1,4 @@
+import { checkLine } from '../session/line-codec.js'
 import type { FileHandle } from './fs/file-system.js'
 
 /** A probe of the bisection reads this much at a time. */
@@ -27,6 +28,17 @@ function seqOfLine(line: Buffer): number | undefined {
   }
 }
 
+/**
+ * The seq of a complete line as a bound of the search: in a log of version 1 (`sealed`) only a
+ * line whose checksum matches has one. Damage can leave a line that still starts `{"seq":N,`
+ * with the wrong N (a changed digit): trusted, it would steer the search past the target or be
+ * taken for the target's own line, and a read would judge damage that lies before its range.
+ */
+function seqOfCheckedLine(line: Buffer, sealed: boolean): number | undefined {
+  if (sealed && checkLine(line, 0, line.length) !== 'ok') return undefined
+  return seqOfLine(line)
+}
+
 /** The seq of a line that starts `{"seq":N,` (or `{"seq":N}`), from its first bytes alone. */
 function seqPrefix(line: Buffer): number | undefined {
   const prefix = '{"seq":'
@@ -51,6 +63,7 @@ async function lineAfter(
   pos: number,
   limit: number,
   lineStart: boolean,
+  sealed: boolean,
 ): Promise<{ offset: number; seq: number | undefined; end: number; nul: boolean } | undefined> {
   const buf = Buffer.allocUnsafe(PROBE_BYTES)
   let start = lineStart ? pos : -1
@@ -73,7 +86,7 @@ async function lineAfter(
     if (nl !== -1) {
       pieces.push(Buffer.from(buf.subarray(from, from + nl)))
       const line = Buffer.concat(pieces)
-      return { offset: start, seq: seqOfLine(line), end: start + line.length + 1, nul: line.includes(0) }
+      return { offset: start, seq: seqOfCheckedLine(line, sealed), end: start + line.length + 1, nul: line.includes(0) }
     }
     pieces.push(Buffer.from(buf.subarray(from, n)))
     at += n
@@ -92,10 +105,10 @@ async function lineAfter(
  * from above, so the answer stays at or before the target. The window is then read once to find
  * the target's own line (`lineOf`): a reader that starts there judges nothing before its range.
  */
-export async function bisectSeq(handle: FileHandle, lo: SeqPoint, end: number, target: number, endSeq?: number): Promise<SeqPoint> {
-  const { low, high } = await narrow(handle, lo, end, target, endSeq)
+export async function bisectSeq(handle: FileHandle, lo: SeqPoint, end: number, target: number, endSeq?: number, sealed = false): Promise<SeqPoint> {
+  const { low, high } = await narrow(handle, lo, end, target, endSeq, sealed)
   if (low.seq === target) return low
-  return (await lineOf(handle, low, Math.min(high, low.offset + 2 * WINDOW_BYTES), target)) ?? low
+  return (await lineOf(handle, low, Math.min(high, low.offset + 2 * WINDOW_BYTES), target, sealed)) ?? low
 }
 
 /**
@@ -105,7 +118,7 @@ export async function bisectSeq(handle: FileHandle, lo: SeqPoint, end: number, t
  * Undefined, and the caller reads from `low` as before, at bytes a crash leaves (a NUL: §6.3
  * judges them, they may end the log), at a line past `target`, or when none is found.
  */
-async function lineOf(handle: FileHandle, low: SeqPoint, limit: number, target: number): Promise<SeqPoint | undefined> {
+async function lineOf(handle: FileHandle, low: SeqPoint, limit: number, target: number, sealed: boolean): Promise<SeqPoint | undefined> {
   if (limit <= low.offset) return undefined
   // The window and the first bytes of a line starting at its end (its seq).
   const buf = Buffer.allocUnsafe(limit - low.offset + SEQ_PREFIX_BYTES)
@@ -119,8 +132,12 @@ async function lineOf(handle: FileHandle, low: SeqPoint, limit: number, target: 
     const nl = buf.subarray(0, n).indexOf(10, s)
     const line = buf.subarray(s, nl === -1 ? n : nl)
     if (line.includes(0)) return undefined
-    const seq = nl === -1 ? seqPrefix(line) : seqOfLine(line)
-    if (seq === target) return { offset: low.offset + s, seq }
+    const seq = nl === -1 ? seqPrefix(line) : seqOfCheckedLine(line, sealed)
+    if (seq === target) {
+      // A line the window holds only the start of is the target's once its checksum is checked.
+      if (nl === -1 && sealed && (await lineAfter(handle, low.offset + s, Number.MAX_SAFE_INTEGER, true, true))?.seq !== target) return undefined
+      return { offset: low.offset + s, seq }
+    }
     if ((seq !== undefined && seq > target) || nl === -1) return undefined
     s = nl + 1
   }
@@ -131,7 +148,7 @@ async function lineOf(handle: FileHandle, low: SeqPoint, limit: number, target: 
 const SEQ_PREFIX_BYTES = 32
 
 /** The bisection itself: a line at or before `target` (`low`) and the bound above it. */
-async function narrow(handle: FileHandle, lo: SeqPoint, end: number, target: number, endSeq?: number): Promise<{ low: SeqPoint; high: number }> {
+async function narrow(handle: FileHandle, lo: SeqPoint, end: number, target: number, endSeq: number | undefined, sealed: boolean): Promise<{ low: SeqPoint; high: number }> {
   let low = lo
   let high = end // a line start (or end of file) whose seq, if any, is above target
   let highSeq = endSeq
@@ -145,11 +162,11 @@ async function narrow(handle: FileHandle, lo: SeqPoint, end: number, target: num
       if (step > 0 && ahead <= WINDOW_BYTES) return { low, high: Math.min(high, low.offset + 2 * WINDOW_BYTES) }
       mid = Math.min(Math.max(low.offset + ahead - WINDOW_BYTES / 2, low.offset + 1), high - 1)
     }
-    let found = await lineAfter(handle, mid, high, false)
+    let found = await lineAfter(handle, mid, high, false, sealed)
     // A complete line that is no event, and no crash's bytes, is damage a read before its range
     // must not judge, nor let it steer the search below the target: the line after it is probed.
     for (let skipped = 0; found?.seq === undefined && found && !found.nul && found.end < high && skipped < MAX_SKIPPED; skipped++) {
-      found = await lineAfter(handle, found.end, high, true)
+      found = await lineAfter(handle, found.end, high, true, sealed)
     }
     if (found === undefined || found.seq === undefined || found.offset >= high) {
       high = mid

@@ -175,7 +175,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
       const { handle, version, headerBytes } = open
       const size = open.ino === st.ino ? st.size : (await handle.stat()).size
       const seek = async () => {
-        point = next === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, size, next)
+        point = next === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, size, next, undefined, version === 1)
       }
       const sought = point === undefined || point.seq !== next || point.offset > size
       if (sought) await seek()

@@ -58,8 +58,13 @@ export function listNamespace(config: RunnableConfig | undefined): string | unde
   return c ? field('list', c, 'checkpoint_ns') : undefined
 }
 
+/** The checkpoint id a config names, also one without a thread (`list` across threads keeps to it). */
+export function checkpointIdOf(op: string, config: RunnableConfig | undefined): string | undefined {
+  const c = configurableOf(config)
+  return c ? field(op, c, 'checkpoint_id') || undefined : undefined
+}
+
 /** The `before` of `list`: the checkpoint id that listed ids must sort below. */
 export function beforeId(before: RunnableConfig | undefined): string | undefined {
-  const c = configurableOf(before)
-  return c ? field('list', c, 'checkpoint_id') || undefined : undefined
+  return checkpointIdOf('list', before)
 }

@@ -1,6 +1,6 @@
 import type { CheckpointPendingWrite, DeltaChannelHistory, SerializerProtocol } from '@langchain/langgraph-checkpoint'
 import { type IndexedCheckpoint, type IndexedWrite, type Kept, type NamespaceIndex, typedOf } from './thread-index.js'
-import { ordered } from './tuples.js'
+import { ordered, unreadable } from './tuples.js'
 import { loadTyped } from './typed.js'
 
 /** What `getDeltaChannelHistory` returns for one channel, before deserialization. */
@@ -39,13 +39,22 @@ export function planDeltaHistory(ns: NamespaceIndex, target: IndexedCheckpoint, 
   return plans
 }
 
-export async function loadDeltaHistory(serde: SerializerProtocol, plans: Map<string, DeltaPlan>): Promise<Record<string, DeltaChannelHistory>> {
+/** Deserializes the plans; a stored value the serializer cannot read back is `E_CORRUPT`, as `getTuple` and `list` make it. */
+export async function loadDeltaHistory(
+  serde: SerializerProtocol,
+  threadId: string,
+  plans: Map<string, DeltaPlan>,
+): Promise<Record<string, DeltaChannelHistory>> {
   const result: Record<string, DeltaChannelHistory> = {}
   for (const [ch, plan] of plans) {
-    const writes = await Promise.all(
-      [...plan.writes].reverse().map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await loadTyped(serde, typedOf(w.value))]),
-    )
-    result[ch] = plan.seed === undefined ? { writes } : { writes, seed: await loadTyped(serde, typedOf(plan.seed)) }
+    try {
+      const writes = await Promise.all(
+        [...plan.writes].reverse().map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await loadTyped(serde, typedOf(w.value))]),
+      )
+      result[ch] = plan.seed === undefined ? { writes } : { writes, seed: await loadTyped(serde, typedOf(plan.seed)) }
+    } catch (cause) {
+      throw unreadable(threadId, `the history of channel '${ch}'`, cause)
+    }
   }
   return result
 }

@@ -16,7 +16,7 @@ import { isSessionPersistenceError, SessionPersistenceError } from '../../errors
 import type { ListProblem, SessionPersistence } from '../../persistence.js'
 import { defaultLogger } from '../../session/logger.js'
 import { loadDeltaHistory, planDeltaHistory } from './delta-history.js'
-import { beforeId, listNamespace, readRef, requireRef } from './config.js'
+import { beforeId, checkpointIdOf, listNamespace, readRef, requireRef } from './config.js'
 import { type CheckpointRecord, checkpointDraft, type StoredValue, type StoredWrite, writesDraft } from './events.js'
 import { type SessionCheckpointSaverOptions, parseOptions } from './options.js'
 import { THREAD_META_FIELD, threadSessionId } from './thread-id.js'
@@ -28,6 +28,8 @@ import { dumpJsonObject, dumpTyped, dumpTypedOrNothing } from './typed.js'
 export type { SessionCheckpointSaverOptions } from './options.js'
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+/** What makes `list()` across threads leave a thread out (and report it) instead of failing. */
+const LEFT_OUT = ['E_CORRUPT', 'E_FORMAT_UNSUPPORTED', 'E_EXISTS'] as const
 const isVersion = (v: unknown) => (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'string'
 
 /**
@@ -64,6 +66,8 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
   async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
     const ref = readRef('list', config)
     const nsFilter = listNamespace(config)
+    // Without a thread too: MemorySaver keeps to a checkpoint id across threads.
+    const idFilter = ref ? ref.checkpointId : checkpointIdOf('list', config)
     const before = beforeId(options?.before)
     const { limit, filter } = options ?? {}
     if (limit !== undefined && limit !== null && !Number.isInteger(limit)) {
@@ -81,7 +85,7 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
         let taken = 0
         for (let i = ns.ids.length - 1; i >= 0 && taken < max; i--) {
           const id = ns.ids[i]!
-          if (ref?.checkpointId !== undefined && id !== ref.checkpointId) continue
+          if (idFilter !== undefined && id !== idFilter) continue
           if (before !== undefined && id >= before) continue
           const record = ns.checkpoints.get(id)!
           if (filter && !matchesFilter(record.metadata, filter)) continue
@@ -108,16 +112,41 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
         try {
           plans.push(...(await this.#threads.run(threadId, async (t) => select(threadId, await this.#threads.snapshot(t)))))
         } catch (err) {
-          if (!isSessionPersistenceError(err, 'E_CORRUPT') && !isSessionPersistenceError(err, 'E_FORMAT_UNSUPPORTED')) throw err
-          const problem = { path: err.path ?? threadSessionId(threadId), code: err.code, message: `thread ${JSON.stringify(threadId)} left out of list(): ${err.message}` }
-          if (this.#onProblem) this.#onProblem(problem)
-          else defaultLogger().warn(problem.message)
+          // E_EXISTS: the session at the thread's id is not its log (a copy elsewhere names the thread).
+          if (!LEFT_OUT.some((code) => isSessionPersistenceError(err, code))) throw err
+          this.#report(threadId, err as SessionPersistenceError)
         }
       }
     }
     // Newest first across namespaces and threads: uuid6 ids sort by time as strings.
     plans.sort((a, b) => (a.record.id < b.record.id ? 1 : a.record.id > b.record.id ? -1 : 0))
-    for (const plan of plans.slice(0, max)) yield await buildTuple(this.serde, plan, this)
+    if (ref) {
+      for (const plan of plans.slice(0, max)) yield await buildTuple(this.serde, plan, this)
+      return
+    }
+    // Across threads, a checkpoint holding a value the serializer cannot read back is left out
+    // and reported, as a damaged thread is, and takes no place under the limit.
+    let yielded = 0
+    for (const plan of plans) {
+      if (yielded >= max) return
+      let tuple: CheckpointTuple
+      try {
+        tuple = await buildTuple(this.serde, plan, this)
+      } catch (err) {
+        if (!isSessionPersistenceError(err, 'E_CORRUPT')) throw err
+        this.#report(plan.threadId, err, `checkpoint ${plan.record.id} of thread ${JSON.stringify(plan.threadId)}`)
+        continue
+      }
+      yielded++
+      yield tuple
+    }
+  }
+
+  /** A thread's log (or one of its checkpoints) that `list()` across threads leaves out. */
+  #report(threadId: string, err: SessionPersistenceError, what = `thread ${JSON.stringify(threadId)}`): void {
+    const problem = { path: err.path ?? threadSessionId(threadId), code: err.code, message: `${what} left out of list(): ${err.message}` }
+    if (this.#onProblem) this.#onProblem(problem)
+    else defaultLogger().warn(problem.message)
   }
 
   async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
@@ -130,20 +159,30 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
     if (!isObject(versions) || !Object.values(versions).every(isVersion)) {
       throw new SessionPersistenceError('E_INVALID_EVENT', 'put: newVersions must map channels to number or string versions')
     }
+    const sessionId = threadSessionId(ref.threadId)
     // Captured now: LangGraph goes on changing its checkpoint after the call.
-    const copy = copyCheckpoint(checkpoint)
+    let copy: Checkpoint
+    try {
+      copy = copyCheckpoint(checkpoint)
+    } catch (cause) {
+      // A cycle in versions_seen (its deep copy overflows the stack), a getter that throws.
+      throw new SessionPersistenceError('E_NOT_JSON', `put: checkpoint ${checkpoint.id} of thread ${JSON.stringify(ref.threadId)} cannot be copied: ${cause instanceof Error ? cause.message : 'it threw'}`, {
+        sessionId,
+        cause,
+      })
+    }
     const { channel_values: channelValues = {}, ...core } = copy
     const values = channelValues as Record<string, unknown>
     const what = `checkpoint ${copy.id} of thread ${JSON.stringify(ref.threadId)}`
     // Serialized while the thread's earlier calls run, but queued now: appends keep call order.
     const record = Promise.all([
-      dumpJsonObject(this.serde, core, `${what}`, ref.threadId),
-      dumpJsonObject(this.serde, metadata, `the metadata of ${what}`, ref.threadId),
+      dumpJsonObject(this.serde, core, `${what}`, sessionId),
+      dumpJsonObject(this.serde, metadata, `the metadata of ${what}`, sessionId),
       Promise.all(
         Object.entries(versions).map(async ([channel, version]): Promise<StoredValue> => {
           if (!Object.hasOwn(values, channel)) return { channel, version }
           // A value the serializer turns into nothing (a function) is stored as no value: the channel reads as absent.
-          const value = await dumpTypedOrNothing(this.serde, values[channel], `channel '${channel}' of ${what}`, ref.threadId)
+          const value = await dumpTypedOrNothing(this.serde, values[channel], `channel '${channel}' of ${what}`, sessionId)
           return value === undefined ? { channel, version } : { channel, version, value }
         }),
       ),
@@ -172,11 +211,12 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
     if (!Array.isArray(writes) || !writes.every((w) => Array.isArray(w) && typeof w[0] === 'string')) {
       throw new SessionPersistenceError('E_INVALID_EVENT', 'putWrites: writes must be [channel, value] pairs')
     }
+    const sessionId = threadSessionId(ref.threadId)
     const serialized = Promise.all(
       writes.map(async ([channel, value], i): Promise<StoredWrite> => ({
         idx: Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel]! : i,
         channel,
-        value: await dumpTyped(this.serde, value, `write ${i} (channel '${channel}') of task ${taskId}`, ref.threadId),
+        value: await dumpTyped(this.serde, value, `write ${i} (channel '${channel}') of task ${taskId}`, sessionId),
       })),
     )
     await this.#threads.submit(ref.threadId, serialized, (index, stored) => {
@@ -188,17 +228,20 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
 
   /** LangGraph's `DeltaChannel` walk (beta), answered from the thread's index: the result of the base class's walk. */
   override async getDeltaChannelHistory(options: { config: RunnableConfig; channels: string[] }): Promise<Record<string, DeltaChannelHistory>> {
+    if (!isObject(options) || !Array.isArray(options.channels)) {
+      throw new SessionPersistenceError('E_CONFIG', 'getDeltaChannelHistory: options must be { config, channels } with channels an array of channel names')
+    }
     const { config, channels } = options
     if (channels.length === 0) return {}
     const ref = readRef('getDeltaChannelHistory', config)
-    const plans = ref
-      ? await this.#threads.run(ref.threadId, async (t) => {
-          const ns = (await this.#threads.readable(t))?.ns(ref.ns)
-          const target = ref.checkpointId === undefined ? ns?.latest() : ns?.checkpoints.get(ref.checkpointId)
-          return ns && target ? planDeltaHistory(ns, target, channels) : undefined
-        })
-      : undefined
-    return loadDeltaHistory(this.serde, plans ?? new Map(channels.map((ch) => [ch, { writes: [] }])))
+    const nothing = () => Object.fromEntries(channels.map((ch): [string, DeltaChannelHistory] => [ch, { writes: [] }]))
+    if (!ref) return nothing()
+    const plans = await this.#threads.run(ref.threadId, async (t) => {
+      const ns = (await this.#threads.readable(t))?.ns(ref.ns)
+      const target = ref.checkpointId === undefined ? ns?.latest() : ns?.checkpoints.get(ref.checkpointId)
+      return ns && target ? planDeltaHistory(ns, target, channels) : undefined
+    })
+    return plans ? loadDeltaHistory(this.serde, ref.threadId, plans) : nothing()
   }
 
   /**

@@ -50,6 +50,26 @@ export function planTuple(threadId: string, ns: NamespaceIndex, record: IndexedC
   return { threadId, record, values, writes: ordered(ns.writesOf(record.id)), sends }
 }
 
+/**
+ * A stored value the serializer cannot read back (the empty JSON earlier builds stored for a
+ * function, say): the log is damaged for it, `E_CORRUPT` naming the thread. A
+ * SessionPersistenceError the serializer threw is kept as it is.
+ */
+export function unreadable(threadId: string, where: string, cause: unknown): SessionPersistenceError {
+  if (isSessionPersistenceError(cause)) return cause
+  let why: string
+  try {
+    why = cause instanceof Error ? cause.message : String(cause)
+  } catch {
+    why = 'it threw a value that cannot be shown'
+  }
+  return new SessionPersistenceError(
+    'E_CORRUPT',
+    `${where} of LangGraph thread ${JSON.stringify(threadId)} holds a value the serializer cannot read back: ${why}`,
+    { sessionId: threadSessionId(threadId), cause },
+  )
+}
+
 export async function buildTuple(serde: SerializerProtocol, plan: TuplePlan, saver: BaseCheckpointSaver): Promise<CheckpointTuple> {
   const { record, threadId } = plan
   const json = (text: string): Typed => ({ type: 'json', text })
@@ -63,15 +83,13 @@ export async function buildTuple(serde: SerializerProtocol, plan: TuplePlan, sav
       plan.sends && Promise.all(plan.sends.map((s) => loadTyped(serde, s))),
     ])
   } catch (cause) {
-    // A stored value the serializer cannot read back (the empty JSON earlier builds stored for a function, say): the log is damaged for it.
-    if (isSessionPersistenceError(cause)) throw cause
-    throw new SessionPersistenceError(
-      'E_CORRUPT',
-      `checkpoint ${record.id} of LangGraph thread ${JSON.stringify(threadId)} holds a value the serializer cannot read back: ${cause instanceof Error ? cause.message : String(cause)}`,
-      { sessionId: threadSessionId(threadId), cause },
-    )
+    throw unreadable(threadId, `checkpoint ${record.id}`, cause)
   }
   const [checkpoint, metadata, values, pendingWrites, sends] = loaded
+  if (typeof checkpoint !== 'object' || checkpoint === null || Array.isArray(checkpoint)) {
+    // Stored as an object; read back as something else (the serializer revives {lc: 2, type: 'undefined'} as undefined): damage.
+    throw unreadable(threadId, `checkpoint ${record.id}`, new Error(`the checkpoint reads back as ${Array.isArray(checkpoint) ? 'an array' : String(checkpoint)}, not an object`))
+  }
   checkpoint.channel_values = Object.fromEntries(values)
   checkpoint.channel_versions ??= {}
   if (sends) {

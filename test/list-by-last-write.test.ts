@@ -5,6 +5,7 @@ import { bucketName, createJsonlPersistence, createNodeFileSystem, encodeSession
 import { headerLine } from '../src/session/meta.js'
 import { meta } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { tapPaths } from './helpers/tap-paths.js'
 
 /**
  * A seam that counts the files opened (each header read opens its log once) and stat'ed, one by
@@ -24,11 +25,14 @@ function countingFs(): { fs: FileSystem; opened: string[]; stats: number } {
       counts.stats++
       return base.stat(path)
     },
-    peekFiles: (paths, headBytes) => {
-      if (headBytes === 0) counts.stats += paths.length
-      else counts.opened.push(...paths)
-      return base.peekFiles!(paths, headBytes)
-    },
+    peekFiles: (paths, headBytes) =>
+      base.peekFiles!(
+        tapPaths(paths, (chunk) => {
+          if (headBytes === 0) counts.stats += chunk.length
+          else counts.opened.push(...chunk)
+        }),
+        headBytes,
+      ),
   }
   return counts
 }

@@ -17,6 +17,7 @@ import { peekFilesInWorker, peekWorkerCount, peekWorkersAlive, WORKER_SOURCE } f
 import { headerLine } from '../src/session/meta.js'
 import { meta } from './helpers/events.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { tapPaths } from './helpers/tap-paths.js'
 
 /** What the asynchronous API rejects with for `path` (open, then read). */
 async function asyncFailure(path: string): Promise<{ code: unknown; message: string }> {
@@ -217,8 +218,11 @@ test('a listing of many logs through peekFiles equals the one made log by log: t
   const counting: FileSystem = {
     ...node,
     peekFiles: (paths, headBytes) => {
-      peeked.push(paths.length, headBytes)
-      return node.peekFiles!(paths, headBytes)
+      const call = peeked.push(0, headBytes) - 2
+      return node.peekFiles!(
+        tapPaths(paths, (chunk) => (peeked[call] = peeked[call]! + chunk.length)),
+        headBytes,
+      )
     },
   }
   const fast = await listing(root, counting)

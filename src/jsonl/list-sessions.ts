@@ -1,10 +1,8 @@
-import { sep } from 'node:path'
-import { isSessionPersistenceError, SessionPersistenceCorruptionError } from '../errors.js'
+import { SessionPersistenceCorruptionError } from '../errors.js'
 import type { ListProblem, SessionListing } from '../persistence.js'
-import { decodeSessionId } from '../session/id-encoding.js'
 import { listBuckets } from './find-logs.js'
+import { FoundLogs, type ListedFile, reportProblem } from './found-logs.js'
 import { metaFromHeader } from '../session/meta.js'
-import { LOG_SUFFIX } from './paths.js'
 import { readHeaderLine } from './read-session.js'
 import { judgeHeader, parseHeaderLine } from '../session/header-line.js'
 import { copySealedHead } from '../session/sealed-head.js'
@@ -53,40 +51,12 @@ export async function listSessions(
   onProblem: (problem: ListProblem) => void,
   order: { orderBy: 'createdAt' | 'lastWrite'; limit: number | undefined } = { orderBy: 'createdAt', limit: undefined },
 ): Promise<SessionListing[]> {
-  const report = (path: string, err: unknown) =>
-    onProblem({
-      path,
-      code: isSessionPersistenceError(err) ? err.code : 'E_IO',
-      message: err instanceof Error ? err.message : String(err),
-    })
-  const files: ListedFile[] = []
-  for (const bucket of await listBuckets(ctx)) {
-    let entries
-    try {
-      entries = await ctx.fs.readdir(bucket)
-    } catch (err) {
-      report(bucket, err)
-      continue
-    }
-    for (const entry of entries) {
-      if (entry.name.startsWith('.') || !entry.name.endsWith(LOG_SUFFIX)) continue
-      // Joined and cut by hand: `join` normalizes and `basename` scans, 100,000 times a listing.
-      const path = bucket + sep + entry.name
-      const id = decodeSessionId(entry.name.slice(0, -LOG_SUFFIX.length))
-      if (id === undefined) {
-        onProblem({ path, code: 'E_CORRUPT', message: `${path}: the file name is not an encoded session id` })
-        continue
-      }
-      // A FIFO, socket or device named like a log is no log (`load` does not find it either):
-      // reported, never opened (an open of a FIFO may wait for a writer). A directory is read
-      // and reported as the read fails (EISDIR), as it always was.
-      if (!entry.isFile && !entry.isDirectory && entry.isSymbolicLink === false) {
-        report(path, notRegularFile(path, entry))
-        continue
-      }
-      files.push({ path, id, size: undefined, mtimeMs: undefined })
-    }
-  }
+  const report = (path: string, err: unknown) => reportProblem(onProblem, path, err)
+  // With a seam that reads many files at once, its threads start on the first logs found while
+  // the other buckets are read (found-logs.ts); else every bucket is read first.
+  const found = new FoundLogs(ctx, await listBuckets(ctx), onProblem)
+  await found.readUntil(ctx.fs.peekFiles ? PEEK_MIN_FILES : Number.POSITIVE_INFINITY)
+  const files = found.files
   const listings: SessionListing[] = []
   const listed = (header: SessionHeader, path: string, sizeBytes: number, mtimeMs: number) =>
     listings.push({ meta: metaFromHeader(header), location: { kind: 'jsonl', path }, sizeBytes, mtimeMs })
@@ -102,15 +72,14 @@ export async function listSessions(
   // path: one id in two buckets (§3.1) is listed twice, in an order that does not depend on which
   // header read finished first.
   const pathOf = (l: SessionListing) => (l.location as { path: string }).path
-  const byIdThenPath = (a: SessionListing, b: SessionListing) =>
-    a.meta.id < b.meta.id ? -1 : a.meta.id > b.meta.id ? 1 : pathOf(a) < pathOf(b) ? -1 : pathOf(a) > pathOf(b) ? 1 : 0
+  const byIdThenPath = (a: SessionListing, b: SessionListing) => idThenPath(a.meta.id, pathOf(a), b.meta.id, pathOf(b))
   const newestKey = order.orderBy === 'lastWrite' ? (l: SessionListing) => l.mtimeMs : (l: SessionListing) => l.meta.createdAt
   const sorted = (all: SessionListing[]) => sortByKeyDescending(all, newestKey, byIdThenPath)
   if (order.orderBy === 'createdAt') {
     // createdAt is in the header: every header is read, then the first `limit` kept.
     await peekOrEach(
       ctx,
-      files,
+      found,
       HEADER_BLOCK,
       readOne,
       (f, peeked) => {
@@ -148,7 +117,7 @@ export async function listSessions(
       report(f.path, err)
     }
   }
-  await peekOrEach(ctx, files, 0, statOne, (f, peeked) => {
+  await peekOrEach(ctx, found, 0, statOne, (f, peeked) => {
     if (peeked.error) return report(f.path, peeked.error)
     f.size = peeked.size
     f.mtimeMs = peeked.mtimeMs
@@ -179,7 +148,12 @@ const PICK_MAX = 1024
 
 /** Newest first, then by id; by path between logs of one id in two buckets: a total order. */
 function newestFirst(a: StatedFile, b: StatedFile): number {
-  return b.mtimeMs - a.mtimeMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : a.path < b.path ? -1 : a.path > b.path ? 1 : 0)
+  return b.mtimeMs - a.mtimeMs || idThenPath(a.id, a.path, b.id, b.path)
+}
+
+/** Two logs' order after their key: by id, then by path (one id in two buckets, §3.1). */
+function idThenPath(aId: string, aPath: string, bId: string, bPath: string): number {
+  return aId < bId ? -1 : aId > bId ? 1 : aPath < bPath ? -1 : aPath > bPath ? 1 : 0
 }
 
 /** The first `k` of `files` in `newestFirst` order, in that order: one pass, `k` kept. */
@@ -199,13 +173,6 @@ function newestOf(files: readonly StatedFile[], k: number): StatedFile[] {
     if (top.length > k) top.pop()
   }
   return top
-}
-
-interface ListedFile {
-  path: string
-  id: string
-  size: number | undefined
-  mtimeMs: number | undefined
 }
 
 /** The header of a first line `peekFiles` gave, judged as `readHeader` judges it. */
@@ -229,26 +196,36 @@ export const PEEK_MIN_FILES = 2048
  */
 async function peekOrEach(
   ctx: StoreContext,
-  files: ListedFile[],
+  found: FoundLogs,
   headBytes: number,
   one: (f: ListedFile) => Promise<void>,
   visit: (f: ListedFile, peeked: PeekedFile) => Promise<void> | void,
   joined?: { join: NonNullable<PeekOptions['join']>; visit: (f: ListedFile, peeked: PeekedFile, value: unknown) => void },
 ): Promise<void> {
-  if (!ctx.fs.peekFiles || files.length < PEEK_MIN_FILES) return eachConcurrently(files, one)
-  const paths = files.map((f) => f.path)
-  const batches = (joined ? ctx.fs.peekFiles(paths, headBytes, { join: joined.join }) : ctx.fs.peekFiles(paths, headBytes))[Symbol.asyncIterator]()
+  const files = found.files
+  if (!ctx.fs.peekFiles || files.length < PEEK_MIN_FILES) {
+    await found.finish()
+    return eachConcurrently(files, one)
+  }
+  // The logs found so far, then the rest as the buckets are read (all of them if all are read).
+  const paths = found.complete ? files.map((f) => f.path) : found.paths()
+  const options: PeekOptions = { expectedFiles: found.expected, ...(joined ? { join: joined.join } : {}) }
+  const batches = ctx.fs.peekFiles(paths, headBytes, options)[Symbol.asyncIterator]()
   let done = 0
+  const oneByOne = async (err: unknown) => {
+    await found.finish()
+    ctx.logger.warn(`listing ${files.length - done} logs one by one: ${err instanceof Error ? err.message : String(err)}`, err)
+    return eachConcurrently(files.slice(done), one)
+  }
   try {
     for (;;) {
       let next: IteratorResult<PeekedBatch>
       try {
         next = await batches.next()
       } catch (err) {
-        ctx.logger.warn(`listing ${files.length - done} logs one by one: ${err instanceof Error ? err.message : String(err)}`, err)
-        return eachConcurrently(files.slice(done), one)
+        return await oneByOne(err)
       }
-      if (next.done) return
+      if (next.done) return await found.finish()
       const { start, files: peeked, joined: lines } = next.value
       // The lines the seam joined: one value each, or (one of them no JSON) read again one by one.
       const values = lines ? parseJoined(lines.bytes, lines.count) : undefined

@@ -42,8 +42,11 @@ export interface FileSystem {
    * thread. The yielded buffers are valid until the next batch is asked for. A seam that wraps
    * another and changes how files are opened or stat'ed must not pass this member on (the Node
    * seam's is not enumerable, so spreading it leaves it out): a listing would bypass the wrapper.
+   * `paths` may also come in chunks while the files are looked at (a listing still reading its
+   * buckets' directories): the batches then follow the concatenated chunks, `start` counting
+   * from the first path of the first chunk.
    */
-  peekFiles?(paths: readonly string[], headBytes: number, options?: PeekOptions): AsyncIterable<PeekedBatch>
+  peekFiles?(paths: readonly string[] | AsyncIterable<readonly string[]>, headBytes: number, options?: PeekOptions): AsyncIterable<PeekedBatch>
 }
 
 /**
@@ -54,6 +57,8 @@ export interface FileSystem {
  * as the file's `head`.
  */
 export interface PeekOptions {
+  /** With `paths` in chunks: about how many there will be (how many threads are worth starting). */
+  expectedFiles?: number
   join?: (line: Uint8Array, len: number, out: Uint8Array, at: number, crc32: (data: Uint8Array) => number, isUtf8: (data: Uint8Array) => boolean) => number
 }
 

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os'
-import { Worker } from 'node:worker_threads'
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads'
 import type { PeekedFile, PeekedBatch, PeekOptions } from './file-system.js'
 
 /** Files a worker looks at before it hands them over (one message each batch). */
@@ -61,10 +61,12 @@ interface BatchMessage {
  * order, is at most `window` batches behind, so memory stays bounded whatever the number of files.
  */
 function peekWorker(): void {
-  const { parentPort, workerData } = require('node:worker_threads') as typeof import('node:worker_threads')
+  const threads = require('node:worker_threads') as typeof import('node:worker_threads')
+  const { parentPort, workerData } = threads
   const fs = require('node:fs') as typeof import('node:fs')
   const { paths, headBytes, batchFiles, window, consumed } = workerData as {
-    paths: string[]
+    /** Absent: the batches come through `port` as the caller finds the paths (see below). */
+    paths?: string[]
     headBytes: number
     batchFiles: number
     window: number
@@ -77,7 +79,29 @@ function peekWorker(): void {
   const join: NonNullable<PeekOptions['join']> | undefined =
     workerData.join && crc32 !== undefined && isUtf8 !== undefined ? (globalThis as unknown as { peekJoin: NonNullable<PeekOptions['join']> }).peekJoin : undefined
   const stride: number = workerData.stride ?? 1
-  const starts: number[] = workerData.starts ?? Array.from({ length: Math.ceil(paths.length / batchFiles) }, (_, j) => j * batchFiles)
+  // This worker's batches, in order: `{ start, list, from }` is `list[from …]` (at most
+  // `batchFiles` of them), the paths from `start` on in the whole list. Given all at once
+  // (`paths`, `starts`), or one message each on `port` as the caller finds them: `posted` counts
+  // the messages sent, so that the worker sleeps until one is there; `{ end: true }` ends them.
+  const starts: number[] | undefined = paths && (workerData.starts ?? Array.from({ length: Math.ceil(paths.length / batchFiles) }, (_, j) => j * batchFiles))
+  const port = workerData.port as import('node:worker_threads').MessagePort | undefined
+  const posted = workerData.posted as Int32Array | undefined
+  let handed = 0
+  const nextBatch = (): { start: number; list: string[]; from: number } | undefined => {
+    if (starts) {
+      const j = handed++
+      return j < starts.length ? { start: starts[j]!, list: paths!, from: j * batchFiles } : undefined
+    }
+    for (;;) {
+      const seen = Atomics.load(posted!, 0)
+      const got = threads.receiveMessageOnPort(port!)
+      if (got) {
+        const m = got.message as { start: number; paths: string[] } | { end: true }
+        return 'end' in m ? undefined : { start: m.start, list: m.paths, from: 0 }
+      }
+      Atomics.wait(posted!, 0, seen)
+    }
+  }
   const scratch = Buffer.allocUnsafe(Math.max(headBytes, 1))
   // A batch's heads and joined lines are gathered here, then copied out at their size (the
   // copies are transferred): one allocation a worker, not two of about 2 MiB a batch.
@@ -95,15 +119,14 @@ function peekWorker(): void {
     const kind = SPECIAL[st.mode & 0o170000]
     if (kind !== undefined) throw new Error(`${path} is not a regular file (${kind})`)
   }
-  for (let j = 0; j < starts.length; j++) {
+  for (let batch = nextBatch(); batch !== undefined; batch = nextBatch()) {
+    const { start, list, from } = batch
     // Back-pressure: sleep while this batch would be more than `window` ahead of the consumer.
-    const index = starts[j]! / batchFiles
+    const index = start / batchFiles
     for (let seen = Atomics.load(consumed, 0); index - seen >= window + stride; seen = Atomics.load(consumed, 0)) {
       Atomics.wait(consumed, 0, seen)
     }
-    const from = j * batchFiles
-    const start = starts[j]!
-    const n = Math.min(batchFiles, paths.length - from)
+    const n = Math.min(batchFiles, list.length - from)
     const sizes = new Float64Array(n)
     const mtimes = new Float64Array(n)
     const lens = new Int32Array(n)
@@ -116,7 +139,7 @@ function peekWorker(): void {
     if (joined) joined[0] = 0x5b
     const errors: BatchMessage['errors'] = []
     for (let i = 0; i < n; i++) {
-      const path = paths[from + i]!
+      const path = list[from + i]!
       try {
         if (headBytes === 0) {
           const st = fs.statSync(path)
@@ -214,13 +237,23 @@ function toError([, code, message, syscall, errno]: BatchMessage['errors'][numbe
 /**
  * `FileSystem.peekFiles` of the Node file system: worker threads (`peekWorkerCount`) that look
  * at the files with synchronous calls, each its own batches of them, handed over in order.
+ * Given the paths in chunks, the workers start at once and take each batch as soon as its paths
+ * are known (a listing reads the directories of its buckets while the first logs are read).
  * Ending the iteration early (or an error) terminates the workers.
  */
-export async function* peekFilesInWorker(paths: readonly string[], headBytes: number, options: PeekOptions = {}): AsyncGenerator<PeekedBatch> {
-  if (paths.length === 0) return
+export async function* peekFilesInWorker(
+  paths: readonly string[] | AsyncIterable<readonly string[]>,
+  headBytes: number,
+  options: PeekOptions = {},
+): AsyncGenerator<PeekedBatch> {
+  const given = isPathList(paths) ? paths : undefined
+  if (given?.length === 0) return
   const consumed = new Int32Array(new SharedArrayBuffer(4))
-  const batches = Math.ceil(paths.length / BATCH_FILES)
-  const stride = Math.min(peekWorkerCount(paths.length, headBytes), batches)
+  // With the paths in chunks, the number of batches is known once the last chunk is in.
+  let batches = given ? Math.ceil(given.length / BATCH_FILES) : undefined
+  const stride = given
+    ? Math.min(peekWorkerCount(given.length, headBytes), batches!)
+    : peekWorkerCount(Math.max(options.expectedFiles ?? 0, FILES_PER_WORKER), headBytes)
   // Batch b is worker (b % stride)'s: on a cold cache the workers' reads are in flight together.
   const arrived = new Map<number, BatchMessage>()
   let failure: Error | undefined
@@ -231,17 +264,31 @@ export async function* peekFilesInWorker(paths: readonly string[], headBytes: nu
     wake = undefined
   }
   const workers: Worker[] = []
+  const feeds: { port: MessagePort; posted: Int32Array }[] = []
   for (let k = 0; k < stride; k++) {
-    const starts: number[] = []
-    const own: string[] = []
-    for (let b = k; b < batches; b += stride) {
-      starts.push(b * BATCH_FILES)
-      for (let i = b * BATCH_FILES; i < Math.min(paths.length, (b + 1) * BATCH_FILES); i++) own.push(paths[i]!)
-    }
     const join = headBytes > 0 ? options.join : undefined
+    const common = { stride, headBytes, batchFiles: BATCH_FILES, window: WINDOW, consumed, join: join !== undefined }
+    let workerData: Record<string, unknown>
+    let transferList: MessagePort[] = []
+    if (given) {
+      const starts: number[] = []
+      const own: string[] = []
+      for (let b = k; b < batches!; b += stride) {
+        starts.push(b * BATCH_FILES)
+        for (let i = b * BATCH_FILES; i < Math.min(given.length, (b + 1) * BATCH_FILES); i++) own.push(given[i]!)
+      }
+      workerData = { ...common, paths: own, starts }
+    } else {
+      const { port1, port2 } = new MessageChannel()
+      const posted = new Int32Array(new SharedArrayBuffer(4))
+      feeds.push({ port: port1, posted })
+      workerData = { ...common, port: port2, posted }
+      transferList = [port2]
+    }
     const worker = new Worker(workerSource(join), {
       eval: true,
-      workerData: { paths: own, starts, stride, headBytes, batchFiles: BATCH_FILES, window: WINDOW, consumed, join: join !== undefined },
+      workerData,
+      transferList,
       // The worker needs none of the parent's flags (a --cpu-prof of the parent, loaders of a test runner).
       execArgv: [],
       stdout: false,
@@ -266,13 +313,49 @@ export async function* peekFilesInWorker(paths: readonly string[], headBytes: nu
     })
     workers.push(worker)
   }
+  // The paths in chunks: each whole batch goes to its worker as soon as it is known, the last
+  // (maybe shorter) one when the chunks end, then each worker is told that there are no more.
+  let stopped = false
+  let total = given?.length ?? 0
+  const post = (k: number, message: unknown) => {
+    feeds[k]!.port.postMessage(message)
+    Atomics.add(feeds[k]!.posted, 0, 1)
+    Atomics.notify(feeds[k]!.posted, 0)
+  }
+  if (!given) {
+    void (async () => {
+      let pending: string[] = []
+      let b = 0
+      const send = () => {
+        if (!stopped) post(b % stride, { start: b * BATCH_FILES, paths: pending })
+        b++
+        pending = []
+      }
+      for await (const chunk of paths as AsyncIterable<readonly string[]>) {
+        if (stopped) return
+        for (const path of chunk) {
+          pending.push(path)
+          if (pending.length === BATCH_FILES) send()
+        }
+        total += chunk.length
+      }
+      if (stopped) return
+      if (pending.length > 0) send()
+      for (let k = 0; k < stride; k++) post(k, { end: true })
+      batches = b
+      notify()
+    })().catch((err: unknown) => {
+      failure ??= err instanceof Error ? err : new Error(String(err))
+      notify()
+    })
+  }
   let delivered = 0
   try {
-    for (let next = 0; next < batches; ) {
+    for (let next = 0; batches === undefined || next < batches; ) {
       const m = arrived.get(next)
       if (m === undefined) {
         if (failure) throw failure
-        if (running === 0) throw new Error(`the file-peeking workers stopped after ${delivered} of ${paths.length} files`)
+        if (running === 0) throw new Error(`the file-peeking workers stopped after ${delivered} of ${total} files`)
         await new Promise<void>((resolve) => (wake = resolve))
         continue
       }
@@ -306,6 +389,13 @@ export async function* peekFilesInWorker(paths: readonly string[], headBytes: nu
       Atomics.notify(consumed, 0)
     }
   } finally {
+    stopped = true
     await Promise.all([...workers].map((w) => w.terminate()))
+    // The chunks' iteration ends at its next chunk (it sees `stopped`); a listing's ends soon.
+    for (const { port } of feeds) port.close()
   }
+}
+
+function isPathList(paths: readonly string[] | AsyncIterable<readonly string[]>): paths is readonly string[] {
+  return Array.isArray(paths)
 }

@@ -1,8 +1,9 @@
 import { dirname } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
-import { isSessionPersistenceError } from '../errors.js'
+import { isSessionPersistenceError, SessionPersistenceCorruptionError } from '../errors.js'
 import { metaFromHeader } from '../session/meta.js'
-import type { SessionEvent, SessionMeta } from '../session/schema.js'
+import { isEnvelopeKey } from '../session/envelope.js'
+import type { JsonValue, SessionEvent, SessionMeta } from '../session/schema.js'
 import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
 import { findOneLog, listBuckets } from './find-logs.js'
 import { forEachLine } from './read-lines.js'
@@ -19,6 +20,50 @@ const WATCH_CHUNK = 64 * 1024
 /** At most this many events a poll: a watcher from seq 0 of a huge log never holds all of it. */
 const POLL_EVENTS = 1000
 
+/** The log as a watcher has it open (one file: an inode). */
+interface OpenLog {
+  handle: FileHandle
+  ino: number
+  version: FormatVersion
+  headerBytes: number
+}
+
+/** Where one event's line lies in the open log: `[start, end)`, its `\n` excluded. */
+interface LineAt {
+  seq: number
+  start: number
+  end: number
+}
+
+/**
+ * Whether `after` is `before` with nothing changed but the text of string values (never a key,
+ * the structure, a number, nor the envelope): what a redaction (§16) makes of an event.
+ */
+function onlyStringsChanged(before: JsonValue, after: JsonValue): boolean {
+  if (typeof before === 'string' || typeof after === 'string') return typeof before === typeof after
+  if (before === null || after === null || typeof before !== 'object' || typeof after !== 'object') return before === after
+  if (Array.isArray(before) !== Array.isArray(after)) return false
+  if (Array.isArray(before)) {
+    const a = after as JsonValue[]
+    return before.length === a.length && before.every((v, i) => onlyStringsChanged(v, a[i]!))
+  }
+  const a = after as { [k: string]: JsonValue }
+  const keys = Object.keys(before)
+  const otherKeys = Object.keys(a)
+  return keys.length === otherKeys.length && keys.every((k, i) => otherKeys[i] === k && onlyStringsChanged(before[k]!, a[k]!))
+}
+
+/** `after` is the event `before` still, perhaps redacted: the same envelope, only string values changed. */
+function stillTheEvent(before: SessionEvent, after: SessionEvent): boolean {
+  if (isDeepStrictEqual(before, after)) return true
+  for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    const b = (before as Record<string, unknown>)[key]
+    const a = (after as Record<string, unknown>)[key]
+    if (isEnvelopeKey(key) ? !isDeepStrictEqual(b, a) : b === undefined || a === undefined || !onlyStringsChanged(b as JsonValue, a as JsonValue)) return false
+  }
+  return Object.keys(before).join() === Object.keys(after).join()
+}
+
 /**
  * The JSONL backend's `watch` source (§15.3): directory notifications through the seam (the log's
  * bucket once it exists; the root and every bucket before), a slow safety poll, and reads from
@@ -28,7 +73,11 @@ const POLL_EVENTS = 1000
 export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   let path: string | undefined
   // The log as this watcher has it open: kept across wakes while its inode stays the log's.
-  let open: { handle: FileHandle; ino: number; version: FormatVersion; headerBytes: number } | undefined
+  let open: OpenLog | undefined
+  // The line of the last event this watcher yielded (seq `next - 1`) in the open log: after a
+  // rewrite renamed over the log, the new log must still hold that event (a redaction may have
+  // changed its strings); a truncation that cut it rejects the watch (E_CORRUPT).
+  let last: LineAt | undefined
   const release = async () => {
     const h = open?.handle
     open = undefined
@@ -86,10 +135,11 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
    * advancing `point`; `refused` when the read stopped at a complete line that is not the next
    * event (a defect a repair will cut, or bytes rewritten under `point`).
    */
-  async function readFrom(handle: FileHandle, version: FormatVersion, from: SeqPoint, next: number, to: number): Promise<{ events: SessionEvent[]; refused: boolean }> {
+  async function readFrom(handle: FileHandle, version: FormatVersion, from: SeqPoint, next: number, to: number): Promise<{ events: SessionEvent[]; refused: boolean; lastLine: LineAt | undefined }> {
     const events: SessionEvent[] = []
     let at = from
     let refused = false
+    let lastLine: LineAt | undefined
     await forEachLine(
       handle,
       (buf, start, end, offset, complete) => {
@@ -101,6 +151,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
           refused = true
           return false
         }
+        lastLine = { seq: event.seq, start: offset, end: offset + end - start }
         at = { offset: offset + end - start + 1, seq: event.seq + 1 }
         if (event.seq >= next) events.push(event)
         return events.length < POLL_EVENTS
@@ -108,7 +159,73 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
       { from: from.offset, to, chunkBytes: WATCH_CHUNK, stopAtShortRead: true },
     )
     point = at
-    return { events, refused }
+    return { events, refused, lastLine }
+  }
+
+  /** The events of a read handed to the loop: the line of the last one is kept (see `last`). */
+  const accept = (read: { events: SessionEvent[]; lastLine: LineAt | undefined }, next: number): SessionEvent[] => {
+    const end = next + read.events.length - 1
+    if (read.lastLine?.seq === end) last = read.lastLine
+    else if (read.events.length > 0) last = undefined
+    return read.events
+  }
+
+  /**
+   * Whether the log at `path` is still the file the watcher read from: a read that raced a
+   * rewrite renamed over it (§16) may hold the old bytes (the unredacted ones), which are never
+   * handed on once the new log is in place. A log gone (deleted) keeps what was read before.
+   */
+  async function stillAt(file: string, log: OpenLog): Promise<boolean> {
+    try {
+      return (await ctx.fs.stat(file)).ino === log.ino
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'ENOENT') return true
+      throw err
+    }
+  }
+
+  /** The event at `seq` in `log` and its line, when a complete valid line holds it (up to `size`). */
+  async function eventAt(log: OpenLog, seq: number, size: number, at?: number): Promise<{ event: SessionEvent; line: LineAt } | undefined> {
+    const from = at !== undefined ? { offset: at } : seq === 0 ? { offset: log.headerBytes } : await bisectSeq(log.handle, { offset: log.headerBytes, seq: 0 }, size, seq, undefined, log.version === 1)
+    let found: { event: SessionEvent; line: LineAt } | undefined
+    await forEachLine(
+      log.handle,
+      (buf, start, end, offset, complete) => {
+        if (!complete) return false
+        const event = parseEventLine(buf.subarray(start, end), log.version, true)
+        if (!event || event.seq > seq) return false
+        if (event.seq === seq) {
+          found = { event, line: { seq, start: offset, end: offset + end - start } }
+          return false
+        }
+      },
+      { from: from.offset, to: size, chunkBytes: WATCH_CHUNK, stopAtShortRead: true },
+    )
+    return found
+  }
+
+  /**
+   * After a rewrite renamed `now` over `before` (§16: migrate, redact, truncate-at-damage): the
+   * watch goes on by seq in the new log only if it still holds the last event the watcher yielded
+   * (the same event, or one a redaction changed only the strings of). A truncation that cut it
+   * cut history the consumer has seen: E_CORRUPT, never a silent jump into other events.
+   */
+  async function followRewrite(before: OpenLog, now: OpenLog, next: number): Promise<void> {
+    const yielded = last
+    last = undefined
+    if (next === 0 || yielded?.seq !== next - 1) return // nothing yielded from the old log that is known
+    const old = await eventAt(before, yielded.seq, yielded.end + 1, yielded.start)
+    const found = await eventAt(now, yielded.seq, (await now.handle.stat()).size)
+    if (old && found && stillTheEvent(old.event, found.event)) {
+      last = found.line
+      return
+    }
+    throw new SessionPersistenceCorruptionError(
+      yielded.seq + 2,
+      yielded.start,
+      `the log was rewritten under this watch and no longer holds the event seq ${yielded.seq} it yielded (events it yielded were cut: repair --truncate-at-damage)`,
+      { sessionId: id, ...(path === undefined ? {} : { path }) },
+    )
   }
 
   return {
@@ -122,75 +239,94 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         unwatchAllBut(dirname(path))
         watchDir(dirname(path))
       }
-      const byNotification = notified
+      let byNotification = notified
       notified = false
-      // A notification with the log open where it was left: one read from there, nothing else
-      // when it finds events. One that finds none may be the log's delete or its replacement
-      // (a rewrite, or another session under the id): the stat below looks at once.
-      if (byNotification && open && point?.seq === next) {
-        const { events } = await readFrom(open.handle, open.version, point, next, Number.POSITIVE_INFINITY)
-        if (events.length > 0) {
-          seen = undefined
-          return { kind: 'events', events }
+      // Until a read that the log at `path` still holds: one that raced a rewrite renamed over
+      // the log (§16) is read again from the new log, by seq.
+      for (;;) {
+        // A notification with the log open where it was left: one read from there, and one stat
+        // when it finds events (that they are still the log's). One that finds none may be the
+        // log's delete or its replacement (a rewrite, or another session under the id): the stat
+        // below looks at once.
+        if (byNotification && open && point?.seq === next) {
+          byNotification = false
+          const read = await readFrom(open.handle, open.version, point, next, Number.POSITIVE_INFINITY)
+          if (read.events.length > 0 && (await stillAt(path, open))) {
+            seen = undefined
+            return { kind: 'events', events: accept(read, next) }
+          }
         }
-      }
-      // One stat a wake: the log's name (deleted, or another file under it) and its size. The
-      // descriptor and the header's length are kept while the file stays the same.
-      let st
-      try {
-        st = await ctx.fs.stat(path)
-      } catch (err) {
-        if ((err as { code?: unknown }).code !== 'ENOENT') throw err
-        await release()
-        return { kind: 'missing' }
-      }
-      if (seen && st.ino === seen.ino && st.size === seen.size && st.mtimeMs === seen.mtimeMs && point?.seq === next) return { kind: 'events', events: [] }
-      if (open && open.ino !== st.ino) await release()
-      if (!open) {
-        let handle
+        // One stat a wake: the log's name (deleted, or another file under it) and its size. The
+        // descriptor and the header's length are kept while the file stays the same.
+        let st
         try {
-          handle = await ctx.fs.open(path, 'r')
+          st = await ctx.fs.stat(path)
         } catch (err) {
-          if ((err as { code?: unknown }).code === 'ENOENT') return { kind: 'missing' }
-          throw err
-        }
-        let meta: SessionMeta
-        try {
-          const { header, headerBytes } = await readHeaderLine(handle, path, id)
-          meta = metaFromHeader(header)
-          // Opened after the stat: the inode the handle holds is the one to follow.
-          open = { handle, ino: (await handle.stat()).ino, version: header.version, headerBytes }
-          point = undefined // a rewrite under that name (or the first look): start over by seq
-        } catch (err) {
-          await handle.close()
-          throw err
-        }
-        if (identity === undefined) identity = meta
-        else if (!isDeepStrictEqual(meta, identity)) {
-          // Another session under the id: the one watched was deleted.
+          if ((err as { code?: unknown }).code !== 'ENOENT') throw err
           await release()
           return { kind: 'missing' }
         }
+        if (seen && st.ino === seen.ino && st.size === seen.size && st.mtimeMs === seen.mtimeMs && point?.seq === next) return { kind: 'events', events: [] }
+        // A rewrite renamed over the log: the old one stays open until the new one is found to
+        // hold what this watcher yielded from it.
+        let before: OpenLog | undefined
+        if (open && open.ino !== st.ino) {
+          before = open
+          open = undefined
+        }
+        try {
+          if (!open) {
+            let handle
+            try {
+              handle = await ctx.fs.open(path, 'r')
+            } catch (err) {
+              if ((err as { code?: unknown }).code === 'ENOENT') return { kind: 'missing' }
+              throw err
+            }
+            let meta: SessionMeta
+            try {
+              const { header, headerBytes } = await readHeaderLine(handle, path, id)
+              meta = metaFromHeader(header)
+              // Opened after the stat: the inode the handle holds is the one to follow.
+              open = { handle, ino: (await handle.stat()).ino, version: header.version, headerBytes }
+              point = undefined // a rewrite under that name (or the first look): start over by seq
+            } catch (err) {
+              await handle.close()
+              throw err
+            }
+            if (identity === undefined) identity = meta
+            else if (!isDeepStrictEqual(meta, identity)) {
+              // Another session under the id: the one watched was deleted.
+              await release()
+              return { kind: 'missing' }
+            }
+            if (before) await followRewrite(before, open, next) // E_CORRUPT when it cut what was yielded
+            else last = undefined
+          }
+        } finally {
+          await before?.handle.close().catch(() => {})
+        }
+        const { handle, version, headerBytes } = open
+        const size = open.ino === st.ino ? st.size : (await handle.stat()).size
+        const seek = async () => {
+          point = next === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, size, next, undefined, version === 1)
+        }
+        const sought = point === undefined || point.seq !== next || point.offset > size
+        if (sought) await seek()
+        let read = await readFrom(handle, version, point!, next, size)
+        if (read.refused && read.events.length === 0 && !sought) {
+          // Stopped at a complete line that is not the next event, where it read before: the bytes
+          // there may have been rewritten in place (a repair that cut what this watcher had read
+          // past). Found again by seq; where nothing moved, it waits at the same line.
+          const at = point!.offset
+          await seek()
+          if (point!.offset !== at) read = await readFrom(handle, version, point!, next, size)
+        }
+        const { events } = read
+        if (events.length > 0 && !(await stillAt(path, open))) continue // renamed over while read: read the new log
+        seen = events.length < POLL_EVENTS && open.ino === st.ino ? { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } : undefined
+        return { kind: 'events', events: accept(read, next) }
       }
-      const { handle, version, headerBytes } = open
-      const size = open.ino === st.ino ? st.size : (await handle.stat()).size
-      const seek = async () => {
-        point = next === 0 ? { offset: headerBytes, seq: 0 } : await bisectSeq(handle, { offset: headerBytes, seq: 0 }, size, next, undefined, version === 1)
-      }
-      const sought = point === undefined || point.seq !== next || point.offset > size
-      if (sought) await seek()
-      const read = await readFrom(handle, version, point!, next, size)
-      let { events } = read
-      if (read.refused && events.length === 0 && !sought) {
-        // Stopped at a complete line that is not the next event, where it read before: the bytes
-        // there may have been rewritten in place (a repair that cut what this watcher had read
-        // past). Found again by seq; where nothing moved, it waits at the same line.
-        const at = point!.offset
-        await seek()
-        if (point!.offset !== at) ({ events } = await readFrom(handle, version, point!, next, size))
-      }
-      seen = events.length < POLL_EVENTS && open.ino === st.ino ? { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } : undefined
-      return { kind: 'events', events }
     },
     changed(signal: AbortSignal): Promise<void> {
       return new Promise<void>((resolve) => {

@@ -296,11 +296,19 @@ export async function planRedaction(handle: FileHandle, path: string, id: string
     if (n > 0) {
       matches += n
       seqs.push(closer.seq)
+      redactedLine(redactEvent(closer, pattern, replacement).event, version, id, path) // as the writing pass judges it
     }
   }
   // What the repair cuts is no event, but it is on disk: a secret in a torn tail (or after zeros)
   // would outlive a redaction that found no match in the events and so rewrote nothing.
   const cutMatches = plan.report && plan.report.droppedBytes > 0 ? await countInBytes(handle, plan.keepBytes, pattern) : 0
+  const recordTime = plan.closers.at(-1)?.time ?? lastTime ?? scan.header.createdAt
+  // The record a rewrite ends with holds the replacement and every seq that matched: it may
+  // outgrow a line where no event does. Judged here, so a dry run refuses what the run refuses.
+  if (matches + cutMatches > 0) {
+    const record = redactionRecord({ eventCount: scan.eventCount, closers: plan.closers, lastTime: recordTime, seqs, cutMatches }, matches, replacement, Date.now())
+    redactedLine(record, version, id, path)
+  }
   return {
     cutMatches,
     header: scan.header,
@@ -309,9 +317,30 @@ export async function planRedaction(handle: FileHandle, path: string, id: string
     eventCount: scan.eventCount,
     closers: plan.closers,
     repair: plan.report,
-    lastTime: plan.closers.at(-1)?.time ?? lastTime ?? scan.header.createdAt,
+    lastTime: recordTime,
     matches,
     seqs,
+  }
+}
+
+/**
+ * The ignorable `log/redacted` event a redaction ends with (§16): when, how many matches and
+ * which seqs, never the matched text; its seq follows the events and closers. One builder for
+ * the plan (which judges its size) and the writing pass.
+ */
+function redactionRecord(
+  plan: Pick<RedactionPlan, 'eventCount' | 'closers' | 'lastTime' | 'seqs' | 'cutMatches'>,
+  matches: number,
+  replacement: string,
+  now: number,
+): SessionEvent {
+  return {
+    seq: plan.eventCount + plan.closers.length,
+    type: 'log/redacted',
+    time: Math.max(plan.lastTime, now),
+    ignorable: true,
+    // Matches in the cut bytes (a torn tail) are gone with them: said, never shown.
+    data: { at: now, matches, seqs: plan.seqs, replacement, ...(plan.cutMatches > 0 ? { cutMatches: plan.cutMatches } : {}) },
   }
 }
 
@@ -385,15 +414,9 @@ export function redactedBody(
       seq++
     }
     if (matches !== plan.matches || next !== seqs.length) throw changed(`${matches} matches where ${plan.matches} were counted`)
-    const record: SessionEvent = {
-      seq,
-      type: 'log/redacted',
-      time: Math.max(plan.lastTime, options.now),
-      ignorable: true,
-      // Matches in the cut bytes (a torn tail) are gone with them: said, never shown.
-      data: { at: options.now, matches, seqs, replacement, ...(plan.cutMatches > 0 ? { cutMatches: plan.cutMatches } : {}) },
-    }
-    // It lists every seq that matched: a log with millions of them would outgrow a line too.
+    const record = redactionRecord(plan, matches, replacement, options.now)
+    // It lists every seq that matched: a log with millions of them would outgrow a line too (the
+    // plan refused it already, as this judges it).
     out.addText(lineOf(record))
     await write(out.take())
     options.done(record)

@@ -3,7 +3,7 @@ import { asObject } from '../../session/as-object.js'
 import { historyWindow } from '../../session/history.js'
 import type { JsonValue, SessionEvent } from '../../session/schema.js'
 import { FIRST_ITEM_FIELD, summaryItem } from './compaction.js'
-import { ITEM_EVENT, ITEM_FIELD, PROVISIONAL_FIELD } from './encode-items.js'
+import { ITEM_EVENT, ITEM_FIELD, ITEM_FROM_FIELD, PROVISIONAL_FIELD } from './encode-items.js'
 import { blocksText, classifyItem, isModelOutput, isToolResult, type ItemKind, itemKey } from './item-kind.js'
 
 /** An item of the session and the seq of the event that placed it (what `history/rewind` cuts). */
@@ -12,8 +12,10 @@ export interface PlacedItem {
   /**
    * The seq of the earliest event behind the item: `seq`, or, for an item the run's `addItems`
    * only placed (`ITEM_EVENT`), the event `trackToolCalls` wrote for it earlier (the call, its
-   * result, the run's input) or the still open call an approved run hands over again. What the
-   * history view (§7) shows of the item lies there: a compaction keeping the item keeps from it.
+   * result, the run's input) or the still open call an approved run hands over again; for an
+   * item `popItem` placed again, the event its ITEM_FROM_FIELD names. What the history view (§7)
+   * shows of the item lies there: a compaction keeping the item keeps from it, a pop of it rewinds
+   * to it.
    */
   from: number
   item: AgentInputItem
@@ -156,10 +158,15 @@ function decode(all: readonly SessionEvent[]): { items: AgentInputItem[]; seqs: 
             }
             if (k.kind === 'call') calls.set(k.callId, e.seq)
           } else if (!isProvisional) {
-            // Placed only: its vocabulary event was written before (or lies before the window).
-            const key = writtenKey(k)
-            const earlier = key === undefined ? undefined : written.get(key)?.shift()
-            from = earlier ?? (k.kind === 'call' ? calls.get(k.callId) : undefined) ?? e.seq
+            // Placed only: its vocabulary event was written before (or lies before the window);
+            // placed again by `popItem`, the event says which.
+            const again = e[ITEM_FROM_FIELD]
+            if (typeof again === 'number' && Number.isSafeInteger(again) && again >= 0 && again < e.seq) from = again
+            else {
+              const key = writtenKey(k)
+              const earlier = key === undefined ? undefined : written.get(key)?.shift()
+              from = earlier ?? (k.kind === 'call' ? calls.get(k.callId) : undefined) ?? e.seq
+            }
           }
         }
       }

@@ -21,6 +21,11 @@ export const ITEM_FIELD = 'openaiAgentsItem'
 export const PROVISIONAL_FIELD = 'openaiAgentsProvisional'
 /** Ignorable event type for an item that has no place in the vocabulary, or that is already there. */
 export const ITEM_EVENT = 'openai-agents/item'
+/**
+ * Extra field of an ITEM_EVENT that `popItem` wrote to place an item again after its rewind: the
+ * seq of the earlier event holding the item's vocabulary (where the history view shows it).
+ */
+export const ITEM_FROM_FIELD = 'openaiAgentsItemFrom'
 
 /** An event without its `seq` and `time`, which the writer stamps. */
 export type EventDraft = Omit<SessionEvent, 'seq' | 'time'>
@@ -68,6 +73,11 @@ export interface EncodeOptions {
   provisional?: boolean
   /** Items whose vocabulary event is already written: they get an ITEM_EVENT placing them only. */
   placeOnly?: (item: AgentInputItem, index: number) => boolean
+  /**
+   * Items whose vocabulary event is the one at the seq returned (placed again after a rewind):
+   * they get an ITEM_EVENT placing them only, with that seq (ITEM_FROM_FIELD).
+   */
+  placedFrom?: (item: AgentInputItem, index: number) => number | undefined
 }
 
 /**
@@ -102,9 +112,10 @@ export function encodeItems(
       s = { ...s, replayAfterResults: true }
     }
     if (k.kind === 'call' && callSteps[k.callId] === undefined) callSteps[k.callId] = s.replayStep
-    const draft: EventDraft = options.placeOnly?.(item, index)
-      ? placeDraft(k)
-      : vocabularyDraft(k, s.turn, s.replayStep, callSteps)
+    const from = options.placedFrom?.(item, index)
+    const draft: EventDraft =
+      from !== undefined || options.placeOnly?.(item, index) ? placeDraft(k) : vocabularyDraft(k, s.turn, s.replayStep, callSteps)
+    if (from !== undefined) draft[ITEM_FROM_FIELD] = from
     draft[ITEM_FIELD] = item as unknown as JsonValue
     if (options.provisional) draft[PROVISIONAL_FIELD] = true
     drafts.push(draft)

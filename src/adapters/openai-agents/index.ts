@@ -14,6 +14,7 @@ export {
   type EventDraft,
   ITEM_EVENT,
   ITEM_FIELD,
+  ITEM_FROM_FIELD,
   openTurn,
   PROVISIONAL_FIELD,
   restartReplay,

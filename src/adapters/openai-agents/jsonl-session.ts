@@ -11,12 +11,14 @@ import {
   closeTurn,
   encodeItems,
   type EventDraft,
+  ITEM_FIELD,
   openTurn,
   restartReplay,
   type TurnEndKind,
   type TurnState,
 } from './encode-items.js'
 import { classifyItem, itemKey } from './item-kind.js'
+import { needsTurn, placeAgain } from './place-again.js'
 import { LAST_TURN_FIELD, lastTurnOf } from '../../session/last-turn.js'
 import { RecordedItems } from './recorded-items.js'
 import {
@@ -141,10 +143,16 @@ export class JsonlSession implements Session {
   }
 
   /**
-   * Removes the most recent item by appending `history/rewind`; returns it. A rewind drops a
-   * range of seqs, so popping an item kept by the compaction in force (placed before it) would
-   * undo the compaction too: the compaction is then recorded again, in the same append. Popping
-   * the summary itself (the only item left) empties the history, as `clearSession`.
+   * Removes the most recent item by appending `history/rewind`; returns it. The rewind starts at
+   * the earliest event behind the item (for an item a tracked run's `addItems` only placed, the
+   * call, result or input `trackToolCalls` wrote before it), so the history view (§7) loses it
+   * too. The items placed since that event are placed again after the rewind, in the same
+   * append: each one whose vocabulary event lies before the rewind by an ignorable event pointing
+   * at it (ITEM_FROM_FIELD), any other written again, in a turn of its own (`E_SESSION_LIVE`,
+   * nothing written, while a tracked run has not handed its items over then). A rewind drops a range
+   * of seqs, so popping an item kept by the compaction in force (placed before it) would undo the
+   * compaction too: the compaction is then recorded again, last. Popping the summary itself (the
+   * only item left) empties the history, as `clearSession`.
    */
   async popItem(): Promise<AgentInputItem | undefined> {
     return (await this.#queue.add(async () => {
@@ -152,11 +160,39 @@ export class JsonlSession implements Session {
       const { placed, compaction } = decodeSession(await this.#read())
       const last = placed.at(-1)
       if (!last) return undefined
-      if (last.compaction) await this.#write([{ type: 'history/rewind', data: { to: 0 } }])
-      else if (compaction && last.seq < compaction.seq) {
-        await this.#ensureWritable() // the last turn number, which the compaction records
-        await this.#write([{ type: 'history/rewind', data: { to: last.seq } }, this.#compaction(compaction.summary, compaction.keep, compaction.itemsFrom)])
-      } else await this.#write([{ type: 'history/rewind', data: { to: last.seq } }])
+      if (last.compaction) {
+        await this.#write([{ type: 'history/rewind', data: { to: 0 } }])
+        return last.item
+      }
+      const to = last.from
+      const again = placed.filter((p) => !p.compaction && p !== last && p.seq >= to)
+      const undoesCompaction = compaction !== undefined && to < compaction.seq
+      if (again.length === 0 && !undoesCompaction) {
+        await this.#write([{ type: 'history/rewind', data: { to } }])
+        return last.item
+      }
+      await this.#ensureWritable() // the last turn number, which a turn and the compaction record
+      if (needsTurn(again, to)) {
+        // Items written again go in a turn of their own: as for `compact`, not inside a tracked run's.
+        await this.#endLeftoverTurn(this.#latestRun)
+        if (this.#turn) {
+          throw new SessionPersistenceError('E_SESSION_LIVE', `popItem: a tracked run of session ${this.#id} has not handed its items over`, {
+            sessionId: this.#id,
+          })
+        }
+      }
+      const drafts: EventDraft[] = [{ type: 'history/rewind', data: { to } }]
+      const restored = placeAgain(again, to, this.#lastTurn + 1)
+      drafts.push(...restored.drafts)
+      if (compaction && undoesCompaction) {
+        // The items start where they did, unless every one left was placed again: then at the first of those.
+        const stays = placed.some((p) => !p.compaction && p.seq < to)
+        const first = drafts.findIndex((d) => d[ITEM_FIELD] !== undefined)
+        const itemsFrom = stays || first === -1 ? compaction.itemsFrom : this.#count + first
+        drafts.push(this.#compaction(compaction.summary, compaction.keep, itemsFrom, restored.turn))
+      }
+      await this.#write(drafts)
+      if (restored.turn !== undefined) this.#lastTurn = restored.turn
       return last.item
     })) as AgentInputItem | undefined
   }
@@ -220,8 +256,8 @@ export class JsonlSession implements Session {
    * (LAST_TURN_FIELD), which a resume from its tail continues without reading before it, and
    * `itemsFrom` (FIRST_ITEM_FIELD) only where the items start later than the history view.
    */
-  #compaction(summary: JsonValue, firstKeptSeq: number, itemsFrom: number | undefined): EventDraft {
-    const draft: EventDraft = { type: 'history/compact', data: { summary, firstKeptSeq }, [LAST_TURN_FIELD]: this.#lastTurn }
+  #compaction(summary: JsonValue, firstKeptSeq: number, itemsFrom: number | undefined, lastTurn = this.#lastTurn): EventDraft {
+    const draft: EventDraft = { type: 'history/compact', data: { summary, firstKeptSeq }, [LAST_TURN_FIELD]: lastTurn }
     if (itemsFrom !== undefined && itemsFrom !== firstKeptSeq) draft[FIRST_ITEM_FIELD] = itemsFrom
     return draft
   }

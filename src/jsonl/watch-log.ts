@@ -54,7 +54,7 @@ function onlyStringsChanged(before: JsonValue, after: JsonValue): boolean {
 }
 
 /** `after` is the event `before` still, perhaps redacted: the same envelope, only string values changed. */
-function stillTheEvent(before: SessionEvent, after: SessionEvent): boolean {
+export function stillTheEvent(before: SessionEvent, after: SessionEvent): boolean {
   if (isDeepStrictEqual(before, after)) return true
   for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
     const b = (before as Record<string, unknown>)[key]

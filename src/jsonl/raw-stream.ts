@@ -1,13 +1,22 @@
 import { SessionPersistenceError } from '../errors.js'
 import type { RawPageOptions, RawSessionStream } from '../persistence.js'
 import type { SessionHeader } from '../session/schema.js'
-import { forEachBlockForward } from './read-forward.js'
+import type { FileHandle } from './fs/file-system.js'
 import { checkRawEventLine, checkRawHeaderLine, rawStreamPages } from '../session/raw-log.js'
 import { parseRawPageOptions } from '../session/read-options.js'
+import { copyRange } from './copy-range.js'
 import { planRepair } from './repair-plan.js'
 import { readHeaderLine } from './read-session.js'
 import { scanLog } from './scan-log.js'
 import type { StoreContext } from './store-context.js'
+
+/**
+ * The streams `openJsonlRawStream` opened, with what copies one's checked bytes instead of its
+ * lines: `writeRawStream` of such a stream, untouched and not read yet, writes the bytes the
+ * checking pass checked, never a string of a line (§15.5: a huge line costs what its check by
+ * that pass costs, as in a load, not also its text handed out and checked again).
+ */
+const OWN_STREAMS = new WeakMap<RawSessionStream, { id: string; headerLine: string; eventPages: AsyncIterable<readonly string[]>; started: () => boolean; copy: (write: (piece: Buffer) => Promise<void>) => Promise<number> }>()
 
 /**
  * A log's exact lines as pages (§15.5), in memory bounded by a page: a first pass checks the
@@ -33,15 +42,22 @@ export async function openJsonlRawStream(
   } finally {
     await handle.close()
   }
+  // The first pass: the valid prefix's event lines are [headerBytes, validEnd) of `h`.
+  const check = async (h: FileHandle) => {
+    const limit = size()
+    const scan = await scanLog(h, { path, sessionId: id, keepEvents: false, ...(limit === undefined ? {} : { to: limit }) })
+    planRepair(scan, { path, sessionId: id, closeOpenTurn: false }) // committed damage: E_CORRUPT
+    return scan
+  }
+  let started = false
   async function* eventPages(): AsyncGenerator<readonly string[]> {
+    started = true
     const h = await ctx.fs.open(path, 'r')
     try {
-      const limit = size()
-      const scan = await scanLog(h, { path, sessionId: id, keepEvents: false, ...(limit === undefined ? {} : { to: limit }) })
-      planRepair(scan, { path, sessionId: id, closeOpenTurn: false }) // committed damage: E_CORRUPT
+      const scan = await check(h)
       let lines: string[] = []
       let bytes = 0
-      for await (const line of forEachBlockForward(h, scan.headerBytes, scan.validEnd)) {
+      for await (const line of checkedLines(h, scan.headerBytes, scan.validEnd)) {
         lines.push(line)
         bytes += line.length
         if (lines.length >= page.pageLines || bytes >= page.pageBytes) {
@@ -55,12 +71,84 @@ export async function openJsonlRawStream(
       await h.close()
     }
   }
-  return { id, headerLine, eventPages: eventPages() }
+  const copy = async (write: (piece: Buffer) => Promise<void>): Promise<number> => {
+    started = true
+    const h = await ctx.fs.open(path, 'r')
+    try {
+      const scan = await check(h)
+      await copyRange(h, path, scan.headerBytes, scan.validEnd, write)
+      return scan.eventCount
+    } finally {
+      await h.close()
+    }
+  }
+  const stream = { id, headerLine, eventPages: eventPages() }
+  OWN_STREAMS.set(stream, { id, headerLine, eventPages: stream.eventPages, started: () => started, copy })
+  return stream
+}
+
+/** A read's size, and the length of a line's piece written at once (§15.5: a huge line is never copied whole to be written). */
+const CHUNK = 1 << 20
+
+/**
+ * The lines of `[from, to)` (line starts and ends a checking pass found) as strings without
+ * their `\n`, one chunk read at a time. A line longer than a chunk is found to its end first,
+ * then read whole into one buffer of its size and decoded: a huge line costs its bytes and its
+ * text, never also its pieces and their join (§15.5). A file found shorter ends the lines (as
+ * forEachBlockForward: no line is handed out unless its `\n` was read).
+ */
+async function* checkedLines(handle: FileHandle, from: number, to: number): AsyncGenerator<string> {
+  const chunk = Buffer.allocUnsafe(CHUNK)
+  const readFully = async (buf: Buffer, at: number): Promise<boolean> => {
+    for (let got = 0; got < buf.length; ) {
+      const n = await handle.read(buf, got, buf.length - got, at + got)
+      if (n === 0) return false
+      got += n
+    }
+    return true
+  }
+  let start = from // where the line being read starts
+  for (let pos = from; pos < to; ) {
+    const view = chunk.subarray(0, Math.min(chunk.length, to - pos))
+    if (!(await readFully(view, pos))) return
+    let i = 0
+    if (start < pos) {
+      // A line that began in an earlier chunk: read whole once its end is here.
+      const nl = view.indexOf(10)
+      if (nl === -1) {
+        pos += view.length
+        continue
+      }
+      const line = Buffer.allocUnsafe(pos + nl - start)
+      if (!(await readFully(line, start))) return
+      yield line.toString('utf8')
+      i = nl + 1
+    }
+    for (let nl = view.indexOf(10, i); nl !== -1; nl = view.indexOf(10, i)) {
+      yield view.toString('utf8', i, nl)
+      i = nl + 1
+    }
+    pos += view.length
+    start = pos - (view.length - i)
+  }
+}
+
+/** `line`'s text in pieces of at most CHUNK characters, never cutting a surrogate pair (a checked line holds no lone surrogate). */
+function* textPieces(line: string): Generator<string> {
+  for (let at = 0; at < line.length; ) {
+    let end = Math.min(at + CHUNK, line.length)
+    const last = line.charCodeAt(end - 1)
+    if (end < line.length && last >= 0xd800 && last <= 0xdbff) end--
+    yield line.slice(at, end)
+    at = end
+  }
 }
 
 /**
  * Checks a streamed raw log page by page as `importRaw` checks a whole one, writing each page
- * through `write`; resolves with the header and the number of event lines.
+ * through `write`; resolves with the header and the number of event lines. Lines are written in
+ * pieces of about a chunk: short lines joined, a long one cut, so that what is held beside the
+ * page is a chunk, never a copy of a huge line (nor of its join with `\n`).
  */
 export async function writeRawStream(
   log: RawSessionStream,
@@ -69,10 +157,39 @@ export async function writeRawStream(
   const pages = rawStreamPages(log)
   const header = checkRawHeaderLine(log.id, log.headerLine)
   await write(Buffer.from(`${log.headerLine}\n`))
-  let n = 0
-  for await (const lines of pages) {
-    for (const line of lines) checkRawEventLine(log.id, line, n++, header.version)
-    await write(Buffer.from(`${lines.join('\n')}\n`))
+  // A log of this backend, as it was opened: its bytes as its first pass checked them (every
+  // line as a load checks it, in the header's version), copied a chunk at a time.
+  const own = OWN_STREAMS.get(log)
+  if (own && !own.started() && own.id === log.id && own.headerLine === log.headerLine && own.eventPages === log.eventPages) {
+    return { header, eventLines: await own.copy(write) }
   }
+  let n = 0
+  let joined: string[] = []
+  let joinedLength = 0
+  const flush = async () => {
+    if (joined.length === 0) return
+    const text = joined.join('')
+    joined = []
+    joinedLength = 0
+    await write(Buffer.from(text))
+  }
+  for await (const lines of pages) {
+    for (const line of lines) {
+      checkRawEventLine(log.id, line, n++, header.version)
+      const text = line as string
+      if (text.length < CHUNK) {
+        joined.push(text, '\n')
+        joinedLength += text.length + 1
+        if (joinedLength >= CHUNK) await flush()
+      } else {
+        await flush()
+        for (const piece of textPieces(text)) await write(Buffer.from(piece))
+        await write(NEWLINE)
+      }
+    }
+  }
+  await flush()
   return { header, eventLines: n }
 }
+
+const NEWLINE = Buffer.from('\n')

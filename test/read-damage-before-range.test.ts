@@ -187,3 +187,32 @@ test('version 1: a line before the range whose seq digits were changed (its chec
   }
   expect(failed).toEqual([])
 })
+
+test('a damaged line just before a range whose lines are long (tens of KiB) is passed over too (version 1)', async () => {
+  // A probe that landed in a damaged line found the next line's start but gave up on it where it
+  // crossed the search's bound, so the bound fell inside the damage and the read met it.
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, formatVersion: 1, sync: 'none' })
+  await p.create(meta('s'))
+  const size = (n: number) => (n % 37 === 5 ? 70_000 : n % 11 === 3 ? 20_000 : 30 + ((n * 13) % 400))
+  const events: SessionEvent[] = Array.from({ length: 600 }, (_, n) => ({ seq: n, type: 'x/tick', time: n, data: { pad: 'z'.repeat(size(n)) } }))
+  await p.append('s', events)
+  await p.close('s')
+  const path = p.locate(meta('s')).path
+  const lines = (await readFile(path, 'utf8')).split('\n')
+  const failed: string[] = []
+  for (let d = 280; d < 320; d++) {
+    const copy = lines.slice()
+    copy[d + 1] = copy[d + 1]!.replace('"pad":"z', '"pad":"y')
+    await writeFile(path, copy.join('\n'))
+    const reader = createJsonlPersistence({ root, formatVersion: 1 })
+    for (const from of [d + 1, d + 2]) {
+      const got = await reader
+        .read('s', { fromSeq: from, toSeq: from + 3 })
+        .then((r) => (JSON.stringify(r.events) === JSON.stringify(events.slice(from, from + 3)) ? 'ok' : 'wrong'))
+        .catch((err: unknown) => (isSessionPersistenceError(err) ? err.code : String(err)))
+      if (got !== 'ok') failed.push(`line of seq ${d} damaged, read from ${from}: ${got}`)
+    }
+  }
+  expect(failed).toEqual([])
+})

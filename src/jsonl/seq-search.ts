@@ -1,4 +1,5 @@
 import { checkLine } from '../session/line-codec.js'
+import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
 import type { FileHandle } from './fs/file-system.js'
 
 /** A probe of the bisection reads this much at a time. */
@@ -69,8 +70,12 @@ async function lineAfter(
   let start = lineStart ? pos : -1
   const pieces: Buffer[] = []
   let at = pos
-  while (at < limit) {
-    const n = await handle.read(buf, 0, Math.min(PROBE_BYTES, limit - at), at)
+  // `limit` bounds where the line may start; one that starts before it is read to its end (a
+  // long line just past a damaged one must not leave the search without a bound: the read after
+  // it would then meet the damage), up to the longest line a log may hold.
+  let held = 0
+  while (start === -1 ? at < limit : held <= MAX_LINE_BYTES) {
+    const n = await handle.read(buf, 0, start === -1 ? Math.min(PROBE_BYTES, limit - at) : PROBE_BYTES, at)
     if (n === 0) return undefined
     let from = 0
     if (start === -1) {
@@ -89,6 +94,7 @@ async function lineAfter(
       return { offset: start, seq: seqOfCheckedLine(line, sealed), end: start + line.length + 1, nul: line.includes(0) }
     }
     pieces.push(Buffer.from(buf.subarray(from, n)))
+    held += n - from
     at += n
   }
   return undefined

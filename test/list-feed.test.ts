@@ -114,7 +114,7 @@ async function listing(root: string, seam: FileSystem, opts: { orderBy?: 'lastWr
   // The root's entries by name, so that the big bucket (`_no-cwd`) is read first whatever order
   // the file system gives.
   const fs: FileSystem = { ...seam, readdir: async (path) => (await seam.readdir(path)).sort((a, b) => (path === root && a.name < b.name ? -1 : path === root && a.name > b.name ? 1 : 0)) }
-  if (seam.peekFiles) fs.peekFiles = seam.peekFiles
+  if (seam.peekFiles) Object.assign(fs, { peekFiles: seam.peekFiles, peekChunks: seam.peekChunks })
   const listed = await createJsonlPersistence({ root, fs, logger: { warn: (m) => warnings.push(m) } }).list({ ...opts, onProblem: (p) => problems.push(p) })
   return { listed, problems: problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.message < b.message ? -1 : 1)), warnings }
 }
@@ -125,6 +125,7 @@ test('a listing whose first bucket holds enough logs hands the rest to the readi
   const calls: { chunks: number[]; inChunks: boolean; headBytes: number; expectedFiles: number | undefined }[] = []
   const fs: FileSystem = {
     ...node,
+    peekChunks: true,
     peekFiles: (paths, headBytes, options) => {
       const call = { chunks: [] as number[], inChunks: false, headBytes, expectedFiles: options?.expectedFiles }
       calls.push(call)
@@ -160,6 +161,7 @@ test('a peekFiles that fails while the other buckets are still read leaves every
   const node = createNodeFileSystem()
   const failing: FileSystem = {
     ...node,
+    peekChunks: true,
     peekFiles: async function* (paths, headBytes, options) {
       for await (const batch of node.peekFiles!(paths, headBytes, options)) {
         yield batch
@@ -176,5 +178,84 @@ test('a peekFiles that fails while the other buckets are still read leaves every
   expect(broken.warnings).toEqual([`listing ${logs + 2 * 3 - 512} logs one by one: the worker died`])
   const picker = await listing(root, failing, { orderBy: 'lastWrite', limit: 5 })
   expect(picker.listed).toEqual((await listing(root, slowFs, { orderBy: 'lastWrite', limit: 5 })).listed)
+  expect(await waitForNoWorker()).toBe(0)
+}, 60_000)
+
+test('a seam whose peekFiles takes a list only (no peekChunks) is given every log in one list; one that ends early leaves the rest to the log-by-log path', async () => {
+  const { root, logs } = await spreadRoot()
+  const node = createNodeFileSystem()
+  expect([node.peekChunks, { ...node }.peekChunks]).toEqual([true, undefined]) // not carried by a spread, as peekFiles
+  const lists: number[] = []
+  // A host's seam written for a list: `paths.length` and indexes, as before chunks existed.
+  const listOnly: FileSystem = {
+    ...node,
+    peekFiles: (paths, headBytes, options) => {
+      const list = paths as readonly string[]
+      lists.push(list.length)
+      return node.peekFiles!(list.slice(), headBytes, options)
+    },
+  }
+  const slow = await listing(root, { ...node, peekFiles: undefined })
+  expect(await listing(root, listOnly)).toEqual(slow)
+  expect(lists).toEqual([logs + 6])
+  // A seam that stops after its first batch without an error: no log is left out.
+  const short: FileSystem = {
+    ...node,
+    peekChunks: true,
+    peekFiles: async function* (paths, headBytes, options) {
+      for await (const batch of node.peekFiles!(paths, headBytes, options)) {
+        yield batch
+        return
+      }
+    },
+  }
+  const cut = await listing(root, short)
+  expect({ ...cut, warnings: [] }).toEqual(slow)
+  expect(cut.warnings).toEqual([`listing ${logs + 6 - 512} logs one by one: peekFiles ended after 512 of ${logs + 6} logs`])
+  expect(await waitForNoWorker()).toBe(0)
+}, 60_000)
+
+test('a listing that fails (its onProblem throws) reads no more buckets and reports nothing after it rejected', async () => {
+  const root = await tmpRoot()
+  const writes: Promise<void>[] = []
+  let i = 0
+  for (let b = 0; b < 40; b++) {
+    const dir = join(root, `b${String(b).padStart(2, '0')}`)
+    await mkdir(dir)
+    for (let j = 0; j < 60; j++, i++) {
+      const id = `s${i}`
+      writes.push(writeFile(join(dir, `${encodeSessionId(id)}.jsonl`), b === 0 && j === 0 ? 'not a header\n' : headerLine(meta(id), 1)))
+    }
+    writes.push(writeFile(join(dir, 'not%encoded!.jsonl'), 'x\n'))
+  }
+  await Promise.all(writes)
+  const node = createNodeFileSystem()
+  // Each bucket's directory read takes a little while, so the header problem comes before the last buckets are read.
+  const fs: FileSystem = {
+    ...node,
+    peekChunks: true,
+    readdir: async (path) => {
+      const entries = await node.readdir(path)
+      if (path !== root) await new Promise((r) => setTimeout(r, 5))
+      return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    },
+  }
+  Object.assign(fs, { peekFiles: node.peekFiles })
+  let rejected = false
+  let after = 0
+  const outcome = await createJsonlPersistence({ root, fs })
+    .list({
+      onProblem: (p) => {
+        if (rejected) after++
+        if (p.code === 'E_CORRUPT' && !p.path.includes('not%')) throw new Error('the host gives up')
+      },
+    })
+    .then(
+      (l) => `listed ${l.length}`,
+      (err: Error) => err.message,
+    )
+  rejected = true
+  await new Promise((r) => setTimeout(r, 400))
+  expect([outcome, after]).toEqual([expect.stringMatching(/the host gives up$/), 0])
   expect(await waitForNoWorker()).toBe(0)
 }, 60_000)

@@ -31,6 +31,7 @@ export class FoundLogs {
   #complete = false
   #failure: { error: unknown } | undefined
   #waiting: (() => void)[] = []
+  #stopped = false
 
   constructor(ctx: StoreContext, buckets: readonly string[], onProblem: (problem: ListProblem) => void) {
     this.#ctx = ctx
@@ -59,7 +60,7 @@ export class FoundLogs {
   finish(): Promise<void> {
     this.#rest ??= (async () => {
       try {
-        while (this.#read < this.#buckets.length) {
+        while (this.#read < this.#buckets.length && !this.#stopped) {
           await this.#readBucket(this.#buckets[this.#read++]!)
           this.#wake()
         }
@@ -72,6 +73,11 @@ export class FoundLogs {
       }
     })()
     return this.#rest
+  }
+
+  /** Reads no more buckets (a listing that failed): `finish` resolves after the read in progress. */
+  stop(): void {
+    this.#stopped = true
   }
 
   /** The paths of the logs found so far, then of each bucket's as it is read (reading them). */

@@ -55,7 +55,7 @@ export async function listSessions(
   // With a seam that reads many files at once, its threads start on the first logs found while
   // the other buckets are read (found-logs.ts); else every bucket is read first.
   const found = new FoundLogs(ctx, await listBuckets(ctx), onProblem)
-  await found.readUntil(ctx.fs.peekFiles ? PEEK_MIN_FILES : Number.POSITIVE_INFINITY)
+  await found.readUntil(ctx.fs.peekFiles && ctx.fs.peekChunks === true ? PEEK_MIN_FILES : Number.POSITIVE_INFINITY)
   const files = found.files
   const listings: SessionListing[] = []
   const listed = (header: SessionHeader, path: string, sizeBytes: number, mtimeMs: number) =>
@@ -225,7 +225,13 @@ async function peekOrEach(
       } catch (err) {
         return await oneByOne(err)
       }
-      if (next.done) return await found.finish()
+      if (next.done) {
+        await found.finish()
+        // A seam that ended before every file (one that stopped early, or read a chunked list
+        // as none): the rest go one by one, never left out.
+        if (done < files.length) return await oneByOne(new Error(`peekFiles ended after ${done} of ${files.length} logs`))
+        return
+      }
       const { start, files: peeked, joined: lines } = next.value
       // The lines the seam joined: one value each, or (one of them no JSON) read again one by one.
       const values = lines ? parseJoined(lines.bytes, lines.count) : undefined
@@ -244,6 +250,9 @@ async function peekOrEach(
       await Promise.all(slow)
       done = start + peeked.length
     }
+  } catch (err) {
+    found.stop() // the listing fails: the buckets not read yet are left alone
+    throw err
   } finally {
     await batches.return?.()
   }

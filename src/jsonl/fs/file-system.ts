@@ -42,11 +42,17 @@ export interface FileSystem {
    * thread. The yielded buffers are valid until the next batch is asked for. A seam that wraps
    * another and changes how files are opened or stat'ed must not pass this member on (the Node
    * seam's is not enumerable, so spreading it leaves it out): a listing would bypass the wrapper.
-   * `paths` may also come in chunks while the files are looked at (a listing still reading its
-   * buckets' directories): the batches then follow the concatenated chunks, `start` counting
-   * from the first path of the first chunk.
+   * With `peekChunks`, `paths` may also come in chunks while the files are looked at (a listing
+   * still reading its buckets' directories): the batches then follow the concatenated chunks,
+   * `start` counting from the first path of the first chunk.
    */
   peekFiles?(paths: readonly string[] | AsyncIterable<readonly string[]>, headBytes: number, options?: PeekOptions): AsyncIterable<PeekedBatch>
+  /**
+   * Whether `peekFiles` takes its paths in chunks (an async iterable) as well as in a list.
+   * Absent: a list only, as a seam written before chunks existed expects (it would read a chunked
+   * `paths` as no files at all). The Node seam's is true and, like its `peekFiles`, not enumerable.
+   */
+  readonly peekChunks?: boolean
 }
 
 /**

@@ -194,3 +194,4 @@ const NODE_FS: FileSystem = {
 // not carry it: such a seam's own `open` and `stat` serve its listings, one log at a time. A seam
 // that wants the worker names it (`peekFiles: base.peekFiles`).
 Object.defineProperty(NODE_FS, 'peekFiles', { value: peekFilesInWorker, enumerable: false, writable: true, configurable: true })
+Object.defineProperty(NODE_FS, 'peekChunks', { value: true, enumerable: false, writable: true, configurable: true })

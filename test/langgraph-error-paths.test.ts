@@ -130,6 +130,25 @@ describe('list() across threads when one thread holds a stored value the seriali
     expect(await codeOf(async () => { for await (const _ of saver.list(thread('D'))) void _ })).toBe('E_CORRUPT')
     await saver.close()
   })
+
+  it('lists an older checkpoint in the place of a newest one left out under a limit', async () => {
+    const r = await root()
+    // E's newest checkpoint holds the unreadable value, its older one none.
+    await handWritten(r, 'E', [
+      { type: 'langgraph/checkpoint', data: { ns: '', id: 'c1', checkpoint: core('c1', {}), metadata: {}, values: [] } },
+      { type: 'langgraph/checkpoint', data: { ns: '', id: 'c2', parent: 'c1', checkpoint: core('c2', { a: 1 }), metadata: {}, values: [{ channel: 'a', version: 1, value: UNREADABLE }] } },
+    ])
+    const problems: ListProblem[] = []
+    const saver = new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: r }), idleMs: 0, onProblem: (p) => problems.push(p) })
+    const listed = async (limit?: number) => {
+      const out: string[] = []
+      for await (const t of saver.list({}, limit === undefined ? undefined : { limit })) out.push(`${t.config.configurable?.thread_id}:${t.checkpoint.id}`)
+      return out
+    }
+    expect([await listed(1), problems.map((p) => p.code)]).toEqual([['E:c1'], ['E_CORRUPT']])
+    expect(await listed()).toEqual(['E:c1'])
+    await saver.close()
+  })
 })
 
 describe('put of a checkpoint that cannot be copied (a cycle in versions_seen)', () => {

@@ -20,9 +20,9 @@ import { beforeId, checkpointIdOf, listNamespace, readRef, requireRef } from './
 import { type CheckpointRecord, checkpointDraft, type StoredValue, type StoredWrite, writesDraft } from './events.js'
 import { type SessionCheckpointSaverOptions, parseOptions } from './options.js'
 import { THREAD_META_FIELD, threadSessionId } from './thread-id.js'
-import type { ThreadIndex } from './thread-index.js'
+import type { IndexedCheckpoint, NamespaceIndex, ThreadIndex } from './thread-index.js'
 import { Threads } from './threads.js'
-import { buildTuple, matchesFilter, planTuple, type TuplePlan } from './tuples.js'
+import { buildTuple, matchesFilter, planTuple } from './tuples.js'
 import { dumpJsonObject, dumpTyped, dumpTypedOrNothing } from './typed.js'
 
 export type { SessionCheckpointSaverOptions } from './options.js'
@@ -78,27 +78,36 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
     }
     const max = limit ?? Infinity
     if (max <= 0) return
-    const select = (threadId: string, index: ThreadIndex | undefined): TuplePlan[] => {
-      const plans: TuplePlan[] = []
+    // The checkpoints listed, newest first in each namespace: at most `cap` of each (a thread's
+    // list stops at the limit; across threads a checkpoint left out as unreadable takes no
+    // place under it, so an older one may be listed in its place: no cap, and each is planned
+    // only when it is yielded).
+    const select = <T,>(index: ThreadIndex | undefined, cap: number, take: (ns: NamespaceIndex, record: IndexedCheckpoint) => T): T[] => {
+      const out: T[] = []
       for (const [name, ns] of index?.namespaces ?? []) {
         if (nsFilter !== undefined && name !== nsFilter) continue
         let taken = 0
-        for (let i = ns.ids.length - 1; i >= 0 && taken < max; i--) {
+        for (let i = ns.ids.length - 1; i >= 0 && taken < cap; i--) {
           const id = ns.ids[i]!
           if (idFilter !== undefined && id !== idFilter) continue
           if (before !== undefined && id >= before) continue
           const record = ns.checkpoints.get(id)!
           if (filter && !matchesFilter(record.metadata, filter)) continue
-          plans.push(planTuple(threadId, ns, record))
+          out.push(take(ns, record))
           taken++
         }
       }
-      return plans
+      return out
     }
-    let plans: TuplePlan[]
+    const newestFirst = (a: { record: IndexedCheckpoint }, b: { record: IndexedCheckpoint }) => (a.record.id < b.record.id ? 1 : a.record.id > b.record.id ? -1 : 0)
     if (ref) {
-      plans = await this.#threads.run(ref.threadId, async (t) => select(ref.threadId, await this.#threads.readable(t)))
-    } else {
+      const plans = await this.#threads.run(ref.threadId, async (t) => select(await this.#threads.readable(t), max, (ns, record) => planTuple(ref.threadId, ns, record)))
+      // Newest first across namespaces: uuid6 ids sort by time as strings.
+      plans.sort(newestFirst)
+      for (const plan of plans.slice(0, max)) yield await buildTuple(this.serde, plan, this)
+      return
+    }
+    {
       // Every thread of the backend: those held are read from their index, the others from a
       // lock-free snapshot, so listing never takes a thread from another process.
       // A log that cannot be read is left out and reported, as the backend's own list() does (§4.6).
@@ -107,38 +116,35 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
         const threadId = listing.meta[THREAD_META_FIELD]
         if (typeof threadId === 'string') ids.add(threadId)
       }
-      plans = []
+      const found: { threadId: string; ns: NamespaceIndex; record: IndexedCheckpoint }[] = []
       for (const threadId of ids) {
         try {
-          plans.push(...(await this.#threads.run(threadId, async (t) => select(threadId, await this.#threads.snapshot(t)))))
+          found.push(...(await this.#threads.run(threadId, async (t) => select(await this.#threads.snapshot(t), Infinity, (ns, record) => ({ threadId, ns, record })))))
         } catch (err) {
           // E_EXISTS: the session at the thread's id is not its log (a copy elsewhere names the thread).
           if (!LEFT_OUT.some((code) => isSessionPersistenceError(err, code))) throw err
           this.#report(threadId, err as SessionPersistenceError)
         }
       }
-    }
-    // Newest first across namespaces and threads: uuid6 ids sort by time as strings.
-    plans.sort((a, b) => (a.record.id < b.record.id ? 1 : a.record.id > b.record.id ? -1 : 0))
-    if (ref) {
-      for (const plan of plans.slice(0, max)) yield await buildTuple(this.serde, plan, this)
-      return
-    }
-    // Across threads, a checkpoint holding a value the serializer cannot read back is left out
-    // and reported, as a damaged thread is, and takes no place under the limit.
-    let yielded = 0
-    for (const plan of plans) {
-      if (yielded >= max) return
-      let tuple: CheckpointTuple
-      try {
-        tuple = await buildTuple(this.serde, plan, this)
-      } catch (err) {
-        if (!isSessionPersistenceError(err, 'E_CORRUPT')) throw err
-        this.#report(plan.threadId, err, `checkpoint ${plan.record.id} of thread ${JSON.stringify(plan.threadId)}`)
-        continue
+      // Newest first across namespaces and threads.
+      found.sort(newestFirst)
+      // Across threads, a checkpoint holding a value the serializer cannot read back is left out
+      // and reported, as a damaged thread is, and takes no place under the limit.
+      let yielded = 0
+      for (const { threadId, ns, record } of found) {
+        if (yielded >= max) return
+        const plan = planTuple(threadId, ns, record)
+        let tuple: CheckpointTuple
+        try {
+          tuple = await buildTuple(this.serde, plan, this)
+        } catch (err) {
+          if (!isSessionPersistenceError(err, 'E_CORRUPT')) throw err
+          this.#report(threadId, err, `checkpoint ${record.id} of thread ${JSON.stringify(threadId)}`)
+          continue
+        }
+        yielded++
+        yield tuple
       }
-      yielded++
-      yield tuple
     }
   }
 

@@ -282,10 +282,16 @@ test("the worker's program: a file whose close fails is an error, and the files 
   }
   const posted: { lens: Int32Array; heads: Uint8Array; errors: unknown[][] }[] = []
   const consumed = new Int32Array(new SharedArrayBuffer(4))
+  // The batches as the port hands them over: one of three files, then the end.
+  const port = { messages: [{ start: 0, paths: ['a', 'b', 'c'] }, { end: true }] }
   const fakeRequire = (m: string) =>
     m === 'node:fs'
       ? fakeFs
-      : { parentPort: { postMessage: (msg: (typeof posted)[number]) => posted.push(msg) }, workerData: { paths: ['a', 'b', 'c'], headBytes: 64, batchFiles: 512, window: 4, consumed } }
+      : {
+          parentPort: { postMessage: (msg: (typeof posted)[number]) => posted.push(msg) },
+          receiveMessageOnPort: (p: typeof port) => (p.messages.length > 0 ? { message: p.messages.shift() } : undefined),
+          workerData: { headBytes: 64, batchFiles: 512, window: 4, consumed, port, posted: new Int32Array(new SharedArrayBuffer(4)) },
+        }
   new Function('require', WORKER_SOURCE)(fakeRequire)
   const [m] = posted
   expect(m!.errors.map((e) => [e[0], e[1], e[2]])).toEqual([[0, 'EIO', 'EIO: i/o error, close']])

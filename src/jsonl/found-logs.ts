@@ -75,7 +75,7 @@ export class FoundLogs {
     return this.#rest
   }
 
-  /** Reads no more buckets (a listing that failed): `finish` resolves after the read in progress. */
+  /** Reads no more buckets and reports nothing more (a listing that failed). */
   stop(): void {
     this.#stopped = true
   }
@@ -106,9 +106,10 @@ export class FoundLogs {
     try {
       entries = await this.#ctx.fs.readdir(bucket)
     } catch (err) {
-      this.#report(bucket, err)
+      if (!this.#stopped) this.#report(bucket, err)
       return
     }
+    if (this.#stopped) return // the listing failed while this bucket was read: nothing more is reported
     for (const entry of entries) {
       if (entry.name.startsWith('.') || !entry.name.endsWith(LOG_SUFFIX)) continue
       // Joined and cut by hand: `join` normalizes and `basename` scans, 100,000 times a listing.

@@ -64,9 +64,7 @@ function peekWorker(): void {
   const threads = require('node:worker_threads') as typeof import('node:worker_threads')
   const { parentPort, workerData } = threads
   const fs = require('node:fs') as typeof import('node:fs')
-  const { paths, headBytes, batchFiles, window, consumed } = workerData as {
-    /** Absent: the batches come through `port` as the caller finds the paths (see below). */
-    paths?: string[]
+  const { headBytes, batchFiles, window, consumed } = workerData as {
     headBytes: number
     batchFiles: number
     window: number
@@ -79,27 +77,20 @@ function peekWorker(): void {
   const join: NonNullable<PeekOptions['join']> | undefined =
     workerData.join && crc32 !== undefined && isUtf8 !== undefined ? (globalThis as unknown as { peekJoin: NonNullable<PeekOptions['join']> }).peekJoin : undefined
   const stride: number = workerData.stride ?? 1
-  // This worker's batches, in order: `{ start, list, from }` is `list[from …]` (at most
-  // `batchFiles` of them), the paths from `start` on in the whole list. Given all at once
-  // (`paths`, `starts`), or one message each on `port` as the caller finds them: `posted` counts
-  // the messages sent, so that the worker sleeps until one is there; `{ end: true }` ends them.
-  const starts: number[] | undefined = paths && (workerData.starts ?? Array.from({ length: Math.ceil(paths.length / batchFiles) }, (_, j) => j * batchFiles))
-  const port = workerData.port as import('node:worker_threads').MessagePort | undefined
-  const posted = workerData.posted as Int32Array | undefined
-  let handed = 0
-  const nextBatch = (): { start: number; list: string[]; from: number } | undefined => {
-    if (starts) {
-      const j = handed++
-      return j < starts.length ? { start: starts[j]!, list: paths!, from: j * batchFiles } : undefined
-    }
+  // This worker's batches, in order, one message each on `port` as the caller finds the paths
+  // (`{ start, paths }`: the paths from `start` on in the whole list); `posted` counts the
+  // messages sent, so that the worker sleeps until one is there; `{ end: true }` ends them.
+  const port = workerData.port as import('node:worker_threads').MessagePort
+  const posted = workerData.posted as Int32Array
+  const nextBatch = (): { start: number; list: string[] } | undefined => {
     for (;;) {
-      const seen = Atomics.load(posted!, 0)
-      const got = threads.receiveMessageOnPort(port!)
+      const seen = Atomics.load(posted, 0)
+      const got = threads.receiveMessageOnPort(port)
       if (got) {
         const m = got.message as { start: number; paths: string[] } | { end: true }
-        return 'end' in m ? undefined : { start: m.start, list: m.paths, from: 0 }
+        return 'end' in m ? undefined : { start: m.start, list: m.paths }
       }
-      Atomics.wait(posted!, 0, seen)
+      Atomics.wait(posted, 0, seen)
     }
   }
   const scratch = Buffer.allocUnsafe(Math.max(headBytes, 1))
@@ -120,13 +111,13 @@ function peekWorker(): void {
     if (kind !== undefined) throw new Error(`${path} is not a regular file (${kind})`)
   }
   for (let batch = nextBatch(); batch !== undefined; batch = nextBatch()) {
-    const { start, list, from } = batch
+    const { start, list } = batch
     // Back-pressure: sleep while this batch would be more than `window` ahead of the consumer.
     const index = start / batchFiles
     for (let seen = Atomics.load(consumed, 0); index - seen >= window + stride; seen = Atomics.load(consumed, 0)) {
       Atomics.wait(consumed, 0, seen)
     }
-    const n = Math.min(batchFiles, list.length - from)
+    const n = list.length
     const sizes = new Float64Array(n)
     const mtimes = new Float64Array(n)
     const lens = new Int32Array(n)
@@ -139,7 +130,7 @@ function peekWorker(): void {
     if (joined) joined[0] = 0x5b
     const errors: BatchMessage['errors'] = []
     for (let i = 0; i < n; i++) {
-      const path = list[from + i]!
+      const path = list[i]!
       try {
         if (headBytes === 0) {
           const st = fs.statSync(path)
@@ -249,11 +240,12 @@ export async function* peekFilesInWorker(
   const given = isPathList(paths) ? paths : undefined
   if (given?.length === 0) return
   const consumed = new Int32Array(new SharedArrayBuffer(4))
-  // With the paths in chunks, the number of batches is known once the last chunk is in.
-  let batches = given ? Math.ceil(given.length / BATCH_FILES) : undefined
+  // The number of batches is known once the last chunk is in (a list is one chunk).
+  let batches: number | undefined
   const stride = given
-    ? Math.min(peekWorkerCount(given.length, headBytes), batches!)
+    ? Math.min(peekWorkerCount(given.length, headBytes), Math.ceil(given.length / BATCH_FILES))
     : peekWorkerCount(Math.max(options.expectedFiles ?? 0, FILES_PER_WORKER), headBytes)
+  const chunks: AsyncIterable<readonly string[]> = given ? (async function* () { yield given })() : (paths as AsyncIterable<readonly string[]>)
   // Batch b is worker (b % stride)'s: on a cold cache the workers' reads are in flight together.
   const arrived = new Map<number, BatchMessage>()
   let failure: Error | undefined
@@ -267,24 +259,11 @@ export async function* peekFilesInWorker(
   const feeds: { port: MessagePort; posted: Int32Array }[] = []
   for (let k = 0; k < stride; k++) {
     const join = headBytes > 0 ? options.join : undefined
-    const common = { stride, headBytes, batchFiles: BATCH_FILES, window: WINDOW, consumed, join: join !== undefined }
-    let workerData: Record<string, unknown>
-    let transferList: MessagePort[] = []
-    if (given) {
-      const starts: number[] = []
-      const own: string[] = []
-      for (let b = k; b < batches!; b += stride) {
-        starts.push(b * BATCH_FILES)
-        for (let i = b * BATCH_FILES; i < Math.min(given.length, (b + 1) * BATCH_FILES); i++) own.push(given[i]!)
-      }
-      workerData = { ...common, paths: own, starts }
-    } else {
-      const { port1, port2 } = new MessageChannel()
-      const posted = new Int32Array(new SharedArrayBuffer(4))
-      feeds.push({ port: port1, posted })
-      workerData = { ...common, port: port2, posted }
-      transferList = [port2]
-    }
+    const { port1, port2 } = new MessageChannel()
+    const posted = new Int32Array(new SharedArrayBuffer(4))
+    feeds.push({ port: port1, posted })
+    const workerData = { stride, headBytes, batchFiles: BATCH_FILES, window: WINDOW, consumed, join: join !== undefined, port: port2, posted }
+    const transferList = [port2]
     const worker = new Worker(workerSource(join), {
       eval: true,
       workerData,
@@ -313,42 +292,40 @@ export async function* peekFilesInWorker(
     })
     workers.push(worker)
   }
-  // The paths in chunks: each whole batch goes to its worker as soon as it is known, the last
-  // (maybe shorter) one when the chunks end, then each worker is told that there are no more.
+  // Each whole batch goes to its worker as soon as its paths are known, the last (maybe shorter)
+  // one when the chunks end, then each worker is told that there are no more.
   let stopped = false
-  let total = given?.length ?? 0
+  let total = 0
   const post = (k: number, message: unknown) => {
     feeds[k]!.port.postMessage(message)
     Atomics.add(feeds[k]!.posted, 0, 1)
     Atomics.notify(feeds[k]!.posted, 0)
   }
-  if (!given) {
-    void (async () => {
-      let pending: string[] = []
-      let b = 0
-      const send = () => {
-        if (!stopped) post(b % stride, { start: b * BATCH_FILES, paths: pending })
-        b++
-        pending = []
-      }
-      for await (const chunk of paths as AsyncIterable<readonly string[]>) {
-        if (stopped) return
-        for (const path of chunk) {
-          pending.push(path)
-          if (pending.length === BATCH_FILES) send()
-        }
-        total += chunk.length
-      }
+  void (async () => {
+    let pending: string[] = []
+    let b = 0
+    const send = () => {
+      if (!stopped) post(b % stride, { start: b * BATCH_FILES, paths: pending })
+      b++
+      pending = []
+    }
+    for await (const chunk of chunks) {
       if (stopped) return
-      if (pending.length > 0) send()
-      for (let k = 0; k < stride; k++) post(k, { end: true })
-      batches = b
-      notify()
-    })().catch((err: unknown) => {
-      failure ??= err instanceof Error ? err : new Error(String(err))
-      notify()
-    })
-  }
+      for (const path of chunk) {
+        pending.push(path)
+        if (pending.length === BATCH_FILES) send()
+      }
+      total += chunk.length
+    }
+    if (stopped) return
+    if (pending.length > 0) send()
+    for (let k = 0; k < stride; k++) post(k, { end: true })
+    batches = b
+    notify()
+  })().catch((err: unknown) => {
+    failure ??= err instanceof Error ? err : new Error(String(err))
+    notify()
+  })
   let delivered = 0
   try {
     for (let next = 0; batches === undefined || next < batches; ) {

@@ -7,6 +7,7 @@ export { type CompactOptions, JsonlSession, type JsonlSessionOptions } from './j
 export { trackToolCalls } from './track-tool-calls.js'
 export { type CompactionInForce, decodeItems, decodePlacedItems, decodeSession, type PlacedItem } from './decode-events.js'
 export { FIRST_ITEM_FIELD, summaryItem } from './compaction.js'
+export { POP_FIELD, POP_OF_FIELD } from './torn-pop.js'
 export {
   closeTurn,
   encodeItems,

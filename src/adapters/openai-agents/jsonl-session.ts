@@ -5,21 +5,20 @@ import { isPlainJson, plainJsonProblem } from '../../session/json-check.js'
 import type { JsonValue, SessionEvent } from '../../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { SessionPersistence } from '../../persistence.js'
-import { FIRST_ITEM_FIELD } from './compaction.js'
 import { decodeItems, decodeSession, keptItems } from './decode-events.js'
 import {
   closeTurn,
   encodeItems,
   type EventDraft,
-  ITEM_FIELD,
   openTurn,
   restartReplay,
   type TurnEndKind,
   type TurnState,
 } from './encode-items.js'
 import { classifyItem, itemKey } from './item-kind.js'
-import { needsTurn, placeAgain } from './place-again.js'
-import { LAST_TURN_FIELD, lastTurnOf } from '../../session/last-turn.js'
+import { needsTurn } from './place-again.js'
+import { compactionDraft, completeTornPop, POP_FIELD, popFollowers } from './torn-pop.js'
+import { lastTurnOf } from '../../session/last-turn.js'
 import { RecordedItems } from './recorded-items.js'
 import {
   type CompactOptions,
@@ -181,17 +180,11 @@ export class JsonlSession implements Session {
           })
         }
       }
-      const drafts: EventDraft[] = [{ type: 'history/rewind', data: { to } }]
-      const restored = placeAgain(again, to, this.#lastTurn + 1)
-      drafts.push(...restored.drafts)
-      if (compaction && undoesCompaction) {
-        // The items start where they did, unless every one left was placed again: then at the first of those.
-        const stays = placed.some((p) => !p.compaction && p.seq < to)
-        const first = drafts.findIndex((d) => d[ITEM_FIELD] !== undefined)
-        const itemsFrom = stays || first === -1 ? compaction.itemsFrom : this.#count + first
-        drafts.push(this.#compaction(compaction.summary, compaction.keep, itemsFrom, restored.turn))
-      }
-      await this.#write(drafts)
+      // The rewind says how many events follow it in this append (a crash may tear those off on
+      // JSONL: the next open completes the pop, `completeTornPop`), each of them names it.
+      const restored = popFollowers(placed, compaction, last, this.#count, this.#lastTurn)
+      const rewind: EventDraft = { type: 'history/rewind', data: { to }, [POP_FIELD]: { follows: restored.drafts.length, turn: this.#lastTurn } }
+      await this.#write([rewind, ...restored.drafts])
       if (restored.turn !== undefined) this.#lastTurn = restored.turn
       return last.item
     })) as AgentInputItem | undefined
@@ -256,10 +249,8 @@ export class JsonlSession implements Session {
    * (LAST_TURN_FIELD), which a resume from its tail continues without reading before it, and
    * `itemsFrom` (FIRST_ITEM_FIELD) only where the items start later than the history view.
    */
-  #compaction(summary: JsonValue, firstKeptSeq: number, itemsFrom: number | undefined, lastTurn = this.#lastTurn): EventDraft {
-    const draft: EventDraft = { type: 'history/compact', data: { summary, firstKeptSeq }, [LAST_TURN_FIELD]: lastTurn }
-    if (itemsFrom !== undefined && itemsFrom !== firstKeptSeq) draft[FIRST_ITEM_FIELD] = itemsFrom
-    return draft
+  #compaction(summary: JsonValue, firstKeptSeq: number, itemsFrom: number | undefined): EventDraft {
+    return compactionDraft(summary, firstKeptSeq, itemsFrom, this.#lastTurn)
   }
 
   /**
@@ -436,6 +427,18 @@ export class JsonlSession implements Session {
     this.#turn = undefined
     this.#turnRun = undefined
     this.#open = true
+    // A pop whose append a crash tore (JSONL) is completed before anything reads or writes.
+    const completion = completeTornPop(events, firstSeq, this.#count)
+    if (completion) {
+      try {
+        await this.#write(completion)
+      } catch (err) {
+        // Not open then: the next call loads the session again and completes the pop then.
+        this.#open = false
+        await this.#persistence.close(this.#id).catch(() => undefined)
+        throw err
+      }
+    }
   }
 
   async #write(drafts: readonly EventDraft[]): Promise<void> {

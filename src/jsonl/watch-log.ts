@@ -1,4 +1,4 @@
-import { dirname } from 'node:path'
+import { basename, dirname } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import { isSessionPersistenceError, SessionPersistenceCorruptionError } from '../errors.js'
 import { metaFromHeader } from '../session/meta.js'
@@ -99,7 +99,12 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   let safety: ReturnType<typeof setTimeout> | undefined // the safety poll's timer, refreshed by each wait
   let watchedSignal: AbortSignal | undefined
   const onAbort = () => wake?.()
-  const notify = () => {
+  // Whether the log's own name may have been created, removed or renamed since the last stat of
+  // it (a rewrite renames a new log over it, §16): the notification path then stats the name
+  // before it reads, where it otherwise reads at once from the open log (one round trip a wake).
+  let renamed = true
+  const notify = (name: string | undefined, kind?: 'change' | 'rename') => {
+    if (kind !== 'change' && (name === undefined || path === undefined || name === basename(path))) renamed = true
     dirty = true
     notified = true
     wake?.()
@@ -244,14 +249,15 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
       // Until a read that the log at `path` still holds: one that raced a rewrite renamed over
       // the log (§16) is read again from the new log, by seq.
       for (;;) {
-        // A notification with the log open where it was left: one read from there, and one stat
-        // when it finds events (that they are still the log's). One that finds none may be the
-        // log's delete or its replacement (a rewrite, or another session under the id): the stat
-        // below looks at once.
-        if (byNotification && open && point?.seq === next) {
+        // A notification with the log open where it was left, and no sign of a rename of its name
+        // since the last stat: one read from there. A notification that may be a rename (a
+        // rewrite renamed over the log, its delete) goes through the stat below, and so does a
+        // read that finds nothing. A rename so close to the read that its notification has not
+        // come yet is the one case the read may still hand on the old log's events (docs).
+        if (byNotification && open && point?.seq === next && !renamed) {
           byNotification = false
           const read = await readFrom(open.handle, open.version, point, next, Number.POSITIVE_INFINITY)
-          if (read.events.length > 0 && (await stillAt(path, open))) {
+          if (read.events.length > 0 && !renamed) {
             seen = undefined
             return { kind: 'events', events: accept(read, next) }
           }
@@ -260,6 +266,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         // descriptor and the header's length are kept while the file stays the same.
         let st
         try {
+          renamed = false // what the stat below sees: a rename after it is notified again
           st = await ctx.fs.stat(path)
         } catch (err) {
           if ((err as { code?: unknown }).code !== 'ENOENT') throw err

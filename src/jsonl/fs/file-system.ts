@@ -30,9 +30,11 @@ export interface FileSystem {
    * Calls `onChange` (soon, not necessarily once per change) when an entry of the directory
    * `dir` is created, removed, renamed or written (inotify through `fs.watch` on Linux). Only
    * `watch` (§15.3) uses it, as a hint: a seam without it, or a watch that fails, leaves the
-   * watcher to its slow safety poll. Never keeps the process alive.
+   * watcher to its slow safety poll. Never keeps the process alive. `kind` (optional) is
+   * `'change'` when only the entry's content changed (a write), `'rename'` when the entry was
+   * created, removed or renamed; absent, a watcher takes any change as possibly a rename.
    */
-  watchDir?(dir: string, onChange: (name: string | undefined) => void): { close(): void }
+  watchDir?(dir: string, onChange: (name: string | undefined, kind?: 'change' | 'rename') => void): { close(): void }
   /**
    * A look at many files at once, for a listing (§4.6, §15.4): in order, batch by batch, each
    * file's size and mtime (as `stat` gives them, symbolic links followed) and, when `headBytes`

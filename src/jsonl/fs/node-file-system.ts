@@ -169,7 +169,7 @@ const NODE_FS: FileSystem = {
   utimes: (path, atime, mtime) => fsp.utimes(path, atime, mtime),
   readlink: (path) => fsp.readlink(path),
   watchDir(dir, onChange) {
-    const watcher = watch(dir, { persistent: false }, (_event, name) => onChange(typeof name === 'string' ? name : undefined))
+    const watcher = watch(dir, { persistent: false }, (event, name) => onChange(typeof name === 'string' ? name : undefined, event === 'change' ? 'change' : 'rename'))
     // A directory removed while watched ends its watch with an error: the safety poll takes over.
     watcher.on('error', () => watcher.close())
     return { close: () => watcher.close() }

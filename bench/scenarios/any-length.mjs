@@ -875,13 +875,31 @@ function countingFs() {
   // A listing of many logs looks at them through peekFiles (a worker): a stat of each path when
   // it reads no bytes; an open, a read and an fstat of each when it reads the heads.
   if (base.peekFiles) {
-    fs.peekFiles = (paths, headBytes) => {
-      if (headBytes === 0) c.stats += paths.length
+    // The paths come as a list, or in chunks (a build whose seam says peekChunks, inherited here).
+    const count = (n) => {
+      if (headBytes === 0) c.stats += n
       else {
-        c.opens += paths.length
-        c.reads += paths.length
+        c.opens += n
+        c.reads += n
       }
-      return base.peekFiles(paths, headBytes)
+    }
+    let headBytes
+    fs.peekFiles = (paths, bytes, options) => {
+      headBytes = bytes
+      if (Array.isArray(paths)) {
+        count(paths.length)
+        return base.peekFiles(paths, bytes, options)
+      }
+      return base.peekFiles(
+        (async function* () {
+          for await (const chunk of paths) {
+            count(chunk.length)
+            yield chunk
+          }
+        })(),
+        bytes,
+        options,
+      )
     }
   }
   fs.open = async (path, flags, mode) => {

@@ -1,31 +1,19 @@
 // The saver's error paths, each pinned by a hunt: what a public method does with bad input or a
 // damaged log is a SessionPersistenceError with a stable code (or what LangGraph's MemorySaver
 // does), never a raw serializer error or a TypeError.
-import { rm } from 'node:fs/promises'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { SessionCheckpointSaver } from '../src/adapters/langgraph/index.js'
 import { createJsonlPersistence, isSessionPersistenceError } from '../src/index.js'
 import type { ListProblem } from '../src/persistence.js'
-import { checkpoint, codeOf, freshRoot, meta, thread } from './helpers/langgraph-checkpoints.js'
+import { checkpoint, codeOf, freshRoots, meta, thread, turn } from './helpers/langgraph-checkpoints.js'
 
-const roots: string[] = []
-afterEach(async () => {
-  await Promise.all(roots.splice(0).map((r) => rm(r, { recursive: true, force: true })))
-})
+const root = freshRoots()
 
-async function root(): Promise<string> {
-  const r = await freshRoot()
-  roots.push(r)
-  return r
-}
-
-const turn = (seq: number, events: { type: string; data: unknown }[]) => {
-  const t = Date.now()
-  return [
-    { seq, type: 'turn/start', time: t, data: { turn: 1 } },
-    ...events.map((e, i) => ({ seq: seq + 1 + i, time: t, ...e })),
-    { seq: seq + 1 + events.length, type: 'turn/end', time: t, data: { turn: 1, reason: { kind: 'completed' } } },
-  ] as never
+/** `thread:checkpoint` of what `list()` across threads yields, with `limit` when given. */
+async function listedAcross(saver: SessionCheckpointSaver, limit?: number): Promise<string[]> {
+  const out: string[] = []
+  for await (const t of saver.list({}, limit === undefined ? undefined : { limit })) out.push(`${t.config.configurable?.thread_id}:${t.checkpoint.id}`)
+  return out
 }
 
 /** Empty JSON text: what earlier builds stored for a function, which the serializer cannot read back. */
@@ -113,11 +101,7 @@ describe('list() across threads when one thread holds a stored value the seriali
     await damagedThread(r)
     const problems: ListProblem[] = []
     const saver = new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: r }), idleMs: 0, onProblem: (p) => problems.push(p) })
-    const listed = async (limit?: number) => {
-      const out: string[] = []
-      for await (const t of saver.list({}, limit === undefined ? undefined : { limit })) out.push(`${t.config.configurable?.thread_id}:${t.checkpoint.id}`)
-      return out
-    }
+    const listed = (limit?: number) => listedAcross(saver, limit)
     // c2 stores nothing unreadable and has no writes of its own: it is listed; c1 is not.
     expect(await listed()).toEqual(['D:c2', `good:${good.configurable?.checkpoint_id}`])
     expect(problems.map((p) => [p.code, p.path])).toEqual([['E_CORRUPT', 'langgraph:D']])
@@ -140,11 +124,7 @@ describe('list() across threads when one thread holds a stored value the seriali
     ])
     const problems: ListProblem[] = []
     const saver = new SessionCheckpointSaver({ persistence: createJsonlPersistence({ root: r }), idleMs: 0, onProblem: (p) => problems.push(p) })
-    const listed = async (limit?: number) => {
-      const out: string[] = []
-      for await (const t of saver.list({}, limit === undefined ? undefined : { limit })) out.push(`${t.config.configurable?.thread_id}:${t.checkpoint.id}`)
-      return out
-    }
+    const listed = (limit?: number) => listedAcross(saver, limit)
     expect([await listed(1), problems.map((p) => p.code)]).toEqual([['E:c1'], ['E_CORRUPT']])
     expect(await listed()).toEqual(['E:c1'])
     await saver.close()

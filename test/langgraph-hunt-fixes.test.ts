@@ -1,32 +1,13 @@
 // Defects a hunt found in the LangGraph saver, each pinned: a value the serializer turns into
 // nothing (a function), an idleMs beyond setTimeout's limit, deleteThread on a session that is
 // not the thread's log, and the call right after a thread failed to open.
-import { rm } from 'node:fs/promises'
 import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { SessionCheckpointSaver } from '../src/adapters/langgraph/index.js'
 import { createJsonlPersistence, isSessionPersistenceError } from '../src/index.js'
-import { checkpoint, codeOf, freshRoot, meta, thread } from './helpers/langgraph-checkpoints.js'
+import { checkpoint, codeOf, freshRoots, meta, thread, turn } from './helpers/langgraph-checkpoints.js'
 
-const roots: string[] = []
-afterEach(async () => {
-  await Promise.all(roots.splice(0).map((r) => rm(r, { recursive: true, force: true })))
-})
-
-async function root(): Promise<string> {
-  const r = await freshRoot()
-  roots.push(r)
-  return r
-}
-
-const turn = (seq: number, events: { type: string; data: unknown }[]) => {
-  const t = Date.now()
-  return [
-    { seq, type: 'turn/start', time: t, data: { turn: 1 } },
-    ...events.map((e, i) => ({ seq: seq + 1 + i, time: t, ...e })),
-    { seq: seq + 1 + events.length, type: 'turn/end', time: t, data: { turn: 1, reason: { kind: 'completed' } } },
-  ] as never
-}
+const root = freshRoots()
 
 describe('a value the serializer turns into nothing (a function)', () => {
   it('serializes to empty JSON (the premise)', async () => {

@@ -1,9 +1,10 @@
 // Small builders for the LangGraph saver's tests: checkpoints and configs as LangGraph makes them.
 import type { RunnableConfig } from '@langchain/core/runnables'
 import { type Checkpoint, type CheckpointMetadata, uuid6 } from '@langchain/langgraph-checkpoint'
-import { mkdtemp, readFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { afterEach } from 'vitest'
 
 export function checkpoint(values: Record<string, unknown> = {}, versions?: Record<string, number>, id = uuid6(-1)): Checkpoint {
   return {
@@ -44,4 +45,30 @@ export async function codeOf(p: Promise<unknown> | (() => Promise<unknown>)): Pr
     return (err as { code?: string }).code ?? `no code: ${String(err)}`
   }
   return undefined
+}
+
+/**
+ * A function that makes a fresh root for a test, each removed after its test (registers the
+ * `afterEach`; call once at a test file's top level).
+ */
+export function freshRoots(): () => Promise<string> {
+  const roots: string[] = []
+  afterEach(async () => {
+    await Promise.all(roots.splice(0).map((r) => rm(r, { recursive: true, force: true })))
+  })
+  return async () => {
+    const r = await freshRoot()
+    roots.push(r)
+    return r
+  }
+}
+
+/** One hand-written turn of `events` from `seq` on (turn/start, the events, turn/end). */
+export const turn = (seq: number, events: { type: string; data: unknown }[]) => {
+  const t = Date.now()
+  return [
+    { seq, type: 'turn/start', time: t, data: { turn: 1 } },
+    ...events.map((e, i) => ({ seq: seq + 1 + i, time: t, ...e })),
+    { seq: seq + 1 + events.length, type: 'turn/end', time: t, data: { turn: 1, reason: { kind: 'completed' } } },
+  ] as never
 }

@@ -87,6 +87,27 @@ describe('an event whose fields cannot be read', () => {
     await plugin.dispose().catch(() => {})
   })
 
+  test.each([
+    ['-1', -1],
+    ['1.5', 1.5],
+    ["'2'", '2'],
+    ['NaN', Number.NaN],
+    ['-Infinity', Number.NEGATIVE_INFINITY],
+    ['2 ** 53', 2 ** 53],
+  ])('on session/event, a seq of %s (not a non-negative safe integer, §2): the session halts with E_INVALID_EVENT, the events before it are written', async (_name, seq) => {
+    // One below the cursor was taken for an event already stored and dropped without a word.
+    const { plugin, errors, sessionEvents, stored } = await setup()
+    sessionEvents.emit('session/created', meta('s1'), [])
+    sessionEvents.emit('session/event', 's1', ev(0))
+    sessionEvents.emit('session/event', 's1', ev(1))
+    expect(() => sessionEvents.emit('session/event', 's1', { seq, type: 'note', time: 1 })).not.toThrow()
+    sessionEvents.emit('session/event', 's1', ev(2)) // after the halt: not written
+    await expect(plugin.flush('s1')).rejects.toMatchObject({ code: 'E_INVALID_EVENT' })
+    expect(errors.map((e) => e.code)).toEqual(['E_INVALID_EVENT'])
+    expect(await stored('s1')).toEqual([0, 1])
+    await plugin.dispose().catch(() => {})
+  })
+
   test('a Symbol session id or a revoked Proxy for an untracked session is reported (E_NOT_FOUND), not thrown', async () => {
     const { plugin, errors, sessionEvents } = await setup()
     expect(() => sessionEvents.emit('session/event', Symbol('id'), ev(0))).not.toThrow()

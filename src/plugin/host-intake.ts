@@ -114,7 +114,13 @@ export class HostIntake {
       const error = new SessionPersistenceError('E_INVALID_EVENT', `session '${sessionId}': the host sent an event whose seq or type cannot be read (${String(err)}); nothing more is written for this session`, { sessionId, cause: err })
       return this.#drainer.halt(ch, error, { dropBuffered: false })
     }
-    if (typeof seq === 'number' && seq < ch.expected) return // below the cursor: already stored or buffered
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
+      // §2: a seq is a non-negative safe integer. One that is not (-1, 1.5, '2') was never
+      // stored: it is not the event below the cursor it may look like.
+      const error = new SessionPersistenceError('E_INVALID_EVENT', `session '${sessionId}': the host sent an event whose seq is ${typeof seq === 'string' ? JSON.stringify(seq) : String(seq)}, not a non-negative integer; nothing more is written for this session`, { sessionId })
+      return this.#drainer.halt(ch, error, { dropBuffered: false })
+    }
+    if (seq < ch.expected) return // below the cursor: already stored or buffered
     if (seq !== ch.expected) {
       return this.#drainer.halt(ch, divergedError(sessionId, `event ${seqName(event)} arrived where ${ch.expected} was expected`), { dropBuffered: false })
     }

@@ -16,7 +16,7 @@ export const LAST_TURN_FIELD = 'lastTurn'
 const turnNumber = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined)
 
 /** The highest turn number `events` record (`turn/start`, `turn/end`, a compaction's `LAST_TURN_FIELD`), if any. */
-function highestTurn(events: readonly SessionEvent[]): number | undefined {
+export function highestTurn(events: readonly SessionEvent[]): number | undefined {
   let last: number | undefined
   for (const e of events) {
     let turn: number | undefined

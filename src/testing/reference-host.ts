@@ -4,6 +4,7 @@ import type { JsonValue, SessionEvent, SessionMeta } from '../session/schema.js'
 import type { LoadedSession } from '../persistence.js'
 import type { AgentHost, HostSessionEvents, LiveSession } from '../plugin/host.js'
 import { assertSeedLength, forkMeta } from '../session/fork-point.js'
+import { highestTurn } from '../session/last-turn.js'
 
 export interface ToolCallScript {
   name: string
@@ -58,9 +59,11 @@ export interface ReferenceHost extends AgentHost {
   startSession(init?: { id?: string; cwd?: string; createdAt?: number; extra?: Record<string, JsonValue> }): ReferenceSession
   /**
    * Continues a stored session: its events become the live session's seed, from
-   * `loaded.firstSeq` on (a load from the last compaction holds only the tail).
+   * `loaded.firstSeq` on (a load from the last compaction holds only the tail). Its turns and
+   * call ids continue the stored ones; `lastTurn` (what `lastTurnOf` finds before a tail that
+   * records no turn) is the number to continue from when the tail does not say.
    */
-  resume(loaded: LoadedSession): ReferenceSession
+  resume(loaded: LoadedSession, options?: { lastTurn?: number }): ReferenceSession
   /** A new session seeded with the parent's first `seedLength` events. */
   fork(parent: ReferenceSession, options: { seedLength: number; id?: string }): ReferenceSession
   /** A delegated sub-session: `delegationDepth` one deeper, `parentSession` set, empty seed. */
@@ -93,15 +96,20 @@ export function createReferenceHost(options: ReferenceHostOptions = {}): Referen
   const sessionEvents = new EventEmitter<HostSessionEvents>()
   const live = new Map<string, ReferenceSession>()
 
-  function open(meta: SessionMeta, seed: readonly SessionEvent[], firstSeq = 0): ReferenceSession {
+  function open(meta: SessionMeta, seed: readonly SessionEvent[], firstSeq = 0, lastTurn = 0): ReferenceSession {
     const frozenMeta = deepFreeze({ ...meta })
     const events: SessionEvent[] = seed.map((e) => deepFreeze(structuredClone(e)))
-    let turn = 0
+    // A resumed session continues its numbers: the highest turn its seed records (a tail from the
+    // last compaction may hold only the compaction, whose `lastTurn` says it, or that of `options`),
+    // and call ids past those of its seed.
+    let turn = Math.max(highestTurn(events) ?? 0, lastTurn)
     let step = -1
     let callCounter = 0
+    const callPrefix = `call-${frozenMeta.id.slice(0, 8)}-`
     for (const e of events) {
-      const t = (e.data as { turn?: unknown } | undefined)?.turn
-      if (e.type === 'turn/start' && typeof t === 'number') turn = t
+      const id = (e.data as { callId?: unknown } | undefined)?.callId
+      const n = typeof id === 'string' && id.startsWith(callPrefix) ? id.slice(callPrefix.length) : undefined
+      if (n !== undefined && /^\d{1,15}$/.test(n)) callCounter = Math.max(callCounter, Number(n))
     }
     const session: ReferenceSession = {
       meta: frozenMeta,
@@ -204,8 +212,8 @@ export function createReferenceHost(options: ReferenceHostOptions = {}): Referen
         [],
       )
     },
-    resume(loaded) {
-      return open(loaded.meta, loaded.events, loaded.firstSeq ?? 0)
+    resume(loaded, options) {
+      return open(loaded.meta, loaded.events, loaded.firstSeq ?? 0, options?.lastTurn ?? 0)
     },
     fork(parent, { seedLength, id }) {
       if (parent.firstSeq > 0 && seedLength > 0) {

@@ -59,6 +59,7 @@ const COMMANDS: { args: string[]; refuses: 'throws' | 'exit 1' }[] = [
   { args: ['tree', '@'], refuses: 'throws' },
   { args: ['show', '@'], refuses: 'throws' },
   { args: ['show', '@', '--last', '2'], refuses: 'throws' },
+  { args: ['show', '@', '--raw'], refuses: 'throws' }, // it said E_NOT_FOUND (a hunt's find)
   { args: ['export', '@', '--format', 'json'], refuses: 'throws' },
   { args: ['tail', '@'], refuses: 'throws' },
 ]

@@ -28,10 +28,12 @@ export async function resolveId(p: SessionStore, given: string): Promise<string>
 }
 
 /** The same, with the session's listing (undefined for an id not listed, e.g. a damaged header): one listing of the root. */
-export async function resolveListed(p: SessionStore, given: string): Promise<{ id: string; listing: SessionListing | undefined }> {
-  const { listings, unlisted } = await knownIds(p)
+export async function resolveListed(p: SessionStore, given: string): Promise<{ id: string; listing: SessionListing | undefined; problem?: ListProblem }> {
+  const { listings, unlisted, problems } = await knownIds(p)
   const id = matchId(listings.map((l) => l.meta.id), unlisted, given)
-  return { id, listing: listings.find((l) => l.meta.id === id) }
+  const listing = listings.find((l) => l.meta.id === id)
+  const problem = listing ? undefined : problems.get(id)
+  return { id, listing, ...(problem ? { problem } : {}) }
 }
 
 /**

@@ -1,7 +1,7 @@
 import { open } from 'node:fs/promises'
 import { StringDecoder } from 'node:string_decoder'
-import { SessionPersistenceError } from '../errors.js'
-import type { SessionListing } from '../persistence.js'
+import { ERROR_CODES, SessionPersistenceError } from '../errors.js'
+import type { ListProblem, SessionListing } from '../persistence.js'
 import type { Io } from './commands.js'
 import { MarkdownWriter, markdownHeader } from './markdown.js'
 import type { OpenedRoot } from './open-root.js'
@@ -17,11 +17,16 @@ export type ShowPage = ViewRange
 const RAW_CHUNK = 1024 * 1024
 
 /** A session id as resolved, and its listing (the root is listed once: to resolve it). */
-type Listed = { id: string; listing: SessionListing | undefined }
+type Listed = { id: string; listing: SessionListing | undefined; problem?: ListProblem }
 
 /** The stored text of a log, streamed: a file's bytes as they are (torn tail included), or a backend's lines. */
-async function writeRaw(root: OpenedRoot, { id, listing: found }: Listed, sink: Sink): Promise<void> {
-  if (!found) throw new SessionPersistenceError('E_NOT_FOUND', `no listable session '${id}' under ${root.name}`, { sessionId: id })
+async function writeRaw(root: OpenedRoot, { id, listing: found, problem }: Listed, sink: Sink): Promise<void> {
+  if (!found) {
+    // A log the listing reported (a damaged or unsupported header): its own code, as the other views give.
+    const code = ERROR_CODES.find((c) => c === problem?.code)
+    if (problem && code) throw new SessionPersistenceError(code, problem.message, { sessionId: id, path: problem.path })
+    throw new SessionPersistenceError('E_NOT_FOUND', `no listable session '${id}' under ${root.name}`, { sessionId: id })
+  }
   if (found.location.kind === 'jsonl') {
     const handle = await open(found.location.path, 'r')
     try {

@@ -85,8 +85,16 @@ describe('session-jsonl show --last / --from / --to', () => {
     expect(out).toContain('user: question 1 [compacted]')
     expect(out).toContain('assistant: answer 1 [compacted]')
     expect(out).toContain('user: question 2')
-    // Its firstKeptSeq lies in the page, so the count is known; the compaction is the last.
-    expect(out).toContain("⇤ history compacted: the summary replaces 2 message(s) before seq 4 in the model's history; in force")
+    // The page starts at seq 1: what came before it is not counted, so how many messages the
+    // compaction replaced (all before seq 4, from the log's start) is not said — a page that
+    // started later said 0 of messages it never saw (a hunt's find); the compaction is the last.
+    expect(out).toContain("⇤ history compacted: the summary replaces the messages before seq 4 in the model's history; in force")
+    const whole = await run(['--root', root, 'show', 'compacted', '--last', '13'])
+    expect(whole.stdout).toContain('showing seqs 0 to 12 of 13 event(s)')
+    expect(whole.stdout).toContain("⇤ history compacted: the summary replaces 2 message(s) before seq 4 in the model's history; in force")
+    const middle = await run(['--root', root, 'show', 'compacted', '--from', '3', '--to', '11'])
+    expect(middle.stdout).toContain("⇤ history compacted: the summary replaces the messages before seq 4 in the model's history")
+    expect(middle.stdout).not.toContain('replaces 0 message(s)')
     expect(out).toContain('  summary: Turn 1 asked question 1 and got answer 1.')
     expect(out).toContain('assistant: answer 3')
     const short = await run(['--root', root, 'show', 'compacted', '--last', '3'])

@@ -145,6 +145,8 @@ export class HistoryCounter {
   readonly #marks: HistoryMarks
   readonly #at = new Map<number, { all: number; shown: number }>()
   #messages = { all: 0, shown: 0 }
+  /** The seq of the first event seen: a view that starts past 0 does not know what came before it. */
+  #firstSeq: number | undefined
 
   constructor(marks: HistoryMarks) {
     this.#marks = marks
@@ -152,6 +154,7 @@ export class HistoryCounter {
 
   /** Counts `e` (before it is rendered): whether it is a message rewound, or one compacted. */
   see(e: SessionEvent): EventStanding {
+    this.#firstSeq ??= e.seq
     if (this.#marks.countsWanted.has(e.seq)) this.#at.set(e.seq, { ...this.#messages })
     const isMessage = MESSAGE_TYPES.has(e.type)
     const rewound = isMessage && this.#marks.rewound(e.seq)
@@ -170,8 +173,10 @@ export class HistoryCounter {
 
   /** What a `history/compact` says, with the messages it replaced when its `firstKeptSeq` was seen, and where it stands. */
   compactionText(e: SessionEvent): string {
+    // It replaced every message before `firstKeptSeq`, from the log's start: counted only by a
+    // view that starts there (a page that starts later saw only some of them).
     const keep = asObject(e.data)?.firstKeptSeq
-    const before = typeof keep === 'number' ? this.#at.get(keep) : undefined
+    const before = typeof keep === 'number' && this.#firstSeq === 0 ? this.#at.get(keep) : undefined
     return describeCompaction(e, before?.shown, this.#marks.status(e.seq))
   }
 }

@@ -49,6 +49,15 @@ describe('export --out never overwrites what the store keeps', () => {
       expect(r.code).toBe(1)
       expect(r.stderr).toMatch(/^session-jsonl: E_CONFIG: refusing to write .*: it is inside .*, a directory of the session root .*; write the export outside the session root\n$/)
     }
+    // A symbolic link outside the root whose target does not exist yet but lies in a bucket (two
+    // hops, the second relative): opening it would create the file there (a hunt's find).
+    const links = await tmpRoot()
+    await symlink(join(log, '..', 'zz-export.jsonl'), join(links, 'hop'))
+    await symlink('hop', join(links, 'dangling.md'))
+    const through = await runCli(['--root', root, 'export', 's', '--format', 'md', '--out', join(links, 'dangling.md')])
+    expect(through.code).toBe(1)
+    expect(through.stderr).toMatch(/^session-jsonl: E_CONFIG: refusing to write .*dangling\.md: it is inside .*, a directory of the session root /)
+    expect(existsSync(join(log, '..', 'zz-export.jsonl'))).toBe(false)
     expect(existsSync(join(log, '..', 'new.md'))).toBe(false)
     expect(existsSync(join(root, '.locks', 'y.md'))).toBe(false)
     expect(await readFile(join(root, '.locks', 'x'), 'utf8')).toBe('keep')

@@ -1,4 +1,4 @@
-import { type FileHandle, open, realpath, stat } from 'node:fs/promises'
+import { type FileHandle, lstat, open, readlink, realpath, stat } from 'node:fs/promises'
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { SessionPersistenceError } from '../errors.js'
 import { explained } from './cli-errors.js'
@@ -100,7 +100,7 @@ export async function refuseStoreTarget(out: string, rootDirectory: string | und
   const dir = await realpath(dirname(given)).catch(() => undefined)
   if (dir === undefined) return // fileSink says the directory is missing
   const named = join(dir, basename(given))
-  const candidates = [named, await realpath(named).catch(() => named)]
+  const candidates = [named, await realpath(named).catch(() => named), await danglingTarget(named)]
   const refuse = (why: string) => {
     throw explained(new SessionPersistenceError('E_CONFIG', `refusing to write ${out}: ${why}; write the export outside the session root`))
   }
@@ -118,4 +118,21 @@ export async function refuseStoreTarget(out: string, rootDirectory: string | und
       refuse(`it is inside ${join(root, rel.split(sep)[0]!)}, a directory of the session root ${root}`)
     }
   }
+}
+
+/**
+ * Where opening `path` would create the file when it is a symbolic link whose target does not
+ * exist yet (`realpath` fails there): the links followed by hand, each relative to its own
+ * directory, then the real path of the last one's directory plus its name. `path` itself
+ * otherwise (it is judged as it is).
+ */
+async function danglingTarget(path: string): Promise<string> {
+  let at = path
+  for (let hops = 0; hops < 40; hops++) {
+    const st = await lstat(at).catch(() => undefined)
+    if (!st?.isSymbolicLink()) break
+    at = resolve(dirname(at), await readlink(at))
+  }
+  const dir = await realpath(dirname(at)).catch(() => dirname(at))
+  return join(dir, basename(at))
 }

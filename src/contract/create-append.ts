@@ -26,6 +26,23 @@ export function createAndAppendTests({ open }: ContractContext): void {
       await b.close('round-trip')
     })
 
+    test("meta fields named like Object.prototype's members are kept (load, list, another instance); a field named __proto__ is E_INVALID_META", async () => {
+      // `in` saw the inherited names, and the header line left such fields out without a word.
+      const a = await open()
+      const m = meta('proto-names', { constructor: 'c', toString: 't', valueOf: [1], hasOwnProperty: 1, isPrototypeOf: { nested: true } })
+      await a.create(m)
+      await a.append('proto-names', completeTurn(0, 1))
+      await a.close('proto-names')
+      const b = await open()
+      const loaded = await b.load('proto-names')
+      expect(Object.entries(loaded.meta)).toEqual(Object.entries(m))
+      expect((await b.list()).find((l) => l.meta.id === 'proto-names')?.meta).toEqual(m)
+      await b.close('proto-names')
+      for (const extra of ['{"__proto__":{"x":1}}', '{"__proto__":"s"}', '{"deep":{"__proto__":1}}']) {
+        expect([extra, await codeOf(b.create({ ...meta(`proto-${extra.length}`), ...(JSON.parse(extra) as object) }))]).toEqual([extra, 'E_INVALID_META'])
+      }
+    })
+
     test('a created session without events leaves nothing: not listed, not loadable, id reusable', async () => {
       const a = await open()
       await a.create(meta('empty'))

@@ -1,6 +1,7 @@
 import { SessionPersistenceError } from '../errors.js'
 import { encodeSessionId } from './id-encoding.js'
 import { isPlainJson, plainJsonProblem } from './json-check.js'
+import { type JsonObject, setField } from './as-object.js'
 import { knownValidMeta } from './meta-check.js'
 import { type FormatVersion, sealLine } from './line-codec.js'
 import { describeZodError, type SessionHeader, type SessionMeta, SessionMetaSchema } from './schema.js'
@@ -31,6 +32,14 @@ export function validateMeta(meta: unknown): SessionMeta {
       sessionId: typeof id === 'string' ? id : undefined,
     })
   }
+  // A field named `__proto__` (at any depth) is refused: every reader drops it (zod does, and an
+  // assignment of that key sets a prototype), so it would be accepted and never read back.
+  const proto = protoKeyPath(meta, [])
+  if (proto) {
+    throw new SessionPersistenceError('E_INVALID_META', `invalid session meta: a field named "__proto__" (${proto}) cannot be stored: no reader would give it back`, {
+      sessionId: typeof id === 'string' ? id : undefined,
+    })
+  }
   // The common case without zod (meta-check.ts); zod judges the rest and words the error.
   const known = knownValidMeta(meta as Record<string, unknown>)
   if (known) return fitsHeaderLine(known)
@@ -41,6 +50,17 @@ export function validateMeta(meta: unknown): SessionMeta {
     })
   }
   return fitsHeaderLine(result.data)
+}
+
+/** Where plain JSON `value` holds an own key `__proto__` (`meta.a.__proto__`), if it does. */
+function protoKeyPath(value: unknown, at: string[]): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined
+  if (!Array.isArray(value) && Object.hasOwn(value, '__proto__')) return ['meta', ...at, '__proto__'].join('.')
+  for (const [key, v] of Object.entries(value)) {
+    const found = protoKeyPath(v, [...at, key])
+    if (found) return found
+  }
+  return undefined
 }
 
 /** What a checksum adds to a header line (§16): the same bytes whatever the meta. */
@@ -76,7 +96,9 @@ const HEADER_ORDER = ['id', 'cwd', 'createdAt', 'parentSession', 'seedLength', '
 export function headerLine(meta: SessionMeta, version: FormatVersion = 0): string {
   const header: Record<string, unknown> = { type: 'session', version }
   for (const key of HEADER_ORDER) if (meta[key] !== undefined) header[key] = meta[key]
-  for (const [key, value] of Object.entries(meta)) if (!(key in header)) header[key] = value
+  // Own keys only: `in` also sees Object.prototype's (`constructor`, `toString`…), and such a
+  // field was left out of the line without a word.
+  for (const [key, value] of Object.entries(meta)) if (!Object.hasOwn(header, key)) setField(header as JsonObject, key, value)
   return `${sealLine(JSON.stringify(header), version)}\n`
 }
 

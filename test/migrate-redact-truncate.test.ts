@@ -157,6 +157,27 @@ describe('redact', () => {
     expect(JSON.stringify(stored)).toBe('{"seq":0,"type":"note","time":1,"__proto__":{"top":"[REDACTED]"},"data":{"__proto__":{"x":"keep"},"msg":"[REDACTED]"}}')
   })
 
+  test('an event nested 1,800 deep (append takes it) is redacted: the walks keep a stack of their own', async () => {
+    // They called themselves once a level, and a redaction of such an event failed E_IO
+    // (maximum call stack size exceeded), dry run included (a hunt's find).
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root })
+    await p.create(meta('deep'))
+    let deep: unknown = `key ${secret} end`
+    for (let i = 0; i < 1800; i++) deep = i % 2 ? [deep] : { k: deep }
+    await p.append('deep', [{ seq: 0, type: 'note', time: 1, data: { deep, top: secret } as never }])
+    await p.close('deep')
+    expect(await p.redact('deep', { pattern: secret, dryRun: true })).toMatchObject({ matches: 2, seqs: [0], rewritten: false })
+    expect(await p.redact('deep', { pattern: secret })).toMatchObject({ matches: 2, seqs: [0] })
+    const text = await readFile(p.locate(meta('deep')).path, 'utf8')
+    expect([text.includes(secret), text.includes('key [REDACTED] end')]).toEqual([false, true])
+    const loaded = await p.load('deep')
+    await p.close('deep')
+    let inner: unknown = (loaded.events[0]!.data as { deep: unknown }).deep
+    for (let i = 1799; i >= 0; i--) inner = i % 2 ? (inner as unknown[])[0] : (inner as { k: unknown }).k
+    expect(inner).toBe('key [REDACTED] end')
+  })
+
   test('a locked session is skipped; a pattern that matches the empty string, or is not one, is E_CONFIG', async () => {
     const root = await tmpRoot()
     const p = createJsonlPersistence({ root })

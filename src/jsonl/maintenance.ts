@@ -62,7 +62,15 @@ export function assertMigratable(buf: Buffer, start: number, end: number, event:
  * writing pass would, so a dry run says what the redaction will do.
  */
 function redactedLine(event: SessionEvent, version: FormatVersion, id: string, path: string): string {
-  const line = `${sealLine(JSON.stringify(event), version)}\n`
+  let json: string
+  try {
+    json = JSON.stringify(event)
+  } catch (err) {
+    // Nested deeper than the engine serializes here (append's own check ran on a shallower stack).
+    if (!(err instanceof RangeError)) throw err
+    throw new SessionPersistenceError('E_NOT_JSON', `event '${event.type}' (seq ${event.seq}) of ${basename(path)} is nested too deeply to be written again (${err.message}): nothing was replaced`, { sessionId: id, path, cause: err })
+  }
+  const line = `${sealLine(json, version)}\n`
   if (line.length * 3 > MAX_LINE_BYTES) assertLineFits(Buffer.byteLength(line) - 1, event, id, path, 'nothing was replaced')
   return line
 }
@@ -138,30 +146,60 @@ function embeddedJson(value: JsonValue, inLangGraph: boolean): JsonValue | undef
   }
 }
 
-/** Replaces every match of `pattern` in the string values of `value` (never keys); counts them. */
+/**
+ * Replaces every match of `pattern` in the string values of `value` (never keys); counts them.
+ * A walk with a stack of its own, not a call per level: an event `append` accepted may be nested
+ * thousands deep (a redaction of one failed `E_IO`: maximum call stack size exceeded).
+ */
 function redactValue(value: JsonValue, pattern: RegExp, replacement: string, count: { n: number }, inLangGraph = false): JsonValue {
-  const inner = embeddedJson(value, inLangGraph)
-  if (inner !== undefined) {
-    const before = count.n
-    const redacted = redactValue(inner, pattern, replacement, count)
-    if (count.n === before) return value
-    const out: { [k: string]: JsonValue } = {}
-    for (const [k, v] of Object.entries(value as { [k: string]: JsonValue })) setField(out, k, k === 'text' ? JSON.stringify(redacted) : v)
-    return out
+  type Frame = { value: JsonValue; inLangGraph: boolean; set: (v: JsonValue) => void } | { after: () => void }
+  let result: JsonValue = null
+  const stack: Frame[] = [{ value, inLangGraph, set: (v) => (result = v) }]
+  while (stack.length > 0) {
+    const frame = stack.pop()!
+    if ('after' in frame) {
+      frame.after()
+      continue
+    }
+    const { value: v, inLangGraph: lg, set } = frame
+    const inner = embeddedJson(v, lg)
+    if (inner !== undefined) {
+      // Its text written again only when the value it holds had a match (the `after` runs once
+      // the inner value's whole walk is done: it is on the stack below it).
+      const before = count.n
+      let redacted: JsonValue = null
+      stack.push({
+        after: () => {
+          if (count.n === before) return set(v)
+          const out: { [k: string]: JsonValue } = {}
+          for (const [k, x] of Object.entries(v as { [k: string]: JsonValue })) setField(out, k, k === 'text' ? JSON.stringify(redacted) : x)
+          set(out)
+        },
+      })
+      stack.push({ value: inner, inLangGraph: false, set: (x) => (redacted = x) })
+    } else if (typeof v === 'string') {
+      set(
+        v.replace(pattern, () => {
+          count.n++
+          return replacement
+        }),
+      )
+    } else if (Array.isArray(v)) {
+      const out: JsonValue[] = new Array<JsonValue>(v.length)
+      set(out)
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i]!, inLangGraph: lg, set: (x) => (out[i] = x) })
+    } else if (v !== null && typeof v === 'object') {
+      const out: { [k: string]: JsonValue } = {}
+      set(out)
+      const entries = Object.entries(v)
+      // Popped in order, so the keys keep theirs.
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, x] = entries[i]!
+        stack.push({ value: x, inLangGraph: lg, set: (y) => setField(out, k, y) })
+      }
+    } else set(v)
   }
-  if (typeof value === 'string') {
-    return value.replace(pattern, () => {
-      count.n++
-      return replacement
-    })
-  }
-  if (Array.isArray(value)) return value.map((v) => redactValue(v, pattern, replacement, count, inLangGraph))
-  if (value !== null && typeof value === 'object') {
-    const out: { [k: string]: JsonValue } = {}
-    for (const [k, v] of Object.entries(value)) setField(out, k, redactValue(v, pattern, replacement, count, inLangGraph))
-    return out
-  }
-  return value
+  return result
 }
 
 /**
@@ -183,17 +221,22 @@ export function redactEvent(event: SessionEvent, pattern: RegExp, replacement: s
  */
 function countInValue(value: JsonValue, pattern: RegExp, seq: number, inLangGraph = false): number {
   let n = 0
-  const inner = embeddedJson(value, inLangGraph)
-  if (inner !== undefined) return countInValue(inner, pattern, seq)
-  if (typeof value === 'string') {
-    for (const m of value.matchAll(pattern)) {
-      if (m[0] === '') {
-        throw new SessionPersistenceError('E_CONFIG', `redact: the pattern ${pattern} matches an empty string in event seq ${seq}: a redaction replaces text, it never inserts any`)
+  // A stack of its own, as redactValue's: however deep the event.
+  const stack: [JsonValue, boolean][] = [[value, inLangGraph]]
+  while (stack.length > 0) {
+    const [v, lg] = stack.pop()!
+    const inner = embeddedJson(v, lg)
+    if (inner !== undefined) stack.push([inner, false])
+    else if (typeof v === 'string') {
+      for (const m of v.matchAll(pattern)) {
+        if (m[0] === '') {
+          throw new SessionPersistenceError('E_CONFIG', `redact: the pattern ${pattern} matches an empty string in event seq ${seq}: a redaction replaces text, it never inserts any`)
+        }
+        n++
       }
-      n++
-    }
-  } else if (Array.isArray(value)) for (const v of value) n += countInValue(v, pattern, seq, inLangGraph)
-  else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) n += countInValue(v, pattern, seq, inLangGraph)
+    } else if (Array.isArray(v)) for (const x of v) stack.push([x, lg])
+    else if (v !== null && typeof v === 'object') for (const x of Object.values(v)) stack.push([x, lg])
+  }
   return n
 }
 

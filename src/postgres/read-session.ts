@@ -133,12 +133,27 @@ export async function readPartedEventHeld(
   size: number,
   keepLine: boolean,
 ): Promise<{ event: SessionEvent; line: string | undefined }> {
+  const read = await readPartedEventOrLine(client, where, seq, size, keepLine)
+  if (!read) throw damage(seq, 'the row changed while it was read', where.path, where.id)
+  return read
+}
+
+/**
+ * readPartedEvent, and when the row is not there at that size, the row read again as a short line
+ * and judged whole as any line is (a damaged short line that reads as a size: digits).
+ * Undefined only when the row is gone.
+ */
+export async function readPartedEventOrLine(
+  client: pg.ClientBase,
+  where: { schema: string; id: string; path: string; version: FormatVersion },
+  seq: number,
+  size: number,
+  keepLine: boolean,
+): Promise<{ event: SessionEvent; line: string | undefined } | undefined> {
   const read = await readPartedEvent(client, where, seq, size, keepLine)
   if (read) return read
-  // Not there at that size: a damaged short line that reads as a size (digits), judged whole as
-  // any line is, or a row gone, which a snapshot or the lock rules out.
   const { rows } = await client.query<{ line: string }>(ONE_LINE(where.schema), [where.id, seq, PARTED_BYTES])
-  if (!rows[0]) throw damage(seq, 'the row changed while it was read', where.path, where.id)
+  if (!rows[0]) return undefined
   return { event: parseEventLine(rows[0].line, seq, where.path, where.id, where.version), line: keepLine ? rows[0].line : undefined }
 }
 

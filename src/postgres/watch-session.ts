@@ -1,10 +1,11 @@
+import { isSessionPersistenceError, SessionPersistenceCorruptionError } from '../errors.js'
 import type { FormatVersion } from '../session/line-codec.js'
 import type { SessionEvent } from '../session/schema.js'
 import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
 import type { ChangeFeed } from './change-feed.js'
 import type { Db } from './db.js'
 import { PARTED_BYTES } from './line-parts.js'
-import { LINE_OR_SIZE, parseEventLine, parseStoredHeader, partedSize, readPartedEvent } from './read-session.js'
+import { LINE_OR_SIZE, parseEventLine, parseStoredHeader, partedSize, readPartedEventOrLine } from './read-session.js'
 
 // The session's length and its next lines, in one statement (one snapshot): no row means no
 // session. The lines come from the primary key, from `next` on, at most a page at a time: PAGE
@@ -90,16 +91,30 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
       const { version } = checkedHeader
       for (const row of rows) {
         if (row.seq === null || row.line === null) continue
-        const size = partedSize(row.line)
-        if (size === undefined) {
-          events.push(parseEventLine(row.line, row.seq, deps.path, id, version))
-          continue
+        // The rows run on from `next` as `read` needs them to (a row deleted by hand below the
+        // stored length left the page starting later, which the loop passed over and polled for
+        // again at once, for ever).
+        if (row.seq !== next + events.length) {
+          if (events.length > 0) break // those before the gap first; the next poll starts at it
+          throw new SessionPersistenceCorruptionError(next + 2, -1, 'rows are missing below the stored length', { path: deps.path, sessionId: id })
         }
-        const where = { schema: deps.schema, id, path: deps.path, version }
-        const read = await deps.limit(() => deps.db.with((client) => readPartedEvent(client, where, row.seq!, size, false)))
-        // Gone since the page was read: the session was deleted or replaced, which the next poll sees.
-        if (!read) break
-        events.push(read.event)
+        const size = partedSize(row.line)
+        let event: SessionEvent
+        try {
+          if (size === undefined) event = parseEventLine(row.line, row.seq, deps.path, id, version)
+          else {
+            const where = { schema: deps.schema, id, path: deps.path, version }
+            const read = await deps.limit(() => deps.db.with((client) => readPartedEventOrLine(client, where, row.seq!, size, false)))
+            // Gone since the page was read: the session was deleted or replaced, which the next poll sees.
+            if (!read) break
+            event = read.event
+          }
+        } catch (err) {
+          // A damaged line: the events before it are yielded first, the next poll starts at it.
+          if (events.length > 0 && isSessionPersistenceError(err, 'E_CORRUPT')) break
+          throw err
+        }
+        events.push(event)
       }
       return { kind: 'events', events }
     },

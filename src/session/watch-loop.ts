@@ -73,13 +73,16 @@ export async function* watchLoop(source: WatchSource, fromSeq: number, signal: A
       } else {
         seen = true
         if (found.events.length > 0) {
+          const before = next
           for (const event of found.events) {
             if (event.seq !== next) continue // never twice, never out of order
             next++
             yield event
             if (signal?.aborted) return
           }
-          continue
+          // Polled again at once only after a poll that moved on: one whose events were all
+          // passed over waits for a change (a source that kept giving them polled for ever).
+          if (next > before) continue
         }
       }
       await change

@@ -1,10 +1,10 @@
-import { SessionPersistenceError } from '../errors.js'
 import type { RawPageOptions, RawSessionStream } from '../persistence.js'
 import type { SessionHeader } from '../session/schema.js'
 import type { FileHandle } from './fs/file-system.js'
 import { checkRawEventLine, checkRawHeaderLine, rawStreamPages } from '../session/raw-log.js'
 import { parseRawPageOptions } from '../session/read-options.js'
 import { copyRange } from './copy-range.js'
+import { forEachBlockForward } from './read-forward.js'
 import { planRepair } from './repair-plan.js'
 import { readHeaderLine } from './read-session.js'
 import { scanLog } from './scan-log.js'
@@ -57,7 +57,7 @@ export async function openJsonlRawStream(
       const scan = await check(h)
       let lines: string[] = []
       let bytes = 0
-      for await (const line of checkedLines(h, scan.headerBytes, scan.validEnd)) {
+      for await (const line of forEachBlockForward(h, scan.headerBytes, scan.validEnd)) {
         lines.push(line)
         bytes += line.length
         if (lines.length >= page.pageLines || bytes >= page.pageBytes) {
@@ -87,51 +87,8 @@ export async function openJsonlRawStream(
   return stream
 }
 
-/** A read's size, and the length of a line's piece written at once (§15.5: a huge line is never copied whole to be written). */
+/** The length of a line's piece written at once (§15.5: a huge line is never copied whole to be written). */
 const CHUNK = 1 << 20
-
-/**
- * The lines of `[from, to)` (line starts and ends a checking pass found) as strings without
- * their `\n`, one chunk read at a time. A line longer than a chunk is found to its end first,
- * then read whole into one buffer of its size and decoded: a huge line costs its bytes and its
- * text, never also its pieces and their join (§15.5). A file found shorter ends the lines (as
- * forEachBlockForward: no line is handed out unless its `\n` was read).
- */
-async function* checkedLines(handle: FileHandle, from: number, to: number): AsyncGenerator<string> {
-  const chunk = Buffer.allocUnsafe(CHUNK)
-  const readFully = async (buf: Buffer, at: number): Promise<boolean> => {
-    for (let got = 0; got < buf.length; ) {
-      const n = await handle.read(buf, got, buf.length - got, at + got)
-      if (n === 0) return false
-      got += n
-    }
-    return true
-  }
-  let start = from // where the line being read starts
-  for (let pos = from; pos < to; ) {
-    const view = chunk.subarray(0, Math.min(chunk.length, to - pos))
-    if (!(await readFully(view, pos))) return
-    let i = 0
-    if (start < pos) {
-      // A line that began in an earlier chunk: read whole once its end is here.
-      const nl = view.indexOf(10)
-      if (nl === -1) {
-        pos += view.length
-        continue
-      }
-      const line = Buffer.allocUnsafe(pos + nl - start)
-      if (!(await readFully(line, start))) return
-      yield line.toString('utf8')
-      i = nl + 1
-    }
-    for (let nl = view.indexOf(10, i); nl !== -1; nl = view.indexOf(10, i)) {
-      yield view.toString('utf8', i, nl)
-      i = nl + 1
-    }
-    pos += view.length
-    start = pos - (view.length - i)
-  }
-}
 
 /** `line`'s text in pieces of at most CHUNK characters, never cutting a surrogate pair (a checked line holds no lone surrogate). */
 function* textPieces(line: string): Generator<string> {

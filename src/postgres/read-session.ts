@@ -99,19 +99,27 @@ function damage(index: number, reason: string, path: string, id: string): Sessio
   return new SessionPersistenceCorruptionError(index + 2, -1, reason, { path, sessionId: id })
 }
 
+/** Which session's row a parted read reads, and how its lines are checked. */
+export interface PartedWhere {
+  schema: string
+  id: string
+  path: string
+  version: FormatVersion
+}
+
+/** A parted line read: its event, and its text when asked for. */
+export interface PartedRead {
+  event: SessionEvent
+  line: string | undefined
+}
+
 /**
  * Reads the line at `seq` (`size` bytes, PARTED_BYTES or more) in parts and checks it as
  * parseEventLine checks a line, without making its text more than once (§15.5); the line itself
  * is made only when `keepLine` asks for it. `undefined` when the row is gone (a snapshot or the
  * lock rules that out; a watcher's poll does not).
  */
-export async function readPartedEvent(
-  client: pg.ClientBase,
-  where: { schema: string; id: string; path: string; version: FormatVersion },
-  seq: number,
-  size: number,
-  keepLine: boolean,
-): Promise<{ event: SessionEvent; line: string | undefined } | undefined> {
+export async function readPartedEvent(client: pg.ClientBase, where: PartedWhere, seq: number, size: number, keepLine: boolean): Promise<PartedRead | undefined> {
   const { schema, id, path, version } = where
   const sealed = version === 1
   const got = await readPartedLine(client, schema, id, seq, size, sealed ? { keepBytes: CRC_SUFFIX_BYTES, close: '}' } : { keepBytes: 0, close: '' })
@@ -126,13 +134,7 @@ export async function readPartedEvent(
 }
 
 /** readPartedEvent where the row cannot be gone (a snapshot or the lock): a gone row is a defect. */
-export async function readPartedEventHeld(
-  client: pg.ClientBase,
-  where: { schema: string; id: string; path: string; version: FormatVersion },
-  seq: number,
-  size: number,
-  keepLine: boolean,
-): Promise<{ event: SessionEvent; line: string | undefined }> {
+export async function readPartedEventHeld(client: pg.ClientBase, where: PartedWhere, seq: number, size: number, keepLine: boolean): Promise<PartedRead> {
   const read = await readPartedEventOrLine(client, where, seq, size, keepLine)
   if (!read) throw damage(seq, 'the row changed while it was read', where.path, where.id)
   return read
@@ -143,13 +145,7 @@ export async function readPartedEventHeld(
  * and judged whole as any line is (a damaged short line that reads as a size: digits).
  * Undefined only when the row is gone.
  */
-export async function readPartedEventOrLine(
-  client: pg.ClientBase,
-  where: { schema: string; id: string; path: string; version: FormatVersion },
-  seq: number,
-  size: number,
-  keepLine: boolean,
-): Promise<{ event: SessionEvent; line: string | undefined } | undefined> {
+export async function readPartedEventOrLine(client: pg.ClientBase, where: PartedWhere, seq: number, size: number, keepLine: boolean): Promise<PartedRead | undefined> {
   const read = await readPartedEvent(client, where, seq, size, keepLine)
   if (read) return read
   const { rows } = await client.query<{ line: string }>(ONE_LINE(where.schema), [where.id, seq, PARTED_BYTES])

@@ -15,6 +15,7 @@ import { headerLine } from '../src/session/meta.js'
 import { meta } from './helpers/events.js'
 import { runCliWithHeap } from './helpers/run-cli.js'
 import { specSeal } from './helpers/spec-seal.js'
+import { withRead } from './helpers/observed-fs.js'
 
 const HEAP_MB = 32
 const PARENT_BYTES = 64 * 1024 * 1024 // twice the heap: a fork that holds the parent's events cannot
@@ -91,14 +92,8 @@ function measuredFs(): { fs: FileSystem; longest: { read: number; write: number 
   const base = createCrashFileSystem()
   const longest = { read: 0, write: 0 }
   const measured = (h: FileHandle): FileHandle => ({
-    read: (buffer, offset, length, position) => ((longest.read = Math.max(longest.read, length)), h.read(buffer, offset, length, position)),
+    ...withRead(h, (buffer, offset, length, position) => ((longest.read = Math.max(longest.read, length)), h.read(buffer, offset, length, position))),
     write: (buffer, offset, length, position) => ((longest.write = Math.max(longest.write, length)), h.write(buffer, offset, length, position)),
-    sync: () => h.sync(),
-    datasync: () => h.datasync(),
-    truncate: (n) => h.truncate(n),
-    stat: () => h.stat(),
-    chmod: (m) => h.chmod(m),
-    close: () => h.close(),
   })
   return { fs: { ...base, open: async (path, flags, mode) => measured(await base.open(path, flags, mode)) }, longest }
 }

@@ -19,7 +19,6 @@ import { forEachLine } from './read-lines.js'
 import { readHeaderLine } from './read-session.js'
 import { planRepair } from './repair-plan.js'
 import { scanLog } from './scan-log.js'
-import type { StoreContext } from './store-context.js'
 
 // The operator's rewrites of a closed log (§16): migrate, redact and repair --truncate-at-damage.
 // Each builds the new log as a body that `rewriteLog` writes beside the old one and renames over

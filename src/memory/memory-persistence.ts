@@ -13,7 +13,7 @@ import { rawLogToBytes, rawStreamPages } from '../session/raw-log.js'
 import { redactEvents } from '../session/redact.js'
 import type { z } from 'zod'
 import type { SessionEvent, SessionMeta, SharedConfigSchema } from '../session/schema.js'
-import { SessionFormatUnsupportedError, SessionPersistenceError } from '../errors.js'
+import { SessionPersistenceError } from '../errors.js'
 import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
 import type {
   DeleteOptions,

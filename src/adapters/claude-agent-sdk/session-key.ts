@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import { encodeSessionId, MAX_ENCODED_ID_BYTES, SessionPersistenceError } from '../../index.js'
-import type { SessionKey } from './types.js'
 
 /** The meta field that names the key a session stores (and the field `listSessions` groups by). */
 export const KEY_FIELD = 'claudeAgentSdk'

@@ -1,6 +1,5 @@
 import type { AgentInputItem, FunctionCallItem, Session } from '@openai/agents'
 import PQueue from 'p-queue'
-import { asObject } from '../../session/as-object.js'
 import { isPlainJson, plainJsonProblem } from '../../session/json-check.js'
 import type { JsonValue, SessionEvent } from '../../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'

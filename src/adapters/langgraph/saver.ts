@@ -14,6 +14,7 @@ import {
 } from '@langchain/langgraph-checkpoint'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { ListProblem, SessionPersistence } from '../../persistence.js'
+import { describeLocation } from '../../session/location.js'
 import { defaultLogger } from '../../session/logger.js'
 import { loadDeltaHistory, planDeltaHistory } from './delta-history.js'
 import { beforeId, checkpointIdOf, listNamespace, readRef, requireRef } from './config.js'
@@ -30,6 +31,20 @@ export type { SessionCheckpointSaverOptions } from './options.js'
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 /** What makes `list()` across threads leave a thread out (and report it) instead of failing. */
 const LEFT_OUT = ['E_CORRUPT', 'E_FORMAT_UNSUPPORTED', 'E_EXISTS'] as const
+/**
+ * Why a thread id a header names is none a call accepts (`E_INVALID_ID`), or undefined: empty
+ * (every call refuses it) or without a session id (`threadSessionId` refuses it).
+ */
+function invalidThreadId(threadId: string): SessionPersistenceError | undefined {
+  if (threadId === '') return new SessionPersistenceError('E_INVALID_ID', 'a thread id must be a non-empty string')
+  try {
+    threadSessionId(threadId)
+    return undefined
+  } catch (err) {
+    if (isSessionPersistenceError(err, 'E_INVALID_ID')) return err
+    throw err
+  }
+}
 const isVersion = (v: unknown) => (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'string'
 
 /**
@@ -114,7 +129,19 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
       const ids = new Set(this.#threads.heldThreadIds())
       for (const listing of await this.persistence.list(this.#onProblem ? { onProblem: this.#onProblem } : undefined)) {
         const threadId = listing.meta[THREAD_META_FIELD]
-        if (typeof threadId === 'string') ids.add(threadId)
+        if (typeof threadId !== 'string') continue
+        // A header naming a thread id no call accepts (written by hand or by another tool) is
+        // that session left out, not the listing's failure: the thread would have no session id.
+        const invalid = invalidThreadId(threadId)
+        if (invalid) {
+          this.#problem({
+            path: describeLocation(listing.location),
+            code: invalid.code,
+            message: `session ${listing.meta.id} left out of list(): its header names LangGraph thread ${JSON.stringify(threadId)}: ${invalid.message}`,
+          })
+          continue
+        }
+        ids.add(threadId)
       }
       const found: { threadId: string; ns: NamespaceIndex; record: IndexedCheckpoint }[] = []
       for (const threadId of ids) {
@@ -150,7 +177,11 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
 
   /** A thread's log (or one of its checkpoints) that `list()` across threads leaves out. */
   #report(threadId: string, err: SessionPersistenceError, what = `thread ${JSON.stringify(threadId)}`): void {
-    const problem = { path: err.path ?? threadSessionId(threadId), code: err.code, message: `${what} left out of list(): ${err.message}` }
+    this.#problem({ path: err.path ?? threadSessionId(threadId), code: err.code, message: `${what} left out of list(): ${err.message}` })
+  }
+
+  /** Tells `onProblem` (by default stderr) of what `list()` across threads leaves out. */
+  #problem(problem: ListProblem): void {
     if (this.#onProblem) this.#onProblem(problem)
     else defaultLogger().warn(problem.message)
   }

@@ -115,7 +115,11 @@ export async function copy(
   ids: readonly string[],
   opts: { json: boolean; skipExisting: boolean },
 ): Promise<number> {
-  const existing = new Set((await to.store.list({ onProblem: () => {} })).map((l) => l.meta.id))
+  // The target's sessions as the source's ids are resolved (knownIds): the listed ones and the
+  // logs the listing could only report (a damaged header). Those are there too, and a copy onto
+  // one fails E_EXISTS: counted here, so that the refusal still comes before anything is copied.
+  const known = await knownIds(to.store)
+  const existing = new Set([...known.listings.map((l) => l.meta.id), ...known.unlisted])
   const present = ids.filter((id) => existing.has(id))
   if (present.length > 0 && !opts.skipExisting) {
     // Checked before copying anything, so a refused copy leaves the target as it was.

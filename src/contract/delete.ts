@@ -114,6 +114,21 @@ export function deleteTests({ open }: ContractContext): void {
       await a.close('guarded')
     })
 
+    test('a delete option the contract does not know (a misspelt guard) is E_CONFIG naming it and deletes nothing', async () => {
+      const a = await open()
+      const events = await storedSession(a, 'misspelt')
+      // `ifLastWriteBefore` for `ifLastWriteAtOrBefore`: taken as no condition, it deleted.
+      const err = await a.delete('misspelt', { ifLastWriteBefore: 0 } as never).then(
+        () => undefined,
+        (e: unknown) => e as { code?: string; message?: string },
+      )
+      expect(err?.code).toBe('E_CONFIG')
+      expect(err?.message).toContain('ifLastWriteBefore')
+      expect(await codeOf(a.delete('misspelt', { ifLastWriteAtOrBefore: 0, force: true } as never))).toBe('E_CONFIG')
+      expect((await a.load('misspelt')).events).toEqual(events)
+      await a.close('misspelt')
+    })
+
     test('forks of a deleted session keep their copied seed and stay loadable', async (ctx) => {
       const a = await open()
       if (!isStore(a)) return ctx.skip() // fork is part of a full backend, not of the seam

@@ -6,8 +6,10 @@ import type { DeleteOptions } from '../persistence.js'
 // The condition `delete` can be given (docs/contract.md §4.9), shared by every backend so that
 // each validates it and refuses with the same code and wording.
 
+// Strict: a key it does not know is refused, never ignored. A misspelt guard
+// (`ifLastWriteBefore`) taken as no condition at all deleted the session unconditionally.
 const DeleteOptionsSchema = z
-  .object({
+  .strictObject({
     // A time as `SessionListing.mtimeMs` gives it: finite, possibly with a fraction of a ms.
     ifLastWriteAtOrBefore: z.number().finite().optional(),
   })

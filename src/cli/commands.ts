@@ -10,7 +10,7 @@ import { decodeSessionId } from '../session/id-encoding.js'
 import { formatBytes, formatTime, oneLine, shown, type Style } from './render.js'
 import { describeLocation } from '../session/location.js'
 import type { OpenedRoot } from './open-root.js'
-import { describeLockVerdict, lockVerdicts } from './lock-verdicts.js'
+import { describeLockVerdict, heldBy, lockVerdicts } from './lock-verdicts.js'
 
 export interface Io {
   out: (s: string) => void
@@ -352,7 +352,13 @@ function describeRepair(session: LoadedSession, dryRun: boolean): string {
   return `${lines.join('\n')}\n`
 }
 
-export async function repair({ store: p }: OpenedRoot, io: Io, id: string, opts: { json: boolean; dryRun: boolean }): Promise<number> {
+export async function repair(root: OpenedRoot, io: Io, id: string, opts: { json: boolean; dryRun: boolean }): Promise<number> {
+  const p = root.store
+  // The real run is a load, refused E_LOCKED while another process writes the session: the dry
+  // run (an inspect, which takes no lock) says so too, from the locks as a takeover would judge
+  // them, rather than print a plan the real run will not carry out (as the other dry runs do).
+  const locked = opts.dryRun ? (await heldBy(root, [id])).get(id) : undefined
+  if (locked) throw locked
   const session = opts.dryRun ? await p.inspect(id) : await p.load(id)
   await p.closeAll()
   if (opts.json) io.out(`${JSON.stringify({ id, dryRun: opts.dryRun, repair: session.repair ?? null, events: session.events.length }, null, 2)}\n`)

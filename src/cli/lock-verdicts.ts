@@ -1,6 +1,7 @@
 import type { SessionPersistenceError } from '../errors.js'
 import { type LockEntry, readLockEntries } from '../jsonl/lock/lock-report.js'
 import { lockedError } from '../jsonl/lock/session-lock.js'
+import type { OpenedRoot } from './open-root.js'
 import { formatTime, shown } from './render.js'
 
 // What `verify` shows of a root's lock directory: a dead writer's lock, a takeover marker or a
@@ -23,6 +24,21 @@ export async function heldSessions(root: string): Promise<Map<string, SessionPer
     if (e.kind === 'lock' && !e.stale && e.sessionId !== undefined) held.set(e.sessionId, lockedError(e.sessionId, e.path, e.owner))
   }
   return held
+}
+
+type HeldSessions = (ids: readonly string[]) => Promise<Map<string, SessionPersistenceError>>
+
+/**
+ * The sessions among `ids` a live writer holds on either kind of root, with the E_LOCKED a load
+ * or delete would meet; no lock taken. A directory root: its lock directory (heldSessions). A
+ * PostgreSQL root: the server's advisory locks (pg_locks, src/postgres/held-sessions.ts), found
+ * by the symbol that backend registers, so that this module imports neither it nor `pg`. Any
+ * other store: none known.
+ */
+export async function heldBy(root: OpenedRoot, ids: readonly string[]): Promise<Map<string, SessionPersistenceError>> {
+  if (root.directory !== undefined) return heldSessions(root.directory)
+  const held = (root.store as unknown as Record<symbol, HeldSessions | undefined>)[Symbol.for('session-persistence-jsonl/postgres:heldSessions')]
+  return held ? held.call(root.store, ids) : new Map()
 }
 
 export interface LockVerdict {

@@ -3,7 +3,7 @@ import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js
 import type { ListProblem, SessionListing } from '../persistence.js'
 import { type Io, knownIds } from './commands.js'
 import type { OpenedRoot } from './open-root.js'
-import { heldSessions } from './lock-verdicts.js'
+import { heldBy } from './lock-verdicts.js'
 import { transferRaw } from './raw-stream.js'
 import { formatBytes, formatTime, oneLine, shown } from './render.js'
 
@@ -42,16 +42,6 @@ const EXPECTED_SKIPS = new Set(['E_LOCKED', 'E_SESSION_LIVE', 'E_NOT_FOUND'])
 // What prune says of a session written after it was listed: prune's own store never has a
 // session open, so from it E_SESSION_LIVE can only mean the last-write condition failed.
 const WRITTEN_SINCE_LISTED = 'written since it was listed'
-
-type HeldSessions = (ids: readonly string[]) => Promise<Map<string, SessionPersistenceError>>
-
-/** The sessions among `ids` a live writer holds, with the E_LOCKED a delete would meet; no lock taken. */
-async function heldBy(root: OpenedRoot, ids: readonly string[]): Promise<Map<string, SessionPersistenceError>> {
-  if (root.directory !== undefined) return heldSessions(root.directory)
-  // A PostgreSQL store's (src/postgres/held-sessions.ts), found by its registered symbol.
-  const held = (root.store as unknown as Record<symbol, HeldSessions | undefined>)[Symbol.for('session-persistence-jsonl/postgres:heldSessions')]
-  return held ? held.call(root.store, ids) : new Map()
-}
 
 export async function prune(
   root: OpenedRoot,

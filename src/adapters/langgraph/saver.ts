@@ -257,7 +257,7 @@ export class SessionCheckpointSaver extends BaseCheckpointSaver {
       })),
     )
     await this.#threads.submit(ref.threadId, serialized, (index, stored) => {
-      const effective = index.nsForWrite(ref.ns).effectiveWrites(checkpointId, taskId, stored)
+      const effective = index.nsForWrite(ref.ns).effectiveWrites(checkpointId, taskId, stored, taskPath ?? '')
       if (effective.length === 0) return undefined
       return [writesDraft({ ns: ref.ns, checkpoint: checkpointId, task: taskId, ...(taskPath ? { path: taskPath } : {}), writes: effective })]
     })

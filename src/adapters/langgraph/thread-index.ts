@@ -51,6 +51,12 @@ interface ValueSource {
   value: Kept | undefined
 }
 
+/** Whether two kept values are the same serialized value (`keep` gives `json` text one form only). */
+function sameKept(a: Kept, b: Kept): boolean {
+  if (typeof a === 'string' || typeof b === 'string') return a === b
+  return a.type === b.type && ('text' in a ? 'text' in b && a.text === b.text : 'base64' in b && a.base64 === b.base64)
+}
+
 const versionKey = (channel: string, version: ChannelVersion) => `${channel}\u0000${typeof version === 'number' ? 'n' : 's'}${String(version)}`
 
 /** One namespace of a thread: its checkpoints, the channel values they stored, the writes against them. */
@@ -94,15 +100,26 @@ export class NamespaceIndex {
   /**
    * The writes of a `putWrites` that change what is stored, as LangGraph's savers keep them: a
    * regular write (index ≥ 0) already stored for that task and index is kept as first written;
-   * a special one (negative index) replaces the stored one.
+   * a special one (negative index) replaces the stored one, so it changes something only when
+   * its channel, value or task path differs from the stored one's (a repeated interrupt or
+   * error write would add a line and read back the same). Of several with one index in a call,
+   * the last is what is stored.
    */
-  effectiveWrites(checkpoint: string, task: string, writes: readonly StoredWrite[]): StoredWrite[] {
+  effectiveWrites(checkpoint: string, task: string, writes: readonly StoredWrite[], path = ''): StoredWrite[] {
     const byIdx = new Map<number, StoredWrite>()
     for (const w of writes) {
       if (w.idx >= 0 && (byIdx.has(w.idx) || this.#stored(checkpoint, task, w.idx) >= 0)) continue
       byIdx.set(w.idx, w)
     }
-    return [...byIdx.values()]
+    return [...byIdx.values()].filter((w) => w.idx >= 0 || !this.#storedAlready(checkpoint, task, path, w))
+  }
+
+  /** Whether the write stored for the task at `w`'s index is `w` itself (same channel, value and path). */
+  #storedAlready(checkpoint: string, task: string, path: string, w: StoredWrite): boolean {
+    const at = this.#stored(checkpoint, task, w.idx)
+    if (at < 0) return false
+    const stored = this.#writes.get(checkpoint)![at]!
+    return stored.path === path && stored.channel === w.channel && sameKept(stored.value, keep(w.value))
   }
 
   addWrites(r: WritesRecord): void {

@@ -33,6 +33,7 @@ export class Db {
     this.pool = pool
     this.owned = owned
     this.logger = logger
+    guardClients(pool)
   }
 
   /**
@@ -73,9 +74,7 @@ export class Db {
     let broken: unknown
     try {
       if (!this.#ready.has(client)) {
-        // A connection that dies while checked out also emits 'error': the failed query
-        // reports it, so the event itself must not crash the host.
-        client.on('error', () => {})
+        guard(client) // one the caller's pool connected before this store guarded it
         // A caller's pool may hand out connections set up with anything, and on our own pool a
         // connection string's `options` parameter replaces our startup option: enforce it here.
         await client.query('SET synchronous_commit = on')
@@ -125,6 +124,32 @@ export class Db {
   async end(): Promise<void> {
     if (this.owned) await this.pool.end()
   }
+}
+
+/** The pools whose new connections are guarded already (a caller's pool may serve several stores). */
+const guardedPools = new WeakSet<pg.Pool>()
+/** The connections that have our 'error' listener. */
+const guardedClients = new WeakSet<pg.ClientBase>()
+
+/**
+ * A connection that dies while checked out, or just as it is handed out, emits 'error': the
+ * failed query reports it, so the event itself must never crash the host (an EventEmitter
+ * throws an 'error' nobody listens to). Attached in the pool's 'connect' event, which pg-pool
+ * emits synchronously in `_acquireClient` before it removes its own idle listener: a listener
+ * attached after `await pool.connect()` came too late for a server that sends ReadyForQuery
+ * and a FATAL (pg_terminate_backend, a fast shutdown) in one chunk, whose 'error' is emitted
+ * in the same tick, before the awaiting code runs. On a caller's pool too, once per pool.
+ */
+function guardClients(pool: pg.Pool): void {
+  if (guardedPools.has(pool)) return
+  guardedPools.add(pool)
+  pool.on('connect', guard)
+}
+
+function guard(client: pg.ClientBase): void {
+  if (guardedClients.has(client)) return
+  guardedClients.add(client)
+  client.on('error', () => {})
 }
 
 /**

@@ -104,7 +104,7 @@ function matchId(ids: readonly string[], unlisted: ReadonlySet<string>, given: s
 
 export async function ls({ store: p }: OpenedRoot, io: Io, opts: { json: boolean; cwd?: string | undefined; limit?: number | undefined }): Promise<number> {
   const problems: ListProblem[] = []
-  const cwd = opts.cwd === undefined ? undefined : resolve(opts.cwd)
+  const cwd = opts.cwd === undefined ? undefined : cwdFilter(opts.cwd)
   const listing = opts.limit === undefined ? await listAll(p, cwd, problems) : await listLastWritten(p, opts.limit, cwd, problems)
   if (opts.json) {
     io.out(`${JSON.stringify({ sessions: listing, problems }, null, 2)}\n`)
@@ -131,9 +131,21 @@ export async function ls({ store: p }: OpenedRoot, io: Io, opts: { json: boolean
   return 0
 }
 
-async function listAll(p: SessionStore, cwd: string | undefined, problems: ListProblem[]): Promise<SessionListing[]> {
+/**
+ * Which sessions `ls --cwd PATH` keeps: those whose stored cwd is PATH exactly as given, or PATH
+ * resolved (absolute and normalised, as a shell's $PWD is). A stored cwd is kept exactly as its
+ * writer gave it (§3: '/proj/' and '/proj' are two buckets), so neither form alone would do:
+ * typing a stored cwd selects it, however it is written, and a project's directory however it
+ * is typed selects the sessions stored under its normalised path.
+ */
+function cwdFilter(given: string): (l: SessionListing) => boolean {
+  const resolved = resolve(given)
+  return (l) => l.meta.cwd !== undefined && (l.meta.cwd === given || l.meta.cwd === resolved)
+}
+
+async function listAll(p: SessionStore, cwd: ((l: SessionListing) => boolean) | undefined, problems: ListProblem[]): Promise<SessionListing[]> {
   const listing = await p.list({ onProblem: (pr) => problems.push(pr) })
-  return cwd === undefined ? listing : listing.filter((l) => l.meta.cwd === cwd)
+  return cwd === undefined ? listing : listing.filter(cwd)
 }
 
 /**
@@ -141,11 +153,11 @@ async function listAll(p: SessionStore, cwd: string | undefined, problems: ListP
  * filter, so it asks for twice as many each time until `limit` of that project are found or
  * the root has no more: at most about twice the headers the answer needs.
  */
-async function listLastWritten(p: SessionStore, limit: number, cwd: string | undefined, problems: ListProblem[]): Promise<SessionListing[]> {
+async function listLastWritten(p: SessionStore, limit: number, cwd: ((l: SessionListing) => boolean) | undefined, problems: ListProblem[]): Promise<SessionListing[]> {
   for (let ask = limit; ; ask *= 2) {
     const seen: ListProblem[] = []
     const listing = await p.list({ orderBy: 'lastWrite', limit: ask, onProblem: (pr) => seen.push(pr) })
-    const kept = cwd === undefined ? listing : listing.filter((l) => l.meta.cwd === cwd)
+    const kept = cwd === undefined ? listing : listing.filter(cwd)
     if (kept.length >= limit || listing.length < ask) {
       problems.push(...seen)
       return kept.slice(0, limit)

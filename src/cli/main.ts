@@ -15,7 +15,7 @@ import { terminalIo } from './terminal-io.js'
 import { printable } from './render.js'
 import { explained, isExplained } from './cli-errors.js'
 import { migrate, redact, truncateAtDamage } from './rewrites.js'
-import type { ListProblem } from '../persistence.js'
+import type { ListProblem, SessionListing } from '../persistence.js'
 
 const USAGE = `usage: session-jsonl [--root DIR|URL] <command> [options]
 
@@ -238,7 +238,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         if (values.all === (arg !== undefined)) throw new UsageError('migrate takes session ids or --all (not both, not neither)')
         // With --all, a log that cannot be listed (a damaged or unsupported header) is refused, not passed over.
         const problems: ListProblem[] = []
-        const ids = values.all ? (await p.list({ onProblem: (pr) => problems.push(pr) })).map((l) => l.meta.id) : await resolveIds(p, [arg!, ...extra], { keepUnlisted: true })
+        const ids = values.all ? listedIds(await p.list({ onProblem: (pr) => problems.push(pr) })) : await resolveIds(p, [arg!, ...extra], { keepUnlisted: true })
         return await migrate(root, io, ids, { json: values.json, dryRun: values['dry-run'], problems })
       }
       case 'redact': {
@@ -260,7 +260,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
       case 'copy': {
         let ids: string[]
         if (values.all) {
-          ids = (await p.list({ onProblem: (pr) => io.err(`warning: not copied ${printable(pr.path, true)}: ${pr.code}\n`) })).map((l) => l.meta.id)
+          ids = listedIds(await p.list({ onProblem: (pr) => io.err(`warning: not copied ${printable(pr.path, true)}: ${pr.code}\n`) }))
         } else ids = await resolveIds(p, [arg!, ...extra])
         target = await openRoot(values.to!, loggerFor(values.to!), { create: true })
         return await copy(root, target, io, ids, { json: values.json, skipExisting: values['skip-existing'] })
@@ -273,6 +273,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
 }
 
 const DEFAULT_TAIL_LINES = 10
+
+/**
+ * The ids of a listing, each once, in its order. A listing names a log, and one id stored in two
+ * buckets (§3.1) is two logs: an --all command acts on the id once (the store refuses it,
+ * E_AMBIGUOUS), rather than report that refusal twice and count it twice.
+ */
+function listedIds(listings: readonly SessionListing[]): string[] {
+  return [...new Set(listings.map((l) => l.meta.id))]
+}
 
 /** Refuses a root directory that does not exist (`E_NOT_FOUND`); anything else is the backend's to report. */
 async function requireDirectory(given: string): Promise<void> {

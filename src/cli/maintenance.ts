@@ -50,7 +50,19 @@ export async function prune(
 ): Promise<number> {
   const problems: ListProblem[] = []
   const cutoff = opts.now - opts.olderThanMs
-  const stale = (await root.store.list({ onProblem: (p) => problems.push(p) })).filter((l) => l.mtimeMs < cutoff)
+  const listing = await root.store.list({ onProblem: (p) => problems.push(p) })
+  // One id stored in two buckets (§3.1) is listed once per log; the store refuses to delete it
+  // (E_AMBIGUOUS: which copy is the operator's to choose). Each id is considered once, and a dry
+  // run says what the real run will meet.
+  const locations = new Map<string, string[]>()
+  for (const l of listing) locations.set(l.meta.id, [...(locations.get(l.meta.id) ?? []), describeLocation(l.location)])
+  const stale: SessionListing[] = []
+  const considered = new Set<string>()
+  for (const l of listing) {
+    if (l.mtimeMs >= cutoff || considered.has(l.meta.id)) continue
+    considered.add(l.meta.id)
+    stale.push(l)
+  }
   stale.sort((a, b) => a.mtimeMs - b.mtimeMs || (a.meta.id < b.meta.id ? -1 : 1))
   const removed: SessionListing[] = []
   const skipped: Skipped[] = []
@@ -66,7 +78,9 @@ export async function prune(
   for (const [i, l] of stale.entries()) {
     if (opts.dryRun) {
       const locked = held.get(l.meta.id)
-      if (locked) skip(l.meta.id, locked.code, locked.message)
+      const copies = locations.get(l.meta.id)!
+      if (copies.length > 1) skip(l.meta.id, 'E_AMBIGUOUS', `session '${l.meta.id}' exists in ${copies.length} buckets: ${copies.join(', ')}`)
+      else if (locked) skip(l.meta.id, locked.code, locked.message)
       else {
         removed.push(l)
         if (!opts.json) io.out(`would remove ${describe(l)}\n`)

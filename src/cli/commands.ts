@@ -238,6 +238,9 @@ type Verdict =
   | { status: 'corrupt'; id?: string; path: string; line?: number; byteOffset?: number; reason: string }
   | { status: 'unsupported'; id?: string; path: string; reason: string }
 
+/** verify draws a progress bar for roots with more logs than this (docs/cli.md); a smaller one is checked before a bar would be read. */
+const PROGRESS_AFTER_LOGS = 50
+
 export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }): Promise<number> {
   const p = root.store
   const verdicts: Verdict[] = []
@@ -279,7 +282,7 @@ export async function verify(root: OpenedRoot, io: Io, opts: { json: boolean }):
         } else throw err
       }
       done++
-      if (listing.length >= 50) io.progress?.('verify', done, listing.length)
+      if (listing.length > PROGRESS_AFTER_LOGS) io.progress?.('verify', done, listing.length)
     }),
   )
   const temps = root.directory === undefined ? [] : await staleTempFiles(root.directory)

@@ -65,10 +65,10 @@ const OUT_MODE = 0o600
  * it is 0600 whatever the umask: created so, and a regular file that had looser bits (or that the
  * umask cut) is chmod'ed. What is not a regular file (a terminal, /dev/null, a FIFO a reader
  * waits on) keeps its mode, and so does a file of another user's that this one may not chmod.
+ * A file that cannot be opened or written is E_IO (§9) naming it, the errno its cause.
  */
 export async function fileSink(path: string): Promise<Sink> {
-  await stat(dirname(resolve(path)))
-  const handle: FileHandle = await open(path, 'w', OUT_MODE)
+  const handle = await openOut(path)
   try {
     const st = await handle.stat()
     if (st.isFile() && (st.mode & 0o7777) !== OUT_MODE) {
@@ -78,14 +78,66 @@ export async function fileSink(path: string): Promise<Sink> {
     }
   } catch (err) {
     await handle.close().catch(() => {})
-    throw err
+    throw writeFailed(path, err)
   }
   return holding(
     async (text) => {
-      await handle.write(text)
+      await handle.write(text).catch((err: unknown) => {
+        throw writeFailed(path, err)
+      })
     },
-    () => handle.close(),
+    () =>
+      handle.close().catch((err: unknown) => {
+        throw writeFailed(path, err)
+      }),
   )
+}
+
+/** Opens `--out` for writing; what an operator can fix (a directory, a missing one) is said so. */
+async function openOut(path: string): Promise<FileHandle> {
+  const dir = dirname(resolve(path))
+  try {
+    await stat(dir)
+    return await open(path, 'w', OUT_MODE)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    const fail = (why: string) => explained(new SessionPersistenceError('E_IO', `cannot write ${path}: ${why}`, { path, cause: err }))
+    if (code === 'EISDIR') throw fail('it is a directory; give --out the path of a file')
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      // Which part is missing or not a directory: the nearest ancestor that is not a directory.
+      const culprit = await firstNonDirectory(dir)
+      if (culprit?.missing) throw fail(`no such directory ${culprit.path}; create it first, or give --out a path in an existing directory`)
+      if (culprit) throw fail(`${culprit.path} is not a directory; give --out a path in an existing directory`)
+    }
+    throw fail(errnoMessage(err))
+  }
+}
+
+/** The outermost ancestor of `dir` (itself included) that is missing or not a directory, if any. */
+async function firstNonDirectory(dir: string): Promise<{ path: string; missing: boolean } | undefined> {
+  const chain: string[] = []
+  for (let at = dir; ; at = dirname(at)) {
+    chain.unshift(at)
+    if (dirname(at) === at) break
+  }
+  for (const at of chain) {
+    const st = await stat(at).catch((err: NodeJS.ErrnoException) => err)
+    if (st instanceof Error) return st.code === 'ENOTDIR' ? undefined : { path: at, missing: st.code === 'ENOENT' }
+    if (!st.isDirectory()) return { path: at, missing: false }
+  }
+  return undefined
+}
+
+/** A write to `--out` that failed after it was opened (a full disk, /dev/full): E_IO naming the file. */
+function writeFailed(path: string, err: unknown): SessionPersistenceError {
+  return new SessionPersistenceError('E_IO', `writing ${path} failed: ${errnoMessage(err)}`, { path, cause: err })
+}
+
+/** An errno error as `CODE: message`, its code said once (Node's messages start with it). */
+function errnoMessage(err: unknown): string {
+  const e = err as NodeJS.ErrnoException
+  const message = String(e?.message ?? e)
+  return e?.code && !message.startsWith(`${e.code}: `) ? `${e.code}: ${message}` : message
 }
 
 /**

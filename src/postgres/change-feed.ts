@@ -37,8 +37,9 @@ const payloads = new Map<string, string>()
  * first watcher, `LISTEN`s to the schema's channel, and wakes the watchers of the sessions each
  * notification names (by their payloads). Ended with the last watcher. When it fails it is
  * opened again (with a backoff) while watchers remain, and every watcher is woken once it
- * listens again, since notifications sent meanwhile were lost; the watchers' own safety poll
- * covers the gap.
+ * listens again, since notifications sent meanwhile were lost, and not before (a watcher woken
+ * while the server is down would only read a server that cannot answer); the watchers' own
+ * safety poll covers the gap.
  */
 export class ChangeFeed {
   readonly #open: () => Promise<OpenedLockClient>
@@ -92,7 +93,9 @@ export class ChangeFeed {
           if (this.#connection !== connection) return
           this.#connection = undefined
           opened!.close().catch(() => {})
-          this.#wakeAll()
+          // No wake here: the server may be down (a restart), and a watcher woken now would only
+          // read a server that cannot answer. They are all woken once this listens again, and
+          // meanwhile their safety poll reads (and retries, watch-session.ts) as it would anyway.
           void backoff(0).then(() => this.#connect())
         }
         opened.client.on('error', gone)

@@ -72,7 +72,10 @@ export const PostgresConfigSchema = z
       .int()
       .min(0)
       .default(30_000)
-      .describe('How long a batch whose connection failed is retried before append rejects with E_IO.'),
+      .describe(
+        'How long a batch whose connection failed is retried before append rejects with E_IO; a watcher\'s read ' +
+          'whose connection failed is retried as long before the watch rejects with E_IO.',
+      ),
     formatVersion,
     redact,
   })

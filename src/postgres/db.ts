@@ -204,7 +204,16 @@ export async function retrying<T>(deadline: number, fn: () => Promise<T>): Promi
   }
 }
 
-/** Backoff between retries of a failed connection: 50 ms doubling to 1 s. */
-export function backoff(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)))
+/** Backoff between retries of a failed connection: 50 ms doubling to 1 s; over at once when `signal` aborts. */
+export function backoff(attempt: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve()
+    const done = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, Math.min(1000, 50 * 2 ** attempt))
+    signal?.addEventListener('abort', done, { once: true })
+  })
 }

@@ -281,6 +281,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
       schema: this.#c.schema,
       feed: this.#feed,
       pollMs: this.#c.watchPollMs,
+      retryTimeoutMs: this.#c.retryTimeoutMs,
       path: this.#path(id),
       ready: () => this.#ready_(),
       limit: (read) => this.#watchReads.add(read),

@@ -3,7 +3,7 @@ import type { FormatVersion } from '../session/line-codec.js'
 import type { SessionEvent } from '../session/schema.js'
 import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
 import type { ChangeFeed } from './change-feed.js'
-import type { Db } from './db.js'
+import { backoff, type Db, isConnectionError } from './db.js'
 import { PARTED_BYTES } from './line-parts.js'
 import { LINE_OR_SIZE, parseEventLine, parseStoredHeader, partedSize, readPartedEventOrLine } from './read-session.js'
 
@@ -40,6 +40,8 @@ export interface WatchDeps {
   feed: ChangeFeed
   /** The safety poll: how long a watcher waits for a notification before it reads anyway. */
   pollMs: number
+  /** How long a read whose connection failed is tried again before the watch rejects (the writers' `retryTimeoutMs`). */
+  retryTimeoutMs: number
   path: string
   /** Resolves once the schema is ready (rejects after the store ended). */
   ready(): Promise<void>
@@ -66,59 +68,81 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
   // seen the delete, and never goes on into the new session's events.
   let followed: { incarnation: string | null; length: number } | undefined
   let ended = false
+  // The loop's stop signal, from `changed` (armed before every poll): an abort ends a poll's retries.
+  let stopped: AbortSignal | undefined
+  async function pollOnce(next: number): Promise<WatchPoll> {
+    if (ended) return { kind: 'missing' }
+    await deps.ready()
+    const { rows } = await deps.limit(() =>
+      deps.db.query<{ length: number; incarnation: string | null; seq: number | null; line: string | null; header_line: string | null }>(
+        POLL(deps.schema),
+        [id, next, PAGE, PARTED_BYTES, PAGE_BYTES],
+      ),
+    )
+    if (rows.length === 0) return { kind: 'missing' }
+    const { incarnation, length } = rows[0]!
+    if (followed && (incarnation !== followed.incarnation || length < followed.length)) {
+      ended = true
+      return { kind: 'missing' }
+    }
+    followed = { incarnation, length }
+    const events: SessionEvent[] = []
+    if (rows[0]!.seq === null) return { kind: 'events', events }
+    // Its version says how to check the lines (§16), read once per session followed.
+    const headerLine = rows[0]!.header_line!
+    if (headerLine !== checkedHeader?.line) checkedHeader = { line: headerLine, version: parseStoredHeader(headerLine, id, deps.path).version }
+    const { version } = checkedHeader
+    for (const row of rows) {
+      if (row.seq === null || row.line === null) continue
+      // The rows run on from `next` as `read` needs them to (a row deleted by hand below the
+      // stored length left the page starting later, which the loop passed over and polled for
+      // again at once, for ever).
+      if (row.seq !== next + events.length) {
+        if (events.length > 0) break // those before the gap first; the next poll starts at it
+        throw new SessionPersistenceCorruptionError(next + 2, -1, 'rows are missing below the stored length', { path: deps.path, sessionId: id })
+      }
+      const size = partedSize(row.line)
+      let event: SessionEvent
+      try {
+        if (size === undefined) event = parseEventLine(row.line, row.seq, deps.path, id, version)
+        else {
+          const where = { schema: deps.schema, id, path: deps.path, version }
+          const read = await deps.limit(() => deps.db.with((client) => readPartedEventOrLine(client, where, row.seq!, size, false)))
+          // Gone since the page was read: the session was deleted or replaced, which the next poll sees.
+          if (!read) break
+          event = read.event
+        }
+      } catch (err) {
+        // A damaged line: the events before it are yielded first, the next poll starts at it.
+        if (events.length > 0 && isSessionPersistenceError(err, 'E_CORRUPT')) break
+        throw err
+      }
+      events.push(event)
+    }
+    return { kind: 'events', events }
+  }
   return {
+    /**
+     * A poll is a read, safe to repeat: one whose connection failed (a server restart, a
+     * terminated backend) is tried again with the writers' backoff for `retryTimeoutMs`, as an
+     * append rides out the same outage, and the watch goes on from where it was (§15.3: it ends
+     * only on delete or abort). Past that, the connection error rejects the watch (E_IO). An
+     * abort meanwhile ends the retries: the poll finds nothing and the loop sees the abort.
+     */
     async poll(next: number): Promise<WatchPoll> {
-      if (ended) return { kind: 'missing' }
-      await deps.ready()
-      const { rows } = await deps.limit(() =>
-        deps.db.query<{ length: number; incarnation: string | null; seq: number | null; line: string | null; header_line: string | null }>(
-          POLL(deps.schema),
-          [id, next, PAGE, PARTED_BYTES, PAGE_BYTES],
-        ),
-      )
-      if (rows.length === 0) return { kind: 'missing' }
-      const { incarnation, length } = rows[0]!
-      if (followed && (incarnation !== followed.incarnation || length < followed.length)) {
-        ended = true
-        return { kind: 'missing' }
-      }
-      followed = { incarnation, length }
-      const events: SessionEvent[] = []
-      if (rows[0]!.seq === null) return { kind: 'events', events }
-      // Its version says how to check the lines (§16), read once per session followed.
-      const headerLine = rows[0]!.header_line!
-      if (headerLine !== checkedHeader?.line) checkedHeader = { line: headerLine, version: parseStoredHeader(headerLine, id, deps.path).version }
-      const { version } = checkedHeader
-      for (const row of rows) {
-        if (row.seq === null || row.line === null) continue
-        // The rows run on from `next` as `read` needs them to (a row deleted by hand below the
-        // stored length left the page starting later, which the loop passed over and polled for
-        // again at once, for ever).
-        if (row.seq !== next + events.length) {
-          if (events.length > 0) break // those before the gap first; the next poll starts at it
-          throw new SessionPersistenceCorruptionError(next + 2, -1, 'rows are missing below the stored length', { path: deps.path, sessionId: id })
-        }
-        const size = partedSize(row.line)
-        let event: SessionEvent
+      const deadline = Date.now() + deps.retryTimeoutMs
+      for (let attempt = 0; ; attempt++) {
         try {
-          if (size === undefined) event = parseEventLine(row.line, row.seq, deps.path, id, version)
-          else {
-            const where = { schema: deps.schema, id, path: deps.path, version }
-            const read = await deps.limit(() => deps.db.with((client) => readPartedEventOrLine(client, where, row.seq!, size, false)))
-            // Gone since the page was read: the session was deleted or replaced, which the next poll sees.
-            if (!read) break
-            event = read.event
-          }
+          return await pollOnce(next)
         } catch (err) {
-          // A damaged line: the events before it are yielded first, the next poll starts at it.
-          if (events.length > 0 && isSessionPersistenceError(err, 'E_CORRUPT')) break
-          throw err
+          if (!isConnectionError(err) || Date.now() >= deadline) throw err
+          await backoff(attempt, stopped)
+          if (stopped?.aborted) return { kind: 'events', events: [] }
         }
-        events.push(event)
       }
-      return { kind: 'events', events }
     },
     changed(stop: AbortSignal): Promise<void> {
+      stopped = stop
       unsubscribe ??= deps.feed.subscribe(id, () => wake?.())
       return new Promise<void>((resolve) => {
         if (stop.aborted) return resolve()
@@ -140,3 +164,4 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
     },
   }
 }
+

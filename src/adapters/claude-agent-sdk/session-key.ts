@@ -110,6 +110,15 @@ export function storedKeyOf(meta: Record<string, unknown>): StoredKey | undefine
   return typeof k.subpath === 'string' ? { projectKey: k.projectKey, sessionId: k.sessionId, subpath: k.subpath } : { projectKey: k.projectKey, sessionId: k.sessionId }
 }
 
+/**
+ * Whether a delete of `deleted` takes `key`: the key itself, and for a main key (no `subpath`)
+ * each of its subkeys, nothing else.
+ */
+export function deleteCovers(deleted: StoredKey, key: StoredKey): boolean {
+  if (key.projectKey !== deleted.projectKey || key.sessionId !== deleted.sessionId) return false
+  return deleted.subpath === undefined || key.subpath === deleted.subpath
+}
+
 export function sameKey(a: StoredKey | undefined, b: StoredKey): boolean {
   return a !== undefined && a.projectKey === b.projectKey && a.sessionId === b.sessionId && a.subpath === b.subpath
 }

@@ -12,6 +12,7 @@ import { assertEntry, entryError, entryEvent, entryOf } from './entry-events.js'
 import { isPlainJson, isPlainObject } from '../../session/json-check.js'
 import {
   assertKey,
+  deleteCovers,
   describeKey,
   KEY_FIELD,
   parseKey,
@@ -88,6 +89,11 @@ function captured(entries: readonly Record<string, unknown>[]): Record<string, u
   return (isPlainJson(entries) ? structuredClone(entries) : copyJsonParts(entries, new Map())) as Record<string, unknown>[]
 }
 
+/** One name per main key (length-prefixed parts, whatever they hold): what a key's subkeys share. */
+function sessionName(key: StoredKey): string {
+  return `${key.projectKey.length}:${key.projectKey}${key.sessionId.length}:${key.sessionId}`
+}
+
 /** Whether `key` (not yet checked) is an object with exactly the parts of `k`. */
 function hasParts(key: unknown, k: StoredKey): boolean {
   if (typeof key !== 'object' || key === null || Array.isArray(key)) return false
@@ -136,6 +142,11 @@ class Store implements ClaudeSessionStore {
   readonly #ids = new Map<string, string>()
   /** The key of the last append, while it is tracked. */
   #last: Tracked | undefined
+  /**
+   * The deletes of main keys not yet ended (each one's end), by `sessionName`: a key of that
+   * session the store starts tracking meanwhile was called after the delete, and waits for it.
+   */
+  readonly #deleting = new Map<string, Promise<void>>()
 
   constructor(options: ResolvedOptions) {
     this.#o = options
@@ -204,7 +215,8 @@ class Store implements ClaudeSessionStore {
   async load(key: SessionKey): Promise<SessionStoreEntry[] | null> {
     const k = parseKey(key)
     const id = this.#idOf(k)
-    const t = this.#tracked.get(id)
+    // A key not tracked is read at once, unless a delete of its main key called before is pending.
+    const t = this.#tracked.get(id) ?? (this.#deleting.size > 0 && this.#deleting.has(sessionName(k)) ? this.#track(id, k) : undefined)
     // A read takes no lock (`inspect`), so readers never keep a writer from a session.
     const read = async () => {
       let events: readonly SessionEvent[]
@@ -253,35 +265,82 @@ class Store implements ClaudeSessionStore {
    * Deletes `key`'s session durably; for a main key (no `subpath`), its subkeys too, and
    * nothing else. A key that holds nothing is not an error. Rejects with `E_LOCKED` when another
    * instance is writing one of them (what was deleted before stays deleted; call again).
+   *
+   * In call order with the operations on the keys it covers: those called before it (on the key,
+   * on its subkeys, also ones not yet stored) are done, and so deleted, before it lists what to
+   * delete; those called after it wait for it (an append acknowledged, then deleted, would be
+   * acknowledged data lost).
    */
   async delete(key: SessionKey): Promise<void> {
     const k = parseKey(key)
-    const ids = new Set<string>()
-    const listed = new Set<string>()
-    for (const listing of await this.#o.persistence.list()) {
-      listed.add(listing.meta.id)
-      const s = storedKeyOf(listing.meta)
-      if (s?.projectKey !== k.projectKey || s.sessionId !== k.sessionId) continue
-      if (k.subpath === undefined || s.subpath === k.subpath) ids.add(listing.meta.id)
-    }
-    const own = sessionIdOf(k)
-    // Subkeys first: a delete cut short leaves the main transcript, which a new call finds again.
-    const order = [...ids].filter((id) => id !== own)
-    // The key's own session id, unless it is listed holding another key (another integration's
-    // session, or a hash collision: load and append refuse it with E_EXISTS, and so does this
-    // leave it). One not listed (none, or a log whose header cannot be read) is deleted as before.
-    if (ids.has(own) || !listed.has(own)) order.push(own)
-    for (const id of order) {
-      const t = this.#tracked.get(id)
-      const remove = async () => {
-        if (t?.open) await this.#drop(t)
-        try {
-          await this.#o.persistence.delete(id)
-        } catch (err) {
-          if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
-        }
+    const own = this.#idOf(k)
+    // Its place, taken at the call (nothing awaited before): a slot on the queue of every
+    // tracked key it covers, and of its own key, held until it ends. An operation called before
+    // it is ahead of the slot; one called after it, behind. A key of the session first tracked
+    // after the call waits for its end (`#track`); one never tracked has nothing pending.
+    const reserved = new Set<Tracked>()
+    for (const t of this.#tracked.values()) if (deleteCovers(k, t.key)) reserved.add(t)
+    reserved.add(this.#track(own, k))
+    let end!: () => void
+    const ended = new Promise<void>((resolve) => (end = resolve))
+    const arrivals = [...reserved].map((t) => this.#hold(t, ended))
+    // Set after its own key is tracked, which must not wait for this delete.
+    const session = k.subpath === undefined ? sessionName(k) : undefined
+    if (session !== undefined) this.#deleting.set(session, ended)
+    try {
+      // Every operation called before it on those keys has ended: what they stored is listed.
+      await Promise.all(arrivals)
+      const ids = new Set<string>()
+      const listed = new Set<string>()
+      for (const listing of await this.#o.persistence.list()) {
+        listed.add(listing.meta.id)
+        const s = storedKeyOf(listing.meta)
+        if (s !== undefined && deleteCovers(k, s)) ids.add(listing.meta.id)
       }
-      await (t ? this.#run(t, remove) : remove())
+      // Subkeys first: a delete cut short leaves the main transcript, which a new call finds again.
+      const order = [...ids].filter((id) => id !== own)
+      // The key's own session id, unless it is listed holding another key (another integration's
+      // session, or a hash collision: load and append refuse it with E_EXISTS, and so does this
+      // leave it). One not listed (none, or a log whose header cannot be read) is deleted as before.
+      if (ids.has(own) || !listed.has(own)) order.push(own)
+      for (const id of order) {
+        const t = this.#tracked.get(id)
+        // Reserved, or a key it covers tracked after the call (waiting for it, so not open): it
+        // holds their queues. Any other (a session under an id not its key's) is queued as before.
+        if (t === undefined || reserved.has(t) || deleteCovers(k, t.key)) await this.#remove(t, id)
+        else await this.#run(t, () => this.#remove(t, id))
+      }
+    } finally {
+      if (session !== undefined && this.#deleting.get(session) === ended) this.#deleting.delete(session)
+      end()
+    }
+  }
+
+  /**
+   * Queues a slot on the key that holds its queue until `until` settles; resolves when the slot
+   * is reached (the operations ahead of it have ended). Not a use of the key: its idle time
+   * still runs from its last append.
+   */
+  #hold(t: Tracked, until: Promise<void>): Promise<void> {
+    return new Promise<void>((reached) => {
+      void this.#run(
+        t,
+        () => {
+          reached()
+          return until
+        },
+        false,
+      )
+    })
+  }
+
+  /** Closes the session if the store has it open, then deletes it; one already gone is no error. */
+  async #remove(t: Tracked | undefined, id: string): Promise<void> {
+    if (t?.open) await this.#drop(t)
+    try {
+      await this.#o.persistence.delete(id)
+    } catch (err) {
+      if (!isSessionPersistenceError(err, 'E_NOT_FOUND')) throw err
     }
   }
 
@@ -296,8 +355,7 @@ class Store implements ClaudeSessionStore {
   /** The key's session id (two hashes and an encoding), remembered for the keys in use. */
   #idOf(key: StoredKey): string {
     // Length-prefixed parts: one name per key, whatever the parts hold.
-    const sub = key.subpath === undefined ? '-' : `${key.subpath.length}:${key.subpath}`
-    const name = `${key.projectKey.length}:${key.projectKey}${key.sessionId.length}:${key.sessionId}${sub}`
+    const name = `${sessionName(key)}${key.subpath === undefined ? '-' : `${key.subpath.length}:${key.subpath}`}`
     let id = this.#ids.get(name)
     if (id === undefined) {
       id = sessionIdOf(key)
@@ -312,6 +370,9 @@ class Store implements ClaudeSessionStore {
     if (!t) {
       t = { id, key, open: false, nextSeq: 0, seen: new Set(), tail: Promise.resolve(), busy: 0, timer: undefined, lastUse: 0 }
       this.#tracked.set(id, t)
+      // Called after a delete of its main key that has not ended: its operations come after it.
+      const deleting = this.#deleting.size > 0 ? this.#deleting.get(sessionName(key)) : undefined
+      if (deleting !== undefined) void this.#run(t, () => deleting, false)
     }
     return t
   }

@@ -149,6 +149,17 @@ function libpqSeconds(given: string, what: string): number {
 }
 
 /**
+ * The `application_name` of every connection of a store of `host` (at most 63 bytes, as the
+ * server keeps it): operators see whose connections these are in pg_stat_activity (and can
+ * terminate them), and E_LOCKED reads the host of a lock's holder from it (session-row.ts).
+ */
+export function applicationNameOf(host: string): string {
+  return `${APPLICATION_NAME_PREFIX}${host}`.slice(0, 63)
+}
+
+export const APPLICATION_NAME_PREFIX = 'session-persistence-jsonl '
+
+/**
  * The server a store connects to, for messages: its connection string without the password
  * (nor its query), or the host, port and database of a caller's pool.
  */

@@ -40,6 +40,38 @@ export function lockClientOpener(c: ResolvedPostgresConfig, applicationName: str
   }
 }
 
+/**
+ * The keys the lock connections of this process hold, each with how many hold it (several
+ * stores may share a process): E_LOCKED (session-row.ts) uses it to tell a row that records
+ * this process as a holder none of its stores is any more from one that records it rightly.
+ */
+const heldHere = new Map<string, number>()
+
+/** Whether some store of this process holds the lock of `key` on its live lock connection. */
+export function heldInThisProcess(key: string): boolean {
+  return heldHere.has(key)
+}
+
+/** A store's held keys, kept in the process's count as they come and go. */
+class HeldKeys extends Set<string> {
+  override add(key: string): this {
+    if (!this.has(key)) heldHere.set(key, (heldHere.get(key) ?? 0) + 1)
+    return super.add(key)
+  }
+
+  override delete(key: string): boolean {
+    if (!super.delete(key)) return false
+    const n = heldHere.get(key) ?? 0
+    if (n <= 1) heldHere.delete(key)
+    else heldHere.set(key, n - 1)
+    return true
+  }
+
+  override clear(): void {
+    for (const key of [...this]) this.delete(key)
+  }
+}
+
 export interface OpenedLockClient {
   client: pg.ClientBase
   /** Ends the connection (and with it every lock it holds). */
@@ -56,7 +88,7 @@ export class LockConnection {
   #connecting: Promise<OpenedLockClient> | undefined
   #current: OpenedLockClient | undefined
   /** Keys held on the current connection. */
-  readonly #held = new Set<string>()
+  readonly #held = new HeldKeys()
   /** Keys that were held on a connection that died: to take again when possible. */
   readonly #orphans = new Set<string>()
   /**

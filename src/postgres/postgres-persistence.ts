@@ -28,7 +28,7 @@ import type {
   RawLogStreaming,
 } from '../persistence.js'
 import { parseListOrder, parseLoadFrom, parseReadRange, parseWatchOptions } from '../session/read-options.js'
-import { describeServer, type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
+import { applicationNameOf, describeServer, type PostgresConfig, parsePostgresConfig, type ResolvedPostgresConfig } from './config.js'
 import { Db, dbError, isConnectionError } from './db.js'
 import { deleteSession, sessionExists } from './delete-session.js'
 import { type ForkWrite, forkSession, readForkPoint, rowIsOurs } from './fork-session.js'
@@ -66,8 +66,7 @@ export interface PostgresSessionPersistence extends Omit<SessionStore, keyof Raw
 export function createPostgresPersistence(config: PostgresConfig): PostgresSessionPersistence {
   const c = parsePostgresConfig(config)
   const logger = c.logger ?? defaultLogger()
-  // Operators see whose connections these are in pg_stat_activity (and can terminate them).
-  const applicationName = `session-persistence-jsonl ${c.host}`.slice(0, 63)
+  const applicationName = applicationNameOf(c.host)
   const db = c.pool
     ? new Db(c.pool, { owned: false, logger }) // the caller's pool, with the caller's settings (its connect timeout too)
     : Db.open(c.connectionString!, c.poolSize, logger, applicationName, { connectTimeoutMs: c.connectTimeoutMs, server: describeServer(c) })

@@ -1,5 +1,8 @@
 import { type LockHolder, SessionPersistenceError } from '../errors.js'
+import { APPLICATION_NAME_PREFIX, applicationNameOf } from './config.js'
 import type { Db } from './db.js'
+import { ADVISORY_LOCK_ON } from './held-sessions.js'
+import { heldInThisProcess, sessionKey } from './lock-connection.js'
 
 /** Who holds a session, as its row records it. */
 export interface SessionRow {
@@ -58,10 +61,58 @@ export function lockedError(id: string, row: SessionRow | undefined, path: strin
   return new SessionPersistenceError('E_LOCKED', message, { sessionId: id, path, holder: holderOf(row) })
 }
 
-/** The holder's error for a session whose lock another connection has: reads who it is. */
+// The session's row (if any) and the connection holding its advisory lock now (if any), with
+// that connection's application_name (visible to every role), in one statement.
+const LOCKED_BY = (s: string) => `
+  SELECT r.epoch, r.length, r.header_line, r.holder_host, r.holder_pid, r.holder_since,
+         l.pid IS NOT NULL AS lock_held, a.application_name AS lock_app
+    FROM (SELECT hashtextextended($2, 0) AS k) h
+    LEFT JOIN (
+      SELECT writer_epoch::text AS epoch, length::float8 AS length, header_line, holder_host, holder_pid, holder_since
+        FROM "${s}".sessions WHERE session_id = $1
+    ) r ON true
+    LEFT JOIN LATERAL (SELECT l.pid FROM pg_locks l WHERE ${ADVISORY_LOCK_ON('l', 'h.k')} LIMIT 1) l ON true
+    LEFT JOIN pg_stat_activity a ON a.pid = l.pid`
+
+/**
+ * The error for a session whose lock another connection has, naming who holds it as far as
+ * that is known (SPEC §13). The lock is the truth; the row only records the last instance that
+ * claimed the session, and an instance may hold the lock without a claim (a first append
+ * refused E_EXISTS keeps it until close, a delete takes none). So:
+ * - the lock held by a store's connection (its application_name, config.ts) of the host the row
+ *   records: the row's holder (host, pid, since its claim), unless the row records this very
+ *   process and none of its stores holds the lock (lock-connection.ts), another process of that
+ *   host does: then as below;
+ * - held by a store of another host: that host, its pid and since when not known (0);
+ * - held by a connection that is no store's: said so, with its application_name, no holder;
+ * - held by nobody any more (let go since the attempt): said so, no holder;
+ * - nothing could be read: another instance, not named.
+ * Two processes of one host that both claimed the session in turn are told apart only by the
+ * row: the one named is the last to have claimed it.
+ */
 export async function lockedBy(db: Db, schema: string, id: string, path: string): Promise<SessionPersistenceError> {
-  const row = await readSessionRow(db, schema, id).catch(() => undefined)
-  return lockedError(id, row, path)
+  const key = sessionKey(schema, id)
+  const found = await db
+    .query<RawRow & { lock_held: boolean; lock_app: string | null }>(LOCKED_BY(schema), [id, key])
+    .then(({ rows }) => rows[0])
+    .catch(() => undefined)
+  if (!found) return lockedError(id, undefined, path)
+  const row = found.epoch === null ? undefined : toSessionRow(found)
+  const held = (message: string, holder?: LockHolder) =>
+    new SessionPersistenceError('E_LOCKED', `session '${id}' ${message}`, { sessionId: id, path, holder })
+  if (!found.lock_held) return held('was held by another instance, which has let go of it since; try again')
+  const app = found.lock_app ?? ''
+  if (!app.startsWith(APPLICATION_NAME_PREFIX)) return held(`is held by a connection that is not a session store's (application_name '${app}')`)
+  const recordedRightly =
+    row?.holderHost != null &&
+    applicationNameOf(row.holderHost) === app &&
+    !(row.holderPid === process.pid && !heldInThisProcess(key))
+  if (recordedRightly) return lockedError(id, row, path)
+  const host = app.slice(APPLICATION_NAME_PREFIX.length)
+  return held(
+    `is held by an instance on host ${host} (its pid and since when are not recorded: it holds the lock without having claimed the session)`,
+    { host, pid: 0, since: 0 },
+  )
 }
 
 /** A fresh fencing token: every claim of a session draws one, never reused. */

@@ -2,7 +2,7 @@ import type { ModelMessage } from 'ai'
 import { z } from 'zod'
 import { type CompactionSummary, CompactionSummarySchema } from '../../session/compaction-summary.js'
 import { asObject } from '../../session/as-object.js'
-import { plainJsonProblem } from '../../session/json-check.js'
+import { plainJsonCopy, plainJsonProblem } from '../../session/json-check.js'
 import { serializeEvents } from '../../session/prepare-batch.js'
 import type { JsonValue, SessionEvent, SessionMeta } from '../../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
@@ -200,7 +200,8 @@ export class AiSdkSession {
     }
     const problem = plainJsonProblem(compaction.summary, 'summary')
     if (problem) throw new SessionPersistenceError('E_NOT_JSON', `compact: ${problem}`, { sessionId: this.id })
-    const summary = structuredClone(compaction.summary) as JsonValue
+    const summary = plainJsonCopy(compaction.summary as JsonValue)
+    if (summary === undefined) throw new SessionPersistenceError('E_NOT_JSON', 'compact: summary is nested too deeply to write', { sessionId: this.id })
     // Refused here, before anything is read or queued (the writer would refuse it too, taking no
     // seq). Measured as version 1 writes it (the longer line: a version-0 log refuses up to 17 bytes early).
     serializeEvents(this.id, [{ seq, type: 'history/compact', time: Date.now(), data: { summary, firstKeptSeq }, [LAST_TURN_FIELD]: this.#lastTurn }], 1)

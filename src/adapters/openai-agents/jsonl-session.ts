@@ -1,6 +1,6 @@
 import type { AgentInputItem, FunctionCallItem, Session } from '@openai/agents'
 import PQueue from 'p-queue'
-import { isPlainJson, plainJsonProblem } from '../../session/json-check.js'
+import { isPlainJson, plainJsonCopy, plainJsonProblem } from '../../session/json-check.js'
 import type { JsonValue, SessionEvent } from '../../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { SessionPersistence } from '../../persistence.js'
@@ -116,7 +116,11 @@ export class JsonlSession implements Session {
     const problem = isPlainJson(items) ? undefined : plainJsonProblem(items, 'items')
     if (problem) throw new SessionPersistenceError('E_NOT_JSON', `addItems: ${problem}`, { sessionId: this.#id })
     // Captured now: changing the items after the call must not change what is written.
-    const batch = structuredClone(items)
+    const batch = items.map((item, i) => {
+      const copy = plainJsonCopy(item)
+      if (copy === undefined) throw new SessionPersistenceError('E_NOT_JSON', `addItems: items[${i}] is nested too deeply to write`, { sessionId: this.#id })
+      return copy
+    })
     await this.#queue.add(async () => {
       await this.#ensureWritable()
       await this.#endLeftoverTurn(this.#latestRun)
@@ -220,7 +224,8 @@ export class JsonlSession implements Session {
     }
     const problem = plainJsonProblem(options.summary, 'summary')
     if (problem) throw new SessionPersistenceError('E_NOT_JSON', `compact: ${problem}`, { sessionId: this.#id })
-    const summary = structuredClone(options.summary) as JsonValue
+    const summary = plainJsonCopy(options.summary as JsonValue)
+    if (summary === undefined) throw new SessionPersistenceError('E_NOT_JSON', 'compact: summary is nested too deeply to write', { sessionId: this.#id })
     const keepItems = parsed.data.keepItems ?? 0
     await this.#queue.add(async () => {
       await this.#ensureWritable()

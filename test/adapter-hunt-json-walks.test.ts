@@ -60,6 +60,30 @@ describe('the AI SDK turn and an end reason the log cannot hold', () => {
   }
 })
 
+describe('the AI SDK turn and an end reason that cannot be read', () => {
+  it('end() rejects with the getter\'s error and changes nothing: the turn stays open, and close() ends it aborted', async () => {
+    const root = await tmpRoot()
+    const session = await openAiSdkSession({ persistence: createJsonlPersistence({ root, sync: 'none' }), sessionId: 'getter' })
+    const turn = session.turn('hello')
+    const reason = {
+      kind: 'error',
+      get detail(): string {
+        throw new Error('unreadable')
+      },
+    }
+    const refused = await rejection(Promise.resolve().then(() => turn.end(reason as never)))
+    expect(refused.message).toBe('unreadable')
+    expect(turn.ended).toBe(false)
+    expect(session.currentTurn).toBe(turn)
+    await session.close() // ends the turn still open as aborted, and releases the lock
+    await turn.done
+    const again = await openAiSdkSession({ persistence: createJsonlPersistence({ root, sync: 'none' }), sessionId: 'getter' })
+    expect(again.events.map((e) => e.type)).toEqual(['turn/start', 'user/message', 'turn/end'])
+    expect(again.events[2]!.data).toEqual({ turn: 1, reason: { kind: 'aborted' } })
+    await again.close()
+  }, 30_000)
+})
+
 describe('the AI SDK turn() and input the log cannot hold', () => {
   const part = { type: 'text', text: 'hi' } as Record<string, unknown>
   part.providerOptions = { app: { self: part } }

@@ -138,9 +138,18 @@ export class AiSdkTurn {
    */
   end(reason: TurnEndReason = { kind: 'aborted' }): Promise<void> {
     if (this.#ended) return this.#done
+    // Read before anything changes: a reason that throws as it is read (a getter) rejects this
+    // call and leaves the turn open, to be ended again (or as aborted by close()). Thrown with the
+    // turn marked ended, it left the turn, done, close() and the lock hanging for ever.
+    let stored: JsonValue
+    try {
+      stored = toJson(reason)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     this.#ended = true
     if (this.#openStep !== undefined) this.#buffer.push({ type: 'step/end', data: { turn: this.number, step: this.#openStep } })
-    this.#buffer.push({ type: 'turn/end', data: { turn: this.number, reason: toJson(reason) } })
+    this.#buffer.push({ type: 'turn/end', data: { turn: this.number, reason: stored } })
     this.#flush(this.#take()).then(
       () => this.#settle(),
       (error: unknown) => this.#settle(error),

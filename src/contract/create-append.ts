@@ -88,6 +88,29 @@ export function createAndAppendTests({ open }: ContractContext): void {
       expect(await codeOf(b.create(meta('dup')))).toBe('E_EXISTS')
     })
 
+    test('a first append refused E_EXISTS (another instance stored the id since create) leaves this instance no lock on it', async () => {
+      const a = await open()
+      const b = await open()
+      await a.create(meta('raced'))
+      await b.create(meta('raced'))
+      const events = completeTurn(0, 1)
+      await a.append('raced', events)
+      await a.close('raced')
+      // b lost the race: its log was never published, and the session is a's.
+      expect(await codeOf(b.append('raced', completeTurn(0, 1)))).toBe('E_EXISTS')
+      // a resumes it while b still tracks its own created session: b must not hold its lock.
+      expect((await a.load('raced')).events).toEqual(events)
+      await a.append('raced', completeTurn(events.length, 2))
+      // b's created session is still refused, and still holds no lock after that refusal.
+      expect(await codeOf(b.append('raced', completeTurn(0, 1)))).toBe('E_LOCKED')
+      await a.close('raced')
+      expect(await codeOf(b.append('raced', completeTurn(0, 1)))).toBe('E_EXISTS')
+      const c = await open()
+      expect((await c.load('raced')).events).toHaveLength(events.length * 2)
+      await c.close('raced')
+      await b.close('raced')
+    })
+
     test('create rejects invalid meta and ids', async () => {
       const a = await open()
       expect(await codeOf(a.create(meta('')))).toBe('E_INVALID_ID')

@@ -192,6 +192,13 @@ class JsonlPersistence implements JsonlSessionPersistence {
       }
     } catch (err) {
       await locked?.catch(() => {}) // a lock still being taken must land before close can release it
+      // A first append refused because the log exists (another instance published it since
+      // `create`) writes nothing and never will: the lock goes, so that its owner can resume it.
+      if (!writer && isSessionPersistenceError(err) && err.code === 'E_EXISTS' && s.lock) {
+        const lock = s.lock
+        s.lock = undefined
+        await lock.release().catch((e: unknown) => this.#ctx.logger.warn(`session '${s.id}': releasing the lock after E_EXISTS failed: ${e instanceof Error ? e.message : String(e)}`, e))
+      }
       throw this.#wrap(err, `append to session '${s.id}'`, s)
     }
     s.nextSeq += batch.count

@@ -155,7 +155,11 @@ class MemoryPersistence implements SessionStore {
       if (s.stored === undefined) {
         // Materialization re-checks under the lock, as the JSONL backend does: another instance
         // may have published this id since `create`, and its log must not get these lines.
-        if (stored) throw new SessionPersistenceError('E_EXISTS', `a log for session '${id}' already exists`, { sessionId: id })
+        if (stored) {
+          // Nothing is written, nor ever will be: the lock goes, so that the log's owner can resume it.
+          this.#store.locks.delete(id)
+          throw new SessionPersistenceError('E_EXISTS', `a log for session '${id}' already exists`, { sessionId: id })
+        }
         stored = this.#publish(s.meta, [], s.version)
         s.stored = stored
       } else if (stored !== s.stored) {

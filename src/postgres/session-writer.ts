@@ -1,4 +1,4 @@
-import { SessionPersistenceError } from '../errors.js'
+import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import { appendBatch, type Batch, OutcomeUnknown, storedState } from './append-batch.js'
 import type { ResolvedPostgresConfig } from './config.js'
 import { type Db, dbError, retrying } from './db.js'
@@ -45,7 +45,20 @@ export class SessionWriter {
     })
     const batch: Batch = { sessionId: s.id, epoch: s.epoch!, ...serialized }
     if (!s.stored) batch.create = { headerLine: s.headerLine, createdAt: s.meta.createdAt, host: this.#c.host }
-    await this.write(s, batch)
+    try {
+      await this.write(s, batch)
+    } catch (err) {
+      // A first batch refused because the session is stored (another instance created it since
+      // `create`) writes nothing and never will: the lock goes, so that its owner can resume it.
+      if (batch.create && isSessionPersistenceError(err) && err.code === 'E_EXISTS' && s.epoch !== undefined) await this.#letGo(s)
+      throw err
+    }
+  }
+
+  /** Releases the session's advisory lock and forgets its writer token (a later append takes both again). */
+  async #letGo(s: Tracked): Promise<void> {
+    s.epoch = undefined
+    await this.#lock.unlock(sessionKey(this.#c.schema, s.id)).catch(() => {})
   }
 
   async write(s: Tracked, batch: Batch, ambiguous = false): Promise<void> {

@@ -4,7 +4,7 @@ import { type CompactionSummary, CompactionSummarySchema } from '../../session/c
 import { asObject } from '../../session/as-object.js'
 import { plainJsonCopy, plainJsonProblem } from '../../session/json-check.js'
 import { serializeEvents } from '../../session/prepare-batch.js'
-import type { JsonValue, SessionEvent, SessionMeta } from '../../session/schema.js'
+import { describeZodError, type JsonValue, type SessionEvent, type SessionMeta } from '../../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { RepairReport, SessionPersistence } from '../../persistence.js'
 import { EventWriter } from './event-writer.js'
@@ -12,7 +12,9 @@ import { LAST_TURN_FIELD, lastTurnOf } from '../../session/last-turn.js'
 import { toAiSdkMessages } from './to-messages.js'
 import { AiSdkTurn, type AiSdkTurnOptions } from './turn.js'
 
-const OptionsSchema = z.object({
+// Strict, as the core config is: a misspelt key (`Cwd`, `meta` as `metadata`) would otherwise be
+// ignored without a word, and the session created without it.
+const OptionsSchema = z.strictObject({
   persistence: z.custom<SessionPersistence>(
     (p) => ['load', 'create', 'append', 'close'].every((m) => typeof asObject(p)?.[m] === 'function'),
     'persistence must implement SessionPersistence (load, create, append, close)',
@@ -62,7 +64,7 @@ export interface AiSdkCompaction {
 export async function openAiSdkSession(options: AiSdkSessionOptions): Promise<AiSdkSession> {
   const parsed = OptionsSchema.safeParse(options)
   if (!parsed.success) {
-    throw new SessionPersistenceError('E_CONFIG', `invalid AI SDK session options: ${describeIssue(parsed.error)}`, { cause: parsed.error })
+    throw new SessionPersistenceError('E_CONFIG', `invalid AI SDK session options: ${describeZodError(parsed.error)}`, { cause: parsed.error })
   }
   const { persistence, sessionId, cwd, meta } = options
   const now = options.now ?? Date.now
@@ -157,7 +159,7 @@ export class AiSdkSession {
     this.#refuseWhileBusy()
     const parsedOptions = TurnOptionsSchema.safeParse(options)
     if (!parsedOptions.success) {
-      throw new SessionPersistenceError('E_CONFIG', `invalid turn options: ${describeIssue(parsedOptions.error)}`, { cause: parsedOptions.error })
+      throw new SessionPersistenceError('E_CONFIG', `invalid turn options: ${describeZodError(parsedOptions.error)}`, { cause: parsedOptions.error })
     }
     const messages = inputMessages(input)
     // Throws for input the backend would refuse (a message over the 64 MiB a line holds, or not
@@ -190,7 +192,7 @@ export class AiSdkSession {
     const seq = this.#writer.nextSeq
     const parsed = CompactionSchema.safeParse(compaction)
     if (!parsed.success) {
-      throw new SessionPersistenceError('E_INVALID_EVENT', `compact: ${describeIssue(parsed.error)}`, { sessionId: this.id, cause: parsed.error })
+      throw new SessionPersistenceError('E_INVALID_EVENT', `compact: ${describeZodError(parsed.error)}`, { sessionId: this.id, cause: parsed.error })
     }
     const firstKeptSeq = parsed.data.firstKeptSeq ?? seq
     if (firstKeptSeq > seq) {
@@ -270,11 +272,6 @@ const CompactionSchema = z.strictObject({
 })
 
 const TurnOptionsSchema = z.strictObject({ durableInput: z.boolean().optional() })
-
-const describeIssue = (error: z.ZodError): string => {
-  const issue = error.issues[0]
-  return `${issue?.path.join('.') || 'options'}: ${issue?.message}`
-}
 
 const Part = z.looseObject({ type: z.string() })
 // The shape the mapping relies on; the AI SDK validates the parts themselves when the run starts.

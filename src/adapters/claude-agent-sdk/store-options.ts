@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { SessionPersistenceError, type SessionPersistence } from '../../index.js'
+import { describeZodError } from '../../session/schema.js'
 import type { SessionKey } from './types.js'
 
 export interface SessionStoreOptions {
@@ -23,7 +24,9 @@ export interface SessionStoreOptions {
 
 const METHODS = ['create', 'append', 'load', 'inspect', 'list', 'delete', 'close'] as const
 
-const OptionsSchema = z.object({
+// Strict, as the core config is: a misspelt key (`idleCloseMS`) would otherwise be ignored and the
+// lock kept for the default 30 s without a word.
+const OptionsSchema = z.strictObject({
   persistence: z.custom<SessionPersistence>(
     (v) => typeof v === 'object' && v !== null && METHODS.every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),
     `must implement SessionPersistence (${METHODS.join(', ')})`,
@@ -47,12 +50,11 @@ const warn = (error: unknown, key: SessionKey) => {
   console.warn(`session-persistence-jsonl/claude-agent-sdk: append to ${JSON.stringify(key)} failed${code}: ${(error as Error)?.message ?? String(error)}`)
 }
 
-/** Validates the options once (`E_CONFIG`, naming the field). */
+/** Validates the options once (`E_CONFIG`, naming the field or the unknown key). */
 export function resolveOptions(options: unknown): ResolvedOptions {
   const parsed = OptionsSchema.safeParse(options)
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw new SessionPersistenceError('E_CONFIG', `createSessionStore: ${issue?.path.join('.') || 'options'}: ${issue?.message ?? 'invalid'}`)
+    throw new SessionPersistenceError('E_CONFIG', `invalid createSessionStore options: ${describeZodError(parsed.error)}`, { cause: parsed.error })
   }
   return {
     persistence: parsed.data.persistence,

@@ -2,6 +2,7 @@ import type { SerializerProtocol } from '@langchain/langgraph-checkpoint'
 import { z } from 'zod'
 import { SessionPersistenceError } from '../../errors.js'
 import type { ListProblem, SessionPersistence } from '../../persistence.js'
+import { describeZodError } from '../../session/schema.js'
 
 export interface SessionCheckpointSaverOptions {
   /** Any backend: the JSONL one, the in-memory reference, PostgreSQL. */
@@ -30,7 +31,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1
 
 const METHODS = ['create', 'append', 'load', 'inspect', 'list', 'delete', 'close'] as const
 
-const OptionsSchema = z.object({
+// Strict, as the core config is: a misspelt key (`idleMS`) would otherwise be ignored without a word.
+const OptionsSchema = z.strictObject({
   persistence: z.custom<SessionPersistence>(
     (v) => typeof v === 'object' && v !== null && METHODS.every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),
     `must implement SessionPersistence (${METHODS.join(', ')})`,
@@ -60,8 +62,7 @@ export function parseOptions(
 ): Required<Omit<SessionCheckpointSaverOptions, 'serde' | 'onProblem'>> & { serde?: SerializerProtocol; onProblem?: (problem: ListProblem) => void } {
   const parsed = OptionsSchema.safeParse(options)
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw new SessionPersistenceError('E_CONFIG', `SessionCheckpointSaver: ${issue?.path.join('.') || 'options'}: ${issue?.message ?? 'invalid'}`)
+    throw new SessionPersistenceError('E_CONFIG', `invalid SessionCheckpointSaver options: ${describeZodError(parsed.error)}`, { cause: parsed.error })
   }
   const { persistence, idleMs, serde, now, onProblem } = parsed.data
   return { persistence, idleMs: idleMs ?? DEFAULT_IDLE_MS, now: now ?? Date.now, ...(serde ? { serde } : {}), ...(onProblem ? { onProblem } : {}) }

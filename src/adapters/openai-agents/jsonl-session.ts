@@ -1,7 +1,7 @@
 import type { AgentInputItem, FunctionCallItem, Session } from '@openai/agents'
 import PQueue from 'p-queue'
 import { isPlainJson, plainJsonCopy, plainJsonProblem } from '../../session/json-check.js'
-import type { JsonValue, SessionEvent } from '../../session/schema.js'
+import { describeZodError, type JsonValue, type SessionEvent } from '../../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { SessionPersistence } from '../../persistence.js'
 import { decodeItems, decodeSession, keptItems } from './decode-events.js'
@@ -74,8 +74,7 @@ export class JsonlSession implements Session {
   constructor(options: JsonlSessionOptions) {
     const parsed = OptionsSchema.safeParse(options)
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      throw new SessionPersistenceError('E_CONFIG', `JsonlSession: ${issue?.path.join('.') ?? 'options'}: ${issue?.message ?? 'invalid'}`)
+      throw new SessionPersistenceError('E_CONFIG', `invalid JsonlSession options: ${describeZodError(parsed.error)}`, { cause: parsed.error })
     }
     this.#persistence = parsed.data.persistence
     this.#id = parsed.data.sessionId
@@ -216,8 +215,7 @@ export class JsonlSession implements Session {
   async compact(options: CompactOptions): Promise<void> {
     const parsed = CompactOptionsSchema.safeParse(options)
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      throw new SessionPersistenceError('E_INVALID_EVENT', `compact: ${issue?.path.join('.') || 'options'}: ${issue?.message ?? 'invalid'}`, {
+      throw new SessionPersistenceError('E_INVALID_EVENT', `compact: ${describeZodError(parsed.error)}`, {
         sessionId: this.#id,
         cause: parsed.error,
       })

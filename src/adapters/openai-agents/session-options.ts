@@ -14,7 +14,8 @@ export interface JsonlSessionOptions {
   now?: () => number
 }
 
-export const OptionsSchema = z.object({
+// Strict, as the core config is: a misspelt key (`sessionID`, `Cwd`) would otherwise be ignored without a word.
+export const OptionsSchema = z.strictObject({
   persistence: z.custom<SessionPersistence>(
     (v) => ['create', 'append', 'load', 'inspect', 'close'].every((m) => typeof asObject(v)?.[m] === 'function'),
     'must implement SessionPersistence (create, append, load, inspect, close)',

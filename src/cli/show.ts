@@ -71,12 +71,11 @@ export async function show(root: OpenedRoot, io: Io, target: Listed, opts: { jso
 
 /** `export`: the whole session as Markdown or JSON, to stdout or a file, page by page. */
 export async function exportSession(root: OpenedRoot, io: Io, target: Listed, opts: { format: 'md' | 'json'; out: string | undefined }): Promise<number> {
-  if (opts.out) {
-    const location = target.listing?.location
-    await refuseStoreTarget(opts.out, root.directory, location?.kind === 'jsonl' ? location.path : undefined)
-  }
+  const location = target.listing?.location
+  // Judged before the session is read (a refusal reads nothing); the opened file is held to it.
+  const judged = opts.out ? await refuseStoreTarget(opts.out, root.directory, location?.kind === 'jsonl' ? location.path : undefined) : undefined
   const view = await openSessionView(root.store, target.id, { sizeBytes: target.listing?.sizeBytes })
-  const sink = opts.out ? await fileSink(opts.out) : ioSink(io)
+  const sink = opts.out ? await fileSink(opts.out, judged) : ioSink(io)
   try {
     if (opts.format === 'json') await writeJson(view, sink)
     else await writeMarkdown(view, sink)

@@ -62,7 +62,7 @@ const HELP: Record<string, string> = {
   fork: 'usage: session-jsonl fork <id> --at <n> [--id <new>] [--json]\n\nCreates a child session that keeps the parent\'s first n events (n at least 1, just after a turn end: an empty fork would not be stored) and prints its id (a random UUID unless --id is given).',
   export: 'usage: session-jsonl export <id> --format md|json [--out FILE]\n\nWrites the session as a Markdown transcript or as JSON to stdout or FILE. Messages a history/rewind took out of the model\'s history are marked. Never writes to the log.',
   rm: 'usage: session-jsonl rm <id> [--json]\n\nDeletes the session\'s log durably. Refused (E_LOCKED) while any process is writing the session. Forks of it keep their copied events.',
-  prune: 'usage: session-jsonl prune --older-than <duration> [--dry-run] [--json]\n\nDeletes every session whose last write is older than <duration>: a number and a unit, s, m, h, d or w, e.g. 30d, 12h, 90m, 1d12h. Prints each removal. A session being written, or written since it was listed, is never deleted: it is reported and skipped. --dry-run lists what would be removed and deletes nothing. Exits 1 only when a removal failed for another reason.',
+  prune: 'usage: session-jsonl prune --older-than <duration> [--dry-run] [--json]\n\nDeletes every session whose last write is older than <duration>: a positive whole number and a unit, s, m, h, d or w, e.g. 30d, 12h, 90m, units adding up (1d12h); no fractions: 90m, not 1.5h. Prints each removal. A session being written, or written since it was listed, is never deleted: it is reported and skipped. --dry-run lists what would be removed and deletes nothing. Exits 1 only when a removal failed for another reason.',
   copy: 'usage: session-jsonl copy <id>... --to <root> [--skip-existing] [--json]\n       session-jsonl copy --all --to <root> [--skip-existing] [--json]\n\nCopies sessions to another root (a directory or a postgres:// URL), line for line: the copy reads back byte-identical. An id that already exists at the target is an error, checked before anything is copied, unless --skip-existing. A log with a torn tail is copied up to its last complete line; copying never takes a lock at the source. A progress line is shown on a terminal.',
 }
 
@@ -351,7 +351,7 @@ function checkForkAt(at: string | undefined): number {
 function checkPrune(olderThan: string | undefined): number {
   if (olderThan === undefined) throw new UsageError('prune needs --older-than <duration>, e.g. 30d, 12h or 90m')
   const ms = parseDuration(olderThan)
-  if (ms === undefined) throw new UsageError(`--older-than '${olderThan}' is not a duration: a positive number and a unit s, m, h, d or w (e.g. 30d, 12h, 90m)`)
+  if (ms === undefined) throw new UsageError(`--older-than '${olderThan}' is not a duration: a positive whole number and a unit s, m, h, d or w (e.g. 30d, 12h, 90m), units adding up (1d12h); no fractions: 90m, not 1.5h`)
   return ms
 }
 

@@ -10,6 +10,7 @@ import { deleteTests } from './delete.js'
 import type { ContractContext } from './fixtures.js'
 import { loadListCloseTests } from './load-list.js'
 import { storeTests } from './store.js'
+import { rawRefusalTests } from './raw-refusals.js'
 
 export interface PersistenceContractOptions {
   /** Shown in the suite's name. */
@@ -67,5 +68,6 @@ export function runPersistenceContract({ name, factory }: PersistenceContractOpt
     contentionTests(ctx)
     storeTests(ctx)
     anyLengthTests(ctx)
+    rawRefusalTests(ctx)
   })
 }

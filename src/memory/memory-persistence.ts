@@ -9,11 +9,11 @@ import { headerLine, metaFromHeader, validateMeta } from '../session/meta.js'
 import { bucketName, logFileName } from '../jsonl/paths.js'
 import { prepareBatch } from '../session/prepare-batch.js'
 import { DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, type FormatVersion, sealLine, unsealText } from '../session/line-codec.js'
-import { rawLogToBytes, rawStreamPages } from '../session/raw-log.js'
+import { checkRawEventLine, checkRawStreamHeader, rawLogToBytes, rawPagesOnce, rawStreamPages } from '../session/raw-log.js'
 import { redactEvents } from '../session/redact.js'
 import type { z } from 'zod'
-import type { SessionEvent, SessionMeta, SharedConfigSchema } from '../session/schema.js'
-import { SessionPersistenceError } from '../errors.js'
+import type { SessionEvent, SessionHeader, SessionMeta, SharedConfigSchema } from '../session/schema.js'
+import { ioError, SessionPersistenceError } from '../errors.js'
 import { assertNotWrittenSince, parseDeleteOptions } from '../session/delete-options.js'
 import type {
   DeleteOptions,
@@ -105,6 +105,8 @@ class MemoryPersistence implements SessionStore {
   readonly #store: MemoryStore
   readonly #name: string
   readonly #open = new Map<string, Open>()
+  /** The ids an `importRawStream` of this instance holds while its pages come. */
+  readonly #importing = new Set<string>()
   readonly #token = {}
   readonly #formatVersion: FormatVersion
   readonly #redact: ((event: SessionEvent) => SessionEvent) | undefined
@@ -376,33 +378,71 @@ class MemoryPersistence implements SessionStore {
   async importRaw(log: RawSessionLog): Promise<void> {
     // The same checks as the JSONL backend's importRaw: header, checksums, envelopes, seqs.
     const { header } = rawLogToBytes(log)
-    const meta = metaFromHeader(header)
-    if (this.#open.has(log.id) || this.#store.sessions.has(log.id)) {
-      throw new SessionPersistenceError('E_EXISTS', `session '${log.id}' already exists`, { sessionId: log.id })
-    }
+    this.#assertImportable(log.id)
     this.#lock(log.id)
-    const stored = this.#publish(meta, [...log.eventLines], header.version)
-    stored.headerLine = log.headerLine
-    stored.bytes = Buffer.byteLength(log.headerLine) + 1 + log.eventLines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)
+    this.#publishRaw(header, log.headerLine, [...log.eventLines])
     this.#store.locks.delete(log.id)
+  }
+
+  /** `E_EXISTS` when `id` is stored, or tracked or being imported by this instance (as JSONL's `#track`). */
+  #assertImportable(id: string): void {
+    if (this.#open.has(id) || this.#importing.has(id) || this.#store.sessions.has(id)) {
+      throw new SessionPersistenceError('E_EXISTS', `session '${id}' already exists`, { sessionId: id })
+    }
+  }
+
+  /** Stores an imported session: its header line and lines as given (checked by the caller). */
+  #publishRaw(header: SessionHeader, headerLine: string, lines: string[]): void {
+    const stored = this.#publish(metaFromHeader(header), lines, header.version)
+    stored.headerLine = headerLine
+    stored.bytes = Buffer.byteLength(headerLine) + 1 + lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)
   }
 
   async openRawStream(id: string, options?: RawPageOptions): Promise<RawSessionStream> {
     const { pageLines } = parseRawPageOptions(options)
     const { stored } = this.#read(id)
-    const lines = [...stored.lines]
+    const sessions = this.#store.sessions
+    // Read when iterated, up to the lines stored then, as the other backends read (§15.5); the
+    // session deleted (or deleted and created again) since the open is E_NOT_FOUND, as on them.
     async function* eventPages(): AsyncGenerator<readonly string[]> {
-      for (let i = 0; i < lines.length; i += pageLines) yield lines.slice(i, i + pageLines)
+      const gone = () => new SessionPersistenceError('E_NOT_FOUND', `session '${id}' was deleted while it was read`, { sessionId: id })
+      if (sessions.get(id) !== stored) throw gone()
+      const length = stored.lines.length
+      for (let i = 0; i < length; i += pageLines) {
+        if (sessions.get(id) !== stored) throw gone()
+        yield stored.lines.slice(i, Math.min(i + pageLines, length))
+      }
     }
-    return { id, headerLine: stored.headerLine, eventPages: eventPages() }
+    return { id, headerLine: stored.headerLine, eventPages: rawPagesOnce(id, eventPages) }
   }
 
   async importRawStream(log: RawSessionStream): Promise<{ eventLines: number }> {
-    // Nothing here is bounded by a page: the in-memory store holds every session whole anyway.
-    const eventLines: string[] = []
-    for await (const page of rawStreamPages(log)) eventLines.push(...(page as string[])) // each line checked by importRaw
-    await this.importRaw({ id: log.id, headerLine: log.headerLine, eventLines })
-    return { eventLines: eventLines.length }
+    // Checked and taken as the other backends take it: the header, then the id (E_EXISTS, or
+    // E_LOCKED while another instance holds it), held (locked, and E_EXISTS to this instance)
+    // while the pages come, each line checked as it comes. Nothing here is bounded by a page:
+    // the in-memory store holds every session whole anyway.
+    const header = checkRawStreamHeader(log)
+    const { id } = log
+    this.#assertImportable(id)
+    this.#lock(id)
+    this.#importing.add(id)
+    try {
+      const eventLines: string[] = []
+      for await (const page of rawStreamPages(log)) {
+        for (const line of page) {
+          checkRawEventLine(id, line, eventLines.length, header.version)
+          eventLines.push(line as string)
+        }
+      }
+      if (this.#store.sessions.has(id)) throw new SessionPersistenceError('E_EXISTS', `a log for session '${id}' already exists`, { sessionId: id })
+      this.#publishRaw(header, log.headerLine, eventLines)
+      return { eventLines: eventLines.length }
+    } catch (err) {
+      throw ioError(err, `import session '${id}'`, { sessionId: id })
+    } finally {
+      this.#importing.delete(id)
+      if (this.#store.locks.get(id) === this.#token) this.#store.locks.delete(id)
+    }
   }
 
   close(id: string): Promise<void> {

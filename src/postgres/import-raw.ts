@@ -1,31 +1,16 @@
 import type { RawSessionLog, RawSessionStream } from '../persistence.js'
-import { checkRawEventLine, LONE_SURROGATE } from '../session/raw-log.js'
-import { SessionPersistenceError } from '../errors.js'
+import { checkRawEventLine, checkRawHeaderLine, checkRawLogHeader } from '../session/raw-log.js'
 import { kindOf } from './event-kinds.js'
 import type { FormatVersion } from '../session/line-codec.js'
 import type { SessionHeader } from '../session/schema.js'
-import { parseStoredHeader } from './read-session.js'
-
-/** `E_CORRUPT` for a line (or header) that has no UTF-8 form: the driver would store U+FFFD, not the line given. */
-function assertUnicode(line: string, what: string, id: string, path: string): void {
-  if (LONE_SURROGATE.test(line)) {
-    throw new SessionPersistenceError('E_CORRUPT', `${what} is not well-formed Unicode (lone surrogate)`, { sessionId: id, path })
-  }
-}
 
 /**
- * Checks a raw header line as `load` reads it (its id must be `id`, a sealed header's checksum
- * must match); returns the header: its createdAt, and the format version its event lines are in.
+ * Checks a raw header line as every backend's import checks it (`checkRawHeaderLine`: its id
+ * must be `id`, else `E_INVALID_META`; a sealed header's checksum must match; at most a header
+ * line's size); returns the header: its createdAt, and the format version its event lines are in.
  */
-export function checkRawHeader(id: string, headerLine: unknown, path: string): SessionHeader {
-  if (typeof headerLine !== 'string') {
-    throw new SessionPersistenceError('E_INVALID_EVENT', 'a raw log needs a header line', { sessionId: id, path })
-  }
-  if (headerLine.includes('\n')) {
-    throw new SessionPersistenceError('E_CORRUPT', 'the header line holds a newline', { sessionId: id, path })
-  }
-  assertUnicode(headerLine, 'the header line', id, path)
-  return parseStoredHeader(headerLine, id, path)
+export function checkRawHeader(id: string, headerLine: unknown, _path: string): SessionHeader {
+  return checkRawHeaderLine(id, headerLine)
 }
 
 /**
@@ -47,12 +32,10 @@ const CHUNK = 5_000
  * `importRawStream` of that stream with those kinds.
  */
 export function checkRawLog(log: RawSessionLog, path: string): { stream: RawSessionStream; kinds: number[] } {
-  if (typeof log !== 'object' || log === null || typeof log.headerLine !== 'string' || !Array.isArray(log.eventLines)) {
-    throw new SessionPersistenceError('E_INVALID_EVENT', 'importRaw expects { id, headerLine, eventLines }', { path })
-  }
+  // The id, the header line and the array first, with every backend's codes (raw-log.ts).
+  const { version } = checkRawLogHeader(log)
   const { id, headerLine } = log
   const lines = [...log.eventLines]
-  const { version } = checkRawHeader(id, headerLine, path)
   const kinds = lines.map((line, i) => checkRawLine(line, i, id, path, version))
   const eventPages = (async function* () {
     for (let from = 0; from < lines.length; from += CHUNK) yield lines.slice(from, from + CHUNK)

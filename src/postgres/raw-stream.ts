@@ -4,8 +4,8 @@ import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
 import { checkRawHeader, checkRawLine } from './import-raw.js'
 import { PARTED_BYTES } from './line-parts.js'
-import { LINE_OR_SIZE, notFound, parseEventLine, partedSize, readHead, readPartedEvent, readSnapshot } from './read-session.js'
-import { rawStreamPages } from '../session/raw-log.js'
+import { LINE_OR_SIZE, notFound, parseEventLine, parseStoredHeader, partedSize, readHead, readPartedEvent, readSnapshot } from './read-session.js'
+import { rawPagesOnce, rawStreamPages } from '../session/raw-log.js'
 import { parseRawPageOptions } from '../session/read-options.js'
 
 // One page: from seq $2 on, at most $4 lines (below the length $3) and at most $5 bytes of
@@ -13,10 +13,16 @@ import { parseRawPageOptions } from '../session/read-options.js'
 // server over at most $4 rows of the primary key; the lines past the limit are never sent. A
 // line of $6 bytes or more comes as its size (read-session.ts) and is read in parts, alone in
 // its page (§15.5: never a whole row of it in node-postgres's receive buffer, never two).
+//
+// Only while the session's row is still the one the stream was opened on (incarnation $7, or
+// NULL for a row older than schema version 4): a session deleted and created again under the id
+// has rows there too, which must never be handed out under the first one's header. No row then,
+// and the caller's look at the incarnation says why.
 const PAGE = (s: string) => `
   SELECT ${LINE_OR_SIZE('$6')} AS line FROM (
     SELECT line, octet_length(line) AS size, sum(octet_length(line)) OVER (ORDER BY seq) AS upto
       FROM "${s}".events WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint
+       AND EXISTS (SELECT 1 FROM "${s}".sessions WHERE session_id = $1 AND incarnation IS NOT DISTINCT FROM $7::bigint)
      ORDER BY seq LIMIT $4
   ) page
    WHERE upto <= $5 OR upto = size`
@@ -40,7 +46,9 @@ export async function openRawStream(db: Db, schema: string, id: string, path: st
   }))
   const { head } = opened
   if (!head) throw notFound(id, path)
-  const { version } = checkRawHeader(id, head.headerLine, path)
+  // A stored header, judged as `readRaw` judges it (damage is E_CORRUPT, a foreign id too).
+  if (head.headerLine.includes('\n')) throw new SessionPersistenceCorruptionError(1, 0, 'the header line holds a newline', { path, sessionId: id })
+  const { version } = parseStoredHeader(head.headerLine, id, path)
   const { length } = head
   // No row where the length read at the start says there is one: the session was deleted (or
   // replaced) meanwhile, or the rows are missing while its row stays (damage).
@@ -54,7 +62,13 @@ export async function openRawStream(db: Db, schema: string, id: string, path: st
   // The line at `seq` that its page gave as `size`, read in parts and checked as a line read whole is.
   const partedLine = async (seq: number, size: number): Promise<string> => {
     const read = await db.with((client) => readPartedEvent(client, { schema, id, path, version }, seq, size, true))
-    if (read) return read.line!
+    // Its parts are read by (session, seq) in queries of their own: the row still the one the
+    // stream was opened on afterwards means they were its (an incarnation never comes back).
+    if (read) {
+      const now = (await db.query<{ incarnation: string | null }>(INCARNATION(schema), [id])).rows[0]
+      if (!now || now.incarnation !== opened.incarnation) await missing(seq, 'the row changed while it was read')
+      return read.line!
+    }
     // Not there at that size: a damaged short line that reads as a size (digits), judged as any
     // line is, or the session deleted or replaced since the page was read.
     const short = (await db.query<{ line: string }>(SHORT_LINE(schema), [id, seq, PARTED_BYTES])).rows[0]
@@ -66,7 +80,7 @@ export async function openRawStream(db: Db, schema: string, id: string, path: st
   }
   async function* eventPages(): AsyncGenerator<readonly string[]> {
     for (let next = 0; next < length; ) {
-      const { rows } = await db.query<{ line: string }>(PAGE(schema), [id, next, length, pageLines, pageBytes, PARTED_BYTES])
+      const { rows } = await db.query<{ line: string }>(PAGE(schema), [id, next, length, pageLines, pageBytes, PARTED_BYTES, opened.incarnation ?? null])
       if (rows.length === 0) await missing(next, 'rows are missing below the stored length')
       // The lines before a damaged one are handed out first (a reader of the raw log sees what
       // precedes the damage, as on a directory root), then the damage is reported.
@@ -93,7 +107,7 @@ export async function openRawStream(db: Db, schema: string, id: string, path: st
       if (damage !== undefined) throw damage
     }
   }
-  return { id, headerLine: head.headerLine, eventPages: eventPages() }
+  return { id, headerLine: head.headerLine, eventPages: rawPagesOnce(id, eventPages) }
 }
 
 // The row's incarnation (schema version 4): tells a session from one re-created under its id.
@@ -155,8 +169,8 @@ export async function importRawStream(
   path: string,
   checked?: readonly number[],
 ): Promise<{ eventLines: number }> {
-  const pages = rawStreamPages(log)
   const { createdAt, version } = checkRawHeader(log.id, log.headerLine, path)
+  const pages = rawStreamPages(log)
   return db.transaction(async (client) => {
     const created = await client.query(INSERT_ROW(schema), [
       log.id,

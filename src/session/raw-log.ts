@@ -2,7 +2,8 @@ import { SessionPersistenceError } from '../errors.js'
 import type { RawSessionLog, RawSessionStream } from '../persistence.js'
 import { envelopeProblem } from './envelope.js'
 import { encodeSessionId } from './id-encoding.js'
-import { parseHeaderLine } from './header-line.js'
+import { MAX_HEADER_BYTES, parseHeaderLine } from './header-line.js'
+import { MAX_LINE_BYTES } from './prepare-batch.js'
 import type { SessionEvent, SessionHeader } from './schema.js'
 import { type FormatVersion, unsealString } from './line-codec.js'
 
@@ -22,51 +23,76 @@ export function rawLogFromBytes(id: string, bytes: Buffer): RawSessionLog {
 }
 
 /**
- * Checks a raw log as `load` would read it and returns its bytes, ready to be published:
- * the header must be a valid header of version 0 or 1 (`E_CORRUPT`, `E_FORMAT_UNSUPPORTED`) naming
- * `log.id` (`E_INVALID_META`); every event line must be one line of JSON (`E_CORRUPT`) with a
- * valid envelope (`E_INVALID_EVENT`) and seq equal to its index (`E_SEQ_NOT_CONTIGUOUS`).
+ * Checks a raw log as `load` would read it and returns its bytes, ready to be published. The
+ * checks come in one order on every backend: the id (`E_INVALID_ID`; a log that is not an object
+ * has none), the header line's text (`E_CORRUPT`), `eventLines` an array (`E_CORRUPT`), then the
+ * header (`checkRawHeaderLine`) and every event line (`checkRawEventLine`).
  */
 export function rawLogToBytes(log: RawSessionLog): { header: SessionHeader; bytes: Buffer } {
-  if (typeof log !== 'object' || log === null) {
-    throw new SessionPersistenceError('E_INVALID_META', 'a raw log must be an object { id, headerLine, eventLines }')
-  }
-  const { id } = log
-  encodeSessionId(id)
-  const refuse = (code: 'E_CORRUPT' | 'E_INVALID_EVENT' | 'E_SEQ_NOT_CONTIGUOUS', what: string) =>
-    new SessionPersistenceError(code, `raw log of session '${id}': ${what}`, { sessionId: id })
-  const lineProblem = (line: unknown): string | undefined => {
-    if (typeof line !== 'string') return 'is not a string'
-    if (line.includes('\n')) return 'contains a newline'
-    if (LONE_SURROGATE.test(line)) return 'is not well-formed Unicode (lone surrogate)'
-    return undefined
-  }
-  const headerProblem = lineProblem(log.headerLine)
-  if (headerProblem) throw refuse('E_CORRUPT', `the header line ${headerProblem}`)
-  if (!Array.isArray(log.eventLines)) throw refuse('E_CORRUPT', 'eventLines is not an array')
-  const headerBytes = Buffer.from(`${log.headerLine}\n`)
-  const header = parseHeaderLine(headerBytes, 0, headerBytes.length - 1, true, { path: '', sessionId: undefined })
-  if (header.id !== id) {
-    throw new SessionPersistenceError('E_INVALID_META', `raw log of session '${id}': the header names '${header.id}'`, {
-      sessionId: id,
-    })
-  }
+  const header = checkRawLogHeader(log)
   const parts: string[] = [`${log.headerLine}\n`]
   log.eventLines.forEach((line: unknown, i) => {
-    checkRawEventLine(id, line, i, header.version)
+    checkRawEventLine(log.id, line, i, header.version)
     parts.push(`${line as string}\n`)
   })
   return { header, bytes: Buffer.from(parts.join(''), 'utf8') }
 }
 
-/** The raw header line of `id` checked as `rawLogToBytes` checks it; its header. */
-export function checkRawHeaderLine(id: string, headerLine: unknown): SessionHeader {
-  return rawLogToBytes({ id, headerLine: headerLine as string, eventLines: [] }).header
+/**
+ * What `rawLogToBytes` checks before the event lines (the id, the header line, that `eventLines`
+ * is an array): every backend's `importRaw` checks these first, with the same codes. Returns the header.
+ */
+export function checkRawLogHeader(log: RawSessionLog): SessionHeader {
+  const header = checkRawHeaderLine(rawLogId(log, 'a raw log must be an object { id, headerLine, eventLines }'), log.headerLine, () => {
+    if (!Array.isArray(log.eventLines)) throw rawRefusal('E_CORRUPT', log.id, 'eventLines is not an array')
+  })
+  return header
 }
 
 /**
- * Checks event line `i` of a raw log of `id` as `load` would read it: one line of well-formed
- * text (`E_CORRUPT`), JSON (`E_CORRUPT`), a valid envelope (`E_INVALID_EVENT`), seq `i`
+ * What every backend's `importRawStream` checks before it takes the id: the id (`E_INVALID_ID`;
+ * a stream that is not an object has none) and the header line (`checkRawHeaderLine`). Whether
+ * its pages are a stream is checked when they are read (`rawStreamPages`). Returns the header.
+ */
+export function checkRawStreamHeader(log: RawSessionStream): SessionHeader {
+  return checkRawHeaderLine(rawLogId(log, 'a raw stream must be an object { id, headerLine, eventPages }'), log.headerLine)
+}
+
+/** `log.id` (checked by `checkRawHeaderLine`), or `E_INVALID_ID` saying `what` when `log` is no object. */
+function rawLogId(log: unknown, what: string): string {
+  if (typeof log !== 'object' || log === null) throw new SessionPersistenceError('E_INVALID_ID', `${what}, got ${log === null ? 'null' : typeof log}: it has no session id`)
+  return (log as { id: string }).id
+}
+
+const rawRefusal = (code: 'E_CORRUPT' | 'E_INVALID_EVENT' | 'E_INVALID_META' | 'E_SEQ_NOT_CONTIGUOUS', id: string, what: string) =>
+  new SessionPersistenceError(code, `raw log of session '${id}': ${what}`, { sessionId: id })
+
+/**
+ * The raw header line of `id` (a valid id: `E_INVALID_ID`) checked as a load reads line 1: one line of well-formed text
+ * (`E_CORRUPT`) of at most `MAX_HEADER_BYTES` with its newline, what every reader reads of line 1
+ * (`E_INVALID_META` naming its size, as `create` refuses a meta that would make one), a valid
+ * header of version 0 or 1 (`E_CORRUPT`, `E_FORMAT_UNSUPPORTED`) naming `id` (`E_INVALID_META`).
+ * `between` runs after the text is checked, before it is parsed (importRaw's array check).
+ */
+export function checkRawHeaderLine(id: string, headerLine: unknown, between?: () => void): SessionHeader {
+  encodeSessionId(id)
+  if (typeof headerLine !== 'string') throw rawRefusal('E_CORRUPT', id, 'the header line is not a string')
+  if (headerLine.includes('\n')) throw rawRefusal('E_CORRUPT', id, 'the header line contains a newline')
+  if (LONE_SURROGATE.test(headerLine)) throw rawRefusal('E_CORRUPT', id, 'the header line is not well-formed Unicode (lone surrogate)')
+  between?.()
+  const headerBytes = Buffer.from(`${headerLine}\n`)
+  if (headerBytes.length > MAX_HEADER_BYTES) {
+    throw rawRefusal('E_INVALID_META', id, `the header line is ${headerBytes.length} bytes (newline included), over the limit of ${MAX_HEADER_BYTES} bytes a header line may hold`)
+  }
+  const header = parseHeaderLine(headerBytes, 0, headerBytes.length - 1, true, { path: '', sessionId: undefined })
+  if (header.id !== id) throw rawRefusal('E_INVALID_META', id, `the header names '${header.id}'`)
+  return header
+}
+
+/**
+ * Checks event line `i` of a raw log of `id` as `load` would read it: a string (`E_CORRUPT`) of
+ * at most `MAX_LINE_BYTES` (`E_INVALID_EVENT` naming its size, as `append` refuses a longer
+ * line), one line of well-formed text (`E_CORRUPT`), JSON (`E_CORRUPT`), a valid envelope (`E_INVALID_EVENT`), seq `i`
  * (`E_SEQ_NOT_CONTIGUOUS`); in version 1 its checksum, and no `crc` of its own (`E_CORRUPT`).
  * Returns its event.
  */
@@ -74,6 +100,11 @@ export function checkRawEventLine(id: string, line: unknown, i: number, version:
   const refuse = (code: 'E_CORRUPT' | 'E_INVALID_EVENT' | 'E_SEQ_NOT_CONTIGUOUS', what: string) =>
     new SessionPersistenceError(code, `raw log of session '${id}': ${what}`, { sessionId: id })
   if (typeof line !== 'string') throw refuse('E_CORRUPT', `event line ${i} is not a string`)
+  // Longer than a line may be (§15.5): no reader would read it back (JSONL's calls it damage).
+  // A UTF-8 byte takes at most 3 bytes per UTF-16 unit: short lines skip the exact count.
+  if (line.length * 3 > MAX_LINE_BYTES && Buffer.byteLength(line) > MAX_LINE_BYTES) {
+    throw refuse('E_INVALID_EVENT', `event line ${i} is ${Buffer.byteLength(line)} bytes; a line holds at most ${MAX_LINE_BYTES} (64 MiB)`)
+  }
   if (line.includes('\n')) throw refuse('E_CORRUPT', `event line ${i} contains a newline`)
   if (LONE_SURROGATE.test(line)) throw refuse('E_CORRUPT', `event line ${i} is not well-formed Unicode (lone surrogate)`)
   const text = version === 1 ? unsealString(line) : line
@@ -110,4 +141,42 @@ export function rawStreamPages(log: RawSessionStream): AsyncGenerator<readonly u
       if (page.length > 0) yield page
     }
   })()
+}
+
+/** Whether the pages of each stream a backend opened were iterated (§15.5: a stream is read once). */
+const READ_ONCE = new WeakMap<object, { iterated: boolean }>()
+
+/**
+ * The pages of a stream a backend's `openRawStream` opened, as pages that can be iterated once:
+ * `pages()` is called at the first iteration (so nothing is opened before it, §15.5), and any
+ * later iteration rejects at its first page with `E_CONFIG`, on every backend alike. (A
+ * generator iterated again ends at once, which an import would take for a log of no events.)
+ */
+export function rawPagesOnce(id: string, pages: () => AsyncIterator<readonly string[]>): AsyncIterable<readonly string[]> {
+  const iterable: AsyncIterable<readonly string[]> = {
+    [Symbol.asyncIterator]: () => (claimRawPages(iterable) ? pages() : readAlready(id)),
+  }
+  READ_ONCE.set(iterable, { iterated: false })
+  return iterable
+}
+
+/**
+ * Claims the pages of a stream for their one reading: false when they are the pages of a
+ * backend's stream (`rawPagesOnce`) read already. A caller's own iterable is always true: what
+ * it does when iterated again is its own.
+ */
+export function claimRawPages(pages: unknown): boolean {
+  const state = READ_ONCE.get(pages as object)
+  if (!state) return true
+  if (state.iterated) return false
+  state.iterated = true
+  return true
+}
+
+async function* readAlready(id: string): AsyncGenerator<readonly string[]> {
+  throw new SessionPersistenceError(
+    'E_CONFIG',
+    `the raw stream of session '${id}' was read already: its pages can be iterated once; open the session again with openRawStream`,
+    { sessionId: id },
+  )
 }

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { describeServer, type ResolvedPostgresConfig } from './config.js'
+import { APPLICATION_NAME_PREFIX, describeServer, type ResolvedPostgresConfig } from './config.js'
 import { connectFailure } from './db.js'
 import { SerialOps } from '../session/serial.js'
 
@@ -19,51 +19,154 @@ export const LOCK_CONNECTION_KEEPALIVES =
   'SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 30000'
 
 /**
+ * A store's application_name (config.ts applicationNameOf: the prefix and its host) as the lock
+ * connection (and the listening one) carries it: in printable ASCII, at most 63 bytes. E_LOCKED
+ * (session-row.ts) reads the host of a lock's holder back from it, and operators find a host's
+ * locks by it. The server keeps an application_name in printable ASCII only (any other byte
+ * becomes '?', or a \xNN escape from PostgreSQL 16 on), so each byte of the name's UTF-8 outside
+ * it is written %XX instead ('hôte' is 'h%C3%B4te'); a printable ASCII name is left as it is, so
+ * this changes nothing for one, nor for a name already written so.
+ */
+export function lockConnectionName(applicationName: string): string {
+  let ascii = ''
+  for (const byte of Buffer.from(applicationName, 'utf8')) {
+    ascii += byte >= 0x20 && byte <= 0x7e ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
+  }
+  return ascii.slice(0, 63)
+}
+
+/**
+ * The host a lock connection's name (lockConnectionName) gives, or undefined for a name that is
+ * no store's. Its %XX of bytes 80 to FF are read back as the UTF-8 they spell (were they no
+ * UTF-8, as a host written with such a '%' of its own would be, the name is taken as it is). A
+ * name cut at 63 bytes gives the start of its host (a cut escape or character left out).
+ */
+export function hostOfLockConnectionName(name: string): string | undefined {
+  if (!name.startsWith(APPLICATION_NAME_PREFIX)) return undefined
+  const written = name.slice(APPLICATION_NAME_PREFIX.length)
+  if (!/%[89A-F][0-9A-F]/.test(written)) return written
+  const encoded = written.replace(/%[89A-F]?$/, '')
+  const bytes: number[] = []
+  for (let i = 0; i < encoded.length; i++) {
+    const escaped = encoded[i] === '%' && /^[89A-F][0-9A-F]$/.test(encoded.slice(i + 1, i + 3))
+    bytes.push(escaped ? Number.parseInt(encoded.slice(i + 1, i + 3), 16) : encoded.charCodeAt(i))
+    if (escaped) i += 2
+  }
+  try {
+    // Streaming: an unfinished UTF-8 sequence at the end (the name was cut) is held back, not an error.
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bytes), { stream: true })
+  } catch {
+    return written
+  }
+}
+
+// Names the connection after it is connected, so that nothing in a connection string (its
+// `application_name`, which pg lets override the one it is given) can rename it, and reads which
+// backend of which server it is (lockBackend).
+const NAME_AND_BACKEND = `
+  SELECT set_config('application_name', $1, false), pg_backend_pid() AS pid,
+         extract(epoch FROM pg_postmaster_start_time())::text AS started`
+
+/**
+ * Which backend of which server a connection is: the server's start time (its epoch, the same
+ * in every time zone) and the backend's pid, unique among the live connections of one server.
+ * A lock's holder in pg_locks is told by it from this process's lock connections (heldHere).
+ */
+export function lockBackend(started: string, pid: number): string {
+  return `${started}/${pid}`
+}
+
+/**
  * Opens a store's lock connection: its own connection, never a pool slot (with a caller's pool
  * it uses the pool's settings), so a small pool cannot be starved by the locks it holds. It
- * gives up connecting after `connectTimeoutMs` (a connection error, `ETIMEDOUT`).
+ * gives up connecting after `connectTimeoutMs` (a connection error, `ETIMEDOUT`). It is named
+ * lockConnectionName(applicationName) whatever the settings say.
  */
 export function lockClientOpener(c: ResolvedPostgresConfig, applicationName: string): () => Promise<OpenedLockClient> {
   const server = describeServer(c)
+  const name = lockConnectionName(applicationName)
   return async () => {
     const settings = c.pool ? { ...(c.pool.options as pg.ClientConfig) } : { connectionString: c.connectionString }
-    const client = new pg.Client({ ...settings, application_name: applicationName, connectionTimeoutMillis: c.connectTimeoutMs })
+    const client = new pg.Client({ ...settings, application_name: name, connectionTimeoutMillis: c.connectTimeoutMs })
     client.on('error', () => {})
     await client.connect().catch((err: unknown) => {
       throw connectFailure(err, c.connectTimeoutMs, server)
     })
-    // The server drops this connection, and with it our advisory locks, about 30 s after our
-    // host stops answering (a power loss), instead of after Linux's default two hours of
-    // keepalive silence: a dead host's sessions become writable elsewhere that soon.
-    await client.query(LOCK_CONNECTION_KEEPALIVES)
-    return { client, close: () => client.end() }
+    let backend: string
+    try {
+      const { rows } = await client.query<{ pid: number; started: string }>(NAME_AND_BACKEND, [name])
+      backend = lockBackend(rows[0]!.started, rows[0]!.pid)
+      // The server drops this connection, and with it our advisory locks, about 30 s after our
+      // host stops answering (a power loss), instead of after Linux's default two hours of
+      // keepalive silence: a dead host's sessions become writable elsewhere that soon.
+      await client.query(LOCK_CONNECTION_KEEPALIVES)
+    } catch (err) {
+      await client.end().catch(() => {})
+      throw err
+    }
+    storeHosts.set(c.host, (storeHosts.get(c.host) ?? 0) + 1)
+    let closed = false
+    const close = () => {
+      if (!closed) {
+        closed = true
+        const n = storeHosts.get(c.host) ?? 0
+        if (n <= 1) storeHosts.delete(c.host)
+        else storeHosts.set(c.host, n - 1)
+      }
+      return client.end()
+    }
+    return { client, backend, close }
   }
 }
 
 /**
- * The keys the lock connections of this process hold, each with how many hold it (several
- * stores may share a process): E_LOCKED (session-row.ts) uses it to tell a row that records
- * this process as a holder none of its stores is any more from one that records it rightly.
+ * The hosts of this process's stores with a connection open (opened by lockClientOpener), each
+ * with how many: a session's row names this process only when it records this pid and one of
+ * these hosts (a pid alone is shared by processes of other machines, say pid 1 in containers).
+ */
+const storeHosts = new Map<string, number>()
+
+/** Whether a store of this process with `host` has a connection open. */
+export function storeOfThisProcess(host: string): boolean {
+  return storeHosts.has(host)
+}
+
+/**
+ * The locks the lock connections of this process hold, by backend (lockBackend) and key, each
+ * with how many hold it: E_LOCKED (session-row.ts) uses it to tell a row that records this
+ * process as a holder none of its stores is any more from one that records it rightly. The
+ * backend is part of it: a store of this process holding the same key on another server (or
+ * another database, through another connection) says nothing of who holds it here.
  */
 const heldHere = new Map<string, number>()
 
-/** Whether some store of this process holds the lock of `key` on its live lock connection. */
-export function heldInThisProcess(key: string): boolean {
-  return heldHere.has(key)
+/** Whether the lock of `key` held by the connection `backend` (lockBackend) is one a store of this process holds. */
+export function heldInThisProcess(key: string, backend: string): boolean {
+  return heldHere.has(`${backend} ${key}`)
 }
 
-/** A store's held keys, kept in the process's count as they come and go. */
+/** A store's held keys on its current connection (of `backend`), kept in the process's count as they come and go. */
 class HeldKeys extends Set<string> {
+  #backend = ''
+
+  /** The backend of the connection the keys are held on from now (none are held when it changes). */
+  set backend(backend: string) {
+    this.clear()
+    this.#backend = backend
+  }
+
   override add(key: string): this {
-    if (!this.has(key)) heldHere.set(key, (heldHere.get(key) ?? 0) + 1)
+    const entry = `${this.#backend} ${key}`
+    if (!this.has(key)) heldHere.set(entry, (heldHere.get(entry) ?? 0) + 1)
     return super.add(key)
   }
 
   override delete(key: string): boolean {
     if (!super.delete(key)) return false
-    const n = heldHere.get(key) ?? 0
-    if (n <= 1) heldHere.delete(key)
-    else heldHere.set(key, n - 1)
+    const entry = `${this.#backend} ${key}`
+    const n = heldHere.get(entry) ?? 0
+    if (n <= 1) heldHere.delete(entry)
+    else heldHere.set(entry, n - 1)
     return true
   }
 
@@ -74,6 +177,8 @@ class HeldKeys extends Set<string> {
 
 export interface OpenedLockClient {
   client: pg.ClientBase
+  /** Which backend of which server it is (lockBackend); unknown ('') when opened otherwise (tests). */
+  backend?: string
   /** Ends the connection (and with it every lock it holds). */
   close(): Promise<void>
 }
@@ -125,6 +230,7 @@ export class LockConnection {
         const dead = () => this.#dead(opened)
         opened.client.on('error', dead)
         opened.client.on('end', dead)
+        this.#held.backend = opened.backend ?? ''
         this.#current = opened
         this.#connecting = undefined
         return opened

@@ -1,8 +1,8 @@
 // E_LOCKED names the session's real holder (SPEC §13), or says honestly what is not known. The
 // writer lock is the session's advisory lock; the row records the last instance that claimed the
 // session. The two differ while an instance holds the lock without having claimed the row (a
-// first append refused E_EXISTS keeps it until close; a delete holds it without a claim), and
-// E_LOCKED named the row's holder then: here the caller itself.
+// delete holds it without a claim; a first append refused E_EXISTS held it until close, and now
+// lets go of it at once), and E_LOCKED named the row's holder then: here the caller itself.
 import { afterAll, describe, expect, test } from 'vitest'
 import pg from 'pg'
 import { createPostgresPersistence, type PostgresSessionPersistence } from '../src/postgres/index.js'

@@ -120,26 +120,40 @@ describe.skipIf(unavailable !== undefined)('watch across a server restart (Postg
     expect(w.seen).toEqual([0])
   })
 
-  test('only the listening connection terminated: the watcher listens again and is woken', async () => {
+  test('only the listening connection terminated: the watcher listens again and is woken for what changed meanwhile', async () => {
     const writer = open('listen_kill', { host: 'A' })
+    // The safety poll is a minute: what comes within the deadline below came by the feed.
     const watcher = open('listen_kill', { host: 'LK', watchPollMs: 60_000 })
     await writer.create({ id: 'v', createdAt: 1, delegationDepth: 0 })
     await writer.append('v', [ev(0)])
     const abort = new AbortController()
     const w = collect(watcher.watch('v', { signal: abort.signal }))
     expect(await w.until(1)).toEqual([0])
-    const admin = new pg.Client({ connectionString: server.url })
+    // Connected to another database: the store's own is closed to new connections below.
+    const admin = new pg.Client({ connectionString: server.url.replace(/\/spj$/, '/postgres') })
     await admin.connect()
     try {
+      // The watch's first read does not wait for the feed: wait until it listens.
+      const listening = `FROM pg_stat_activity WHERE application_name = 'session-persistence-jsonl LK' AND query LIKE 'LISTEN%'`
+      for (let t = Date.now(); Date.now() - t < 10_000; await sleep(20)) {
+        if ((await admin.query(`SELECT 1 ${listening}`)).rows.length > 0) break
+      }
+      // No new connection from now on, so the feed cannot listen again until the append below
+      // has committed: its notification reaches nobody, and only the feed's catch-up wake, once
+      // it listens again, tells the watcher (the connections open already stay open).
+      await admin.query('ALTER DATABASE spj ALLOW_CONNECTIONS false')
       const { rows } = await admin.query<{ t: boolean }>(
-        `SELECT pg_terminate_backend(pid) AS t FROM pg_stat_activity WHERE application_name = 'session-persistence-jsonl LK' AND query LIKE 'LISTEN%'`,
+        // Waits (up to 10 s) until the backend is gone, so that it delivers no notification of the append.
+        `SELECT pg_terminate_backend(pid, 10000) AS t ${listening}`,
       )
       expect(rows.map((r) => r.t)).toEqual([true])
+      await writer.append('v', [ev(1)])
+      await sleep(300) // the feed tries to listen again meanwhile, and is refused
+      expect(w.seen).toEqual([0])
     } finally {
+      await admin.query('ALTER DATABASE spj ALLOW_CONNECTIONS true')
       await admin.end()
     }
-    await sleep(500)
-    await writer.append('v', [ev(1)])
     expect(await w.until(2)).toEqual([0, 1])
     abort.abort()
     expect(await w.ended).toBe('ended')

@@ -159,9 +159,11 @@ export interface RawSessionStream {
   readonly headerLine: string
   /**
    * The valid event lines in seq order, without `\n`, in pages of at most `pageLines` lines and
-   * about `pageBytes` bytes (a longer line is a page of its own). It can be iterated once; it
-   * ends at the last valid line stored when the iteration started (a torn tail is left out, no
-   * closers are added) and rejects (`E_CORRUPT` with line and byte) at damage. It holds no file
+   * about `pageBytes` bytes (a longer line is a page of its own). It can be iterated once
+   * (again: `E_CONFIG`); it ends at the last valid line stored when the iteration started (a torn
+   * tail is left out, no closers are added) and rejects (`E_CORRUPT` with line and byte) at
+   * damage, and `E_NOT_FOUND` when the session was deleted, created again or rewritten since the
+   * stream was opened. It holds no file
    * or connection until iterated, and releases it when the iteration ends or is abandoned.
    */
   readonly eventPages: AsyncIterable<readonly string[]>

@@ -93,7 +93,7 @@ describe.skipIf(!url)('byte-identical copy between JSONL and PostgreSQL', () => 
     expect(await codeOf(pg.importRaw({ id: 'bad', headerLine: header, eventLines: ['{"seq":1,"type":"x","time":1}'] }))).toBe('E_SEQ_NOT_CONTIGUOUS')
     expect(await codeOf(pg.importRaw({ id: 'bad', headerLine: header, eventLines: [5 as never] }))).toBe('E_CORRUPT')
     expect(await codeOf(pg.importRaw({ id: 'bad', headerLine: header, eventLines: ['not json'] }))).toBe('E_CORRUPT')
-    expect(await codeOf(pg.importRaw({ id: 'other', headerLine: header, eventLines: [] }))).toBe('E_CORRUPT')
+    expect(await codeOf(pg.importRaw({ id: 'other', headerLine: header, eventLines: [] }))).toBe('E_INVALID_META') // a header naming another id
     expect(await codeOf(pg.importRaw({ id: 'bad', headerLine: header.replace('"version":0', '"version":3'), eventLines: [] }))).toBe('E_FORMAT_UNSUPPORTED')
     expect(await codeOf(pg.importRaw({ id: 'nul\u0000id', headerLine: header, eventLines: [] }))).toBe('E_INVALID_ID')
     // A lone surrogate has no UTF-8 form: stored, it would come back as U+FFFD, not byte for byte.

@@ -58,6 +58,26 @@ export async function observeRecord(fs: FileSystem, path: string): Promise<Obser
   }
 }
 
+/**
+ * What is at a name `link()` has just found taken (a lock, or a takeover marker): as
+ * `observeRecord`, except that a symbolic link there is an error too. The package only ever
+ * links and renames regular files into these names, so a symbolic link is nobody's lock and
+ * never stale, like a FIFO (docs/decisions.md). A dangling one made the open say ENOENT, read as
+ * "released meanwhile", while `link()` kept saying EEXIST: a false `E_LOCKED` after every try.
+ * One `readlink` more, only here (a name found taken), never in a holder's confirmation.
+ */
+export async function observeTaken(fs: FileSystem, path: string): Promise<ObservedRecord | undefined> {
+  let target: string | undefined
+  try {
+    target = await fs.readlink(path)
+  } catch {
+    // EINVAL: not a symbolic link; ENOENT: gone. Anything else (a seam that cannot tell) tells
+    // nothing: the name is read as before.
+  }
+  if (target !== undefined) throw new Error(`${path} is not a regular file (a symbolic link): it points to ${target}`)
+  return observeRecord(fs, path)
+}
+
 function parseRecord(text: string): LockOwner | undefined {
   try {
     const parsed = LockOwnerSchema.safeParse(JSON.parse(text))

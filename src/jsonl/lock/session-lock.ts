@@ -5,7 +5,17 @@ import type { StoreContext } from '../store-context.js'
 import { SessionPersistenceError } from '../../errors.js'
 import type { FileSystem } from '../fs/file-system.js'
 import { type HeldLock, Lease, monotonicNow } from './lease.js'
-import { describeOwner, lockHolder, type LockOwner, type ObservedRecord, observeRecord, ownerRecord, sameRecord, writerState } from './lock-owner.js'
+import {
+  describeOwner,
+  lockHolder,
+  type LockOwner,
+  type ObservedRecord,
+  observeRecord,
+  observeTaken,
+  ownerRecord,
+  sameRecord,
+  writerState,
+} from './lock-owner.js'
 import { type ProcessIdentity, readProcessIdentity } from './process-identity.js'
 import { linkRecord, type RecordFile, writeRecordFile } from './record-file.js'
 import { claimTakeover } from './takeover.js'
@@ -84,7 +94,7 @@ export class SessionLocks {
         return this.#lease(sessionId, path, candidate, discarding)
       }
       if (closed.status === 'rejected') throw closed.reason
-      const current = await observeRecord(this.#ctx.fs, path)
+      const current = await observeTaken(this.#ctx.fs, path)
       if (!current) return undefined // released meanwhile
       if (!(await this.#lockIsStale(current, self, path))) throw lockedError(sessionId, path, current.owner)
       return await this.#takeOver(sessionId, path, candidate, current)

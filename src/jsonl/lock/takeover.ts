@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { StoreContext } from '../store-context.js'
-import { type LockOwner, type ObservedRecord, observeRecord, recordKey, sameRecord } from './lock-owner.js'
+import { type LockOwner, type ObservedRecord, observeRecord, observeTaken, recordKey, sameRecord } from './lock-owner.js'
 import { linkRecord, writeRecordFile } from './record-file.js'
 
 export const MARKER_PREFIX = '.takeover-'
@@ -63,7 +63,7 @@ export async function claimTakeover(ctx: StoreContext, options: ClaimOptions): P
         const markers = [{ path: marker, record: { ino: file.ino, owner: maker } }, ...steppedOver]
         return { kind: 'claimed', claim: claim(ctx, join(dir, `${MARKER_PREFIX}${maker.token}`), markers) }
       }
-      const existing = await observeRecord(ctx.fs, marker)
+      const existing = await observeTaken(ctx.fs, marker)
       // Gone meanwhile (its maker finished): the lock it was about has changed; let the caller look again.
       if (!existing) return { kind: 'changed' }
       if (!(await isStale(existing))) return { kind: 'blocked', taker: existing.owner }

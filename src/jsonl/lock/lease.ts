@@ -2,6 +2,7 @@ import { errno } from '../errno.js'
 import type { StoreContext } from '../store-context.js'
 import { SessionPersistenceError } from '../../errors.js'
 import { lockHolder, type LockOwner, type ObservedRecord, observeRecord } from './lock-owner.js'
+import { owe, settled } from './owed-releases.js'
 
 /** A writer lock this instance holds. */
 export interface HeldLock {
@@ -55,9 +56,15 @@ export class Lease implements HeldLock {
   readonly #o: LeaseOptions
   #confirmedAt: number
   #lost: SessionPersistenceError | undefined
+  /** Release was asked for: no more refreshes. */
+  #stopped = false
+  /** The lock is gone (or no longer ours): nothing more to do. Set only once that is so. */
   #released = false
+  #releasing: Promise<void> | undefined
   #refreshing: Promise<void> | undefined
   readonly #timer: ReturnType<typeof setInterval>
+  /** Retries a release that failed, until it succeeds (owed-releases.ts). */
+  #retry: ReturnType<typeof setInterval> | undefined
 
   constructor(ctx: StoreContext, options: LeaseOptions) {
     this.#ctx = ctx
@@ -86,7 +93,7 @@ export class Lease implements HeldLock {
 
   async #touchAndCheck(): Promise<void> {
     if (this.#lost) throw this.#lost
-    if (this.#released) return
+    if (this.#stopped) return
     const started = monotonicNow()
     const { fs } = this.#ctx
     // Touch first, then check: when the check finds our inode holding our record, the mtime we
@@ -117,15 +124,45 @@ export class Lease implements HeldLock {
     return this.#lost
   }
 
-  async release(): Promise<void> {
-    if (this.#released) return
-    this.#released = true
+  /**
+   * Removes the lock if it is still ours. One at a time; a failed release may be called again,
+   * and until one succeeds it stays owed (owed-releases.ts): retried by the next acquire of this
+   * lock in this process and every `staleLockMs / 3` by a timer (which, like the refresh timer,
+   * does not keep the process alive). Counting the lease released before the record was gone
+   * left the lock of a live process behind, which nobody may take over, for good.
+   */
+  release(): Promise<void> {
+    if (this.#released) return Promise.resolve()
+    this.#releasing ??= this.#release().finally(() => {
+      this.#releasing = undefined
+    })
+    return this.#releasing
+  }
+
+  async #release(): Promise<void> {
+    this.#stopped = true
     clearInterval(this.#timer)
     await Promise.all([this.#refreshing?.catch(() => {}), this.#o.settling])
-    if (this.#lost) return // not ours any more: leave the new holder's lock alone
-    if (!this.#isOurs(await observeRecord(this.#ctx.fs, this.path))) return
-    await this.#ctx.fs.unlink(this.path).catch((err: unknown) => {
-      if (errno(err) !== 'ENOENT') throw err
-    })
+    try {
+      // Lost, or another record there now: not ours any more, leave the new holder's lock alone.
+      if (!this.#lost && this.#isOurs(await observeRecord(this.#ctx.fs, this.path))) {
+        await this.#ctx.fs.unlink(this.path).catch((err: unknown) => {
+          if (errno(err) !== 'ENOENT') throw err
+        })
+      }
+    } catch (err) {
+      this.#owe()
+      throw err
+    }
+    this.#released = true
+    clearInterval(this.#retry)
+    settled(this.path, this)
+  }
+
+  #owe(): void {
+    if (this.#retry) return
+    owe(this.path, this)
+    this.#retry = setInterval(() => void this.release().catch(() => {}), refreshIntervalMs(this.#o.staleLockMs))
+    this.#retry.unref()
   }
 }

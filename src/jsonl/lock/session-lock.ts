@@ -1,4 +1,4 @@
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { encodeSessionId } from '../../session/id-encoding.js'
 import { LOCKS_DIR, uniqueToken } from '../paths.js'
 import type { StoreContext } from '../store-context.js'
@@ -16,6 +16,7 @@ import {
   sameRecord,
   writerState,
 } from './lock-owner.js'
+import { owedPaths, retryOwed } from './owed-releases.js'
 import { type ProcessIdentity, readProcessIdentity } from './process-identity.js'
 import { linkRecord, type RecordFile, writeRecordFile } from './record-file.js'
 import { claimTakeover } from './takeover.js'
@@ -66,7 +67,10 @@ export class SessionLocks {
   }
 
   async acquire(sessionId: string): Promise<HeldLock> {
-    const path = join(this.#ctx.root, LOCKS_DIR, `${encodeSessionId(sessionId)}.lock`)
+    const path = this.#path(sessionId)
+    // A release of this lock that failed in this process (owed-releases.ts) is done first: its
+    // record names this live process, which nobody takes over. If it fails again, so does this.
+    await retryOwed(path)
     const self = await this.#self()
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const held = await this.#attempt(sessionId, path, self)
@@ -75,6 +79,33 @@ export class SessionLocks {
     // The lock kept changing hands under us: name whoever holds it now, if anyone can be read.
     const current = await observeRecord(this.#ctx.fs, path).catch(() => undefined)
     throw lockedError(sessionId, path, current?.owner, 'the lock kept changing hands')
+  }
+
+  /**
+   * Retries the release of `sessionId`'s lock if this process owes one (a close or a failed load
+   * whose release failed): a retried `close`. No file-system call when nothing is owed.
+   */
+  retryRelease(sessionId: string): Promise<void> {
+    let path: string
+    try {
+      path = this.#path(sessionId)
+    } catch {
+      return Promise.resolve() // no such lock: nothing owed
+    }
+    return retryOwed(path)
+  }
+
+  /** Retries every release this process owes in this root (`closeAll`); rejects with the first failure. */
+  async retryReleases(): Promise<void> {
+    const dir = join(this.#ctx.root, LOCKS_DIR)
+    const paths = owedPaths((path) => dirname(path) === dir)
+    const results = await Promise.allSettled(paths.map((path) => retryOwed(path)))
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failed) throw failed.reason
+  }
+
+  #path(sessionId: string): string {
+    return join(this.#ctx.root, LOCKS_DIR, `${encodeSessionId(sessionId)}.lock`)
   }
 
   /** One try: the lock, `E_LOCKED`, or undefined when the lock changed under us (try again). */

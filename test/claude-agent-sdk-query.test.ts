@@ -1,6 +1,6 @@
 // The real thing: `query()` through the SDK's bundled CLI, offline against a fake Messages API
 // on loopback, with the store as `sessionStore` over the JSONL backend and over PostgreSQL.
-// A two-turn session with tool uses is SIGKILLed (the whole process group: SDK, CLI, tool) while
+// A two-turn session with tool uses is SIGKILLed (the whole process group: SDK and CLI) while
 // the second turn's tool runs; a new process with an empty CLAUDE_CONFIG_DIR resumes from the
 // store alone, and the model is sent the whole stored history. Needs `npm run build` (the child
 // loads dist/) and the SDK, which the test installs into test/.work/ (skipped without a registry).
@@ -20,6 +20,25 @@ import { createPostgresPersistence } from '../src/postgres/index.js'
 import { conversationScript, type FakeAnthropic, type RequestBody, startFakeAnthropic } from './fixtures/claude-agent-sdk-fake-api.mjs'
 import { ensureClaudeAgentSdk } from './helpers/claude-agent-sdk-install.mjs'
 import { dropSchemas, freshSchema, pgUrl } from './helpers/pg-env.js'
+
+/** The long tool's sleep, a duration no other process uses: afterAll finds it by its command line. */
+const TOOL_SLEEP = `120.${process.pid}`
+
+/** Kills the tool's sleep the SIGKILL of the agent's process group left running (Linux: /proc). */
+async function killToolSleeps(): Promise<void> {
+  const { readdir, readFile } = await import('node:fs/promises')
+  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid)) continue
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')
+    if (cmdline === `sleep\0${TOOL_SLEEP}\0`) {
+      try {
+        process.kill(Number(pid), 'SIGKILL')
+      } catch {
+        // gone already
+      }
+    }
+  }
+}
 
 const AGENT = fileURLToPath(new URL('./fixtures/claude-agent-sdk-agent.mjs', import.meta.url))
 const sdk = await ensureClaudeAgentSdk()
@@ -101,11 +120,14 @@ function scenario(name: string, makeBackend: () => Promise<{ backend: Backend; p
       cwd = join(dir, 'project')
       await import('node:fs/promises').then((fs) => fs.mkdir(cwd))
       marker = join(dir, 'tool-is-running')
-      fake = await startFakeAnthropic({ respond: conversationScript({ longCommand: `touch ${marker} && sleep 120` }) })
+      // The CLI runs its Bash tool outside the agent's process group, so the kill below does not
+      // reach the tool's sleep: its duration marks it for afterAll, which kills it.
+      fake = await startFakeAnthropic({ respond: conversationScript({ longCommand: `touch ${marker} && sleep ${TOOL_SLEEP}` }) })
       made = await makeBackend()
     })
 
     afterAll(async () => {
+      await killToolSleeps()
       await fake?.close()
       for (const p of opened) await (p as SessionPersistence & { closeAll(): Promise<void> }).closeAll()
       for (const p of opened) await (p as { end?: () => Promise<void> }).end?.()

@@ -363,7 +363,13 @@ class JsonlPersistence implements JsonlSessionPersistence {
 
   close(id: string): Promise<void> {
     const s = this.#sessions.get(id)
-    if (!s) return Promise.resolve()
+    // Not open here: a close retried after its release failed retries that release (no
+    // file-system call when nothing is owed; lock/owed-releases.ts).
+    if (!s) {
+      return this.#locks.retryRelease(id).catch((err: unknown) => {
+        throw isSessionPersistenceError(err) ? err : ioError(err, `close session '${id}'`, { sessionId: id })
+      })
+    }
     s.closing ??= (async () => {
       await s.ops.idle()
       try {
@@ -593,7 +599,10 @@ class JsonlPersistence implements JsonlSessionPersistence {
   }
 
   async closeAll(): Promise<void> {
-    await Promise.all([...this.#sessions.keys()].map((id) => this.close(id)))
+    // With the releases this process still owes in this root (a close or failed load whose
+    // release failed earlier): closeAll leaves none of them behind if it resolves.
+    const owed = this.#locks.retryReleases().catch((err: unknown) => Promise.reject(this.#wrap(err, 'closeAll: releasing a writer lock')))
+    await Promise.all([...[...this.#sessions.keys()].map((id) => this.close(id)), owed])
   }
 
   /** Registers `id` synchronously, so a concurrent create/load/fork of it is refused with `code`. */

@@ -72,11 +72,24 @@ describe('the start time in /proc/<pid>/stat', () => {
   })
 
   test('a zombie (exited, not yet reaped) counts as exited; running and sleeping ones do not', () => {
-    const rest = '1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 20 21'
+    // Fields 4… of /proc/<pid>/stat; field 20 (num_threads) is 1, field 22 the start time.
+    const rest = '1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 1 18 987654 20 21'
     expect(hasExited(`42 (a) Z) Z ${rest}`)).toBe(true)
     expect(hasExited(`42 (x) X ${rest}`)).toBe(true)
     expect(hasExited(`42 (Z) S ${rest}`)).toBe(false)
     expect(hasExited(`42 (node) R ${rest}`)).toBe(false)
+  })
+
+  test('regression: a zombie leader whose other threads still run (a SIGKILLed writer whose thread-pool write is landing) has not exited yet', () => {
+    // The leader of a killed process can be a zombie while its other threads finish the system
+    // call they were in (a pwrite of the log): field 20 counts them. Taken for dead, its lock was
+    // taken over while that write could still land.
+    const threads = (n: number) => `1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 ${n} 18 987654 20 21`
+    expect(hasExited(`42 (node) Z ${threads(5)}`)).toBe(false)
+    expect(hasExited(`42 (node) Z ${threads(2)}`)).toBe(false)
+    expect(hasExited(`42 (node) Z ${threads(1)}`)).toBe(true)
+    expect(hasExited(`42 (node) Z ${threads(0)}`)).toBe(true)
+    expect(hasExited('42 (node) Z')).toBe(true) // a line too short to say: as before
   })
 
   test.skipIf(!linux)('of this process matches what the lock it takes records', async () => {

@@ -46,10 +46,18 @@ export function parseStartTime(stat: string): string | undefined {
 /** What `readStartTime` gives for a process that has exited and waits to be reaped (not a start time: those are digits). */
 export const EXITED = 'exited'
 
-/** Field 3 of `/proc/<pid>/stat`: `Z` (zombie) or `X` (dead) means the process has exited. */
+/**
+ * Field 3 of `/proc/<pid>/stat`: `Z` (zombie) or `X` (dead) means the process has exited — once
+ * field 20 (num_threads) says no thread but the leader is left. The leader of a SIGKILLed process
+ * can be a zombie while its other threads finish the system call they were in (a thread-pool
+ * write of the log still landing): that process has not exited yet.
+ */
 export function hasExited(stat: string): boolean {
-  const state = stat.slice(stat.lastIndexOf(')') + 1).trim()[0]
-  return state === 'Z' || state === 'X'
+  const fields = stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/)
+  const state = fields[0]?.[0]
+  if (state !== 'Z' && state !== 'X') return false
+  const threads = Number(fields[20 - 3])
+  return !(threads > 1)
 }
 
 /**

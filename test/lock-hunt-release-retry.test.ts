@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { readdir, readFile, rename, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -20,10 +20,10 @@ import { tmpRoot } from './helpers/tmp-root.js'
 const WORKER = fileURLToPath(new URL('./fixtures/lock-worker.mjs', import.meta.url))
 const STALE = 1000
 
-async function heldSession(id = 's') {
+async function heldSession(id = 's', staleLockMs = STALE) {
   const root = await tmpRoot()
   const fs = createFaultInjectingFileSystem()
-  const p = createJsonlPersistence({ root, fs, staleLockMs: STALE })
+  const p = createJsonlPersistence({ root, fs, staleLockMs })
   await p.create(meta(id))
   await p.append(id, turn(0, 1)) // takes the lock
   const lock = join(root, '.locks', `${id}.lock`)
@@ -107,4 +107,40 @@ test('a close whose release failed once: another process is not locked out for g
   await until(async () => (await lockNames(root)).length === 0, 'the owed release was retried')
   const { stdout } = await promisify(execFile)(process.execPath, [WORKER, root, 's', 'resume', '0', String(STALE)])
   expect(JSON.parse(stdout)).toMatchObject({ ok: true, before: 4 })
+})
+
+test('regression: a retried release confirms the lock first: it never unlinks a lock another host took over from its stale heartbeat', async () => {
+  // After a release failed, the lease stops refreshing; once the lock has gone unrefreshed for
+  // staleLockMs, a host that judges it by its mtime alone may take it over (its pid means nothing
+  // there). Such a taker renames its own record over the lock only if the mtime is still the one
+  // it judged stale (docs/locking.md, Taking over). Here one does so just before a retry's unlink:
+  // a retry that read the lock as ours without refreshing it removed the new holder's lock.
+  // A staleLockMs of 4 s: the retries (every 1.3 s) have two seconds of slack on a busy machine.
+  const staleLockMs = 4000
+  const { root, fs, p, lock } = await heldSession('s', staleLockMs)
+  const failing = fs.inject({ op: 'unlink', path: lock, code: 'EACCES' }) // the timer's retries fail too
+  expect((await rejection(p.close('s'))).code).toBe('E_IO')
+  await new Promise((r) => setTimeout(r, staleLockMs + 300))
+  failing()
+  const judged = (await stat(lock)).mtimeMs
+  const stale = Date.now() - judged >= staleLockMs
+  const foreign = join(root, '.locks', '.tmp-foreign-taker')
+  let tookOver = false
+  fs.inject({
+    op: 'unlink',
+    path: lock,
+    times: 1,
+    before: async () => {
+      // The other host's takeover, checked as it checks: stale, and its mtime unchanged since.
+      if (!stale || (await stat(lock)).mtimeMs !== judged) return
+      await writeFile(foreign, JSON.stringify({ pid: 1, host: 'another-host', token: 'foreign', since: Date.now() }))
+      await rename(foreign, lock)
+      tookOver = true
+    },
+  })
+  await p.closeAll() // retries the owed release now
+  // The retries kept the heartbeat fresh, so no taker could judge the lock stale, and the last one
+  // removed our own lock (a taker that had won would have kept its lock: it is never unlinked).
+  expect({ stale, tookOver }).toEqual({ stale: false, tookOver: false })
+  expect(await lockNames(root)).toEqual([])
 })

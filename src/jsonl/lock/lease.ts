@@ -145,7 +145,7 @@ export class Lease implements HeldLock {
     await Promise.all([this.#refreshing?.catch(() => {}), this.#o.settling])
     try {
       // Lost, or another record there now: not ours any more, leave the new holder's lock alone.
-      if (!this.#lost && this.#isOurs(await observeRecord(this.#ctx.fs, this.path))) {
+      if (!this.#lost && (await this.#oursAndFresh())) {
         await this.#ctx.fs.unlink(this.path).catch((err: unknown) => {
           if (errno(err) !== 'ENOENT') throw err
         })
@@ -157,6 +157,32 @@ export class Lease implements HeldLock {
     this.#released = true
     clearInterval(this.#retry)
     settled(this.path, this)
+  }
+
+  /**
+   * Whether the lock is still ours, with a heartbeat another host could not yet judge stale: a
+   * confirmation older than `staleLockMs / 2` (a release retried after it failed — the refresh
+   * timer stopped with the first try — or one after a stalled event loop) touches the lock first.
+   * Otherwise a retry that read the lock as ours could unlink it just after a host that judges it
+   * by its mtime alone took it over, and that host's writer would be left without a lock.
+   */
+  async #oursAndFresh(): Promise<boolean> {
+    const { fs } = this.#ctx
+    const started = monotonicNow()
+    if (started - this.#confirmedAt >= this.#o.staleLockMs / 2) {
+      const now = new Date()
+      try {
+        await fs.utimes(this.path, now, now) // a lock taken over meanwhile only gets a fresher heartbeat
+      } catch (err) {
+        if (errno(err) === 'ENOENT') return false
+        throw err
+      }
+      const seen = await observeRecord(fs, this.path)
+      if (!this.#isOurs(seen)) return false
+      this.#confirmedAt = started
+      return true
+    }
+    return this.#isOurs(await observeRecord(fs, this.path))
   }
 
   #owe(): void {

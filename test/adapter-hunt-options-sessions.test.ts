@@ -7,17 +7,8 @@ import { describe, expect, it } from 'vitest'
 import { openAiSdkSession } from '../src/adapters/ai-sdk/index.js'
 import { JsonlSession } from '../src/adapters/openai-agents/index.js'
 import { createJsonlPersistence } from '../src/jsonl/jsonl-persistence.js'
-import { rejection } from './helpers/codes.js'
+import { rejection, thrown } from './helpers/codes.js'
 import { tmpRoot } from './helpers/tmp-root.js'
-
-const thrown = (f: () => unknown): Error & { code?: string } => {
-  try {
-    f()
-  } catch (err) {
-    return err as Error & { code?: string }
-  }
-  throw new Error('expected a throw')
-}
 
 describe('AI SDK: openAiSdkSession options', () => {
   it('a misspelt key (Cwd) is E_CONFIG naming it; no session is created', async () => {

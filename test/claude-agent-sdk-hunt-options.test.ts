@@ -6,19 +6,10 @@ import { readdir } from 'node:fs/promises'
 import { describe, expect, test } from 'vitest'
 import { createJsonlPersistence } from '../src/index.js'
 import { createSessionStore } from '../src/adapters/claude-agent-sdk/index.js'
-import { codeOf } from './helpers/codes.js'
+import { codeOf, thrown } from './helpers/codes.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 const K = { projectKey: 'p', sessionId: 's' }
-
-function thrown(f: () => unknown): Error & { code?: string } {
-  try {
-    f()
-  } catch (err) {
-    return err as Error & { code?: string }
-  }
-  throw new Error('expected a throw')
-}
 
 describe('createSessionStore options', () => {
   test('a misspelt idleCloseMs (idleCloseMS) is E_CONFIG naming it; no store, no session, no lock', async () => {

@@ -7,18 +7,10 @@ import { readdir } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import { SessionCheckpointSaver } from '../src/adapters/langgraph/index.js'
 import { createJsonlPersistence } from '../src/index.js'
+import { thrown } from './helpers/codes.js'
 import { checkpoint, freshRoots, meta, thread } from './helpers/langgraph-checkpoints.js'
 
 const root = freshRoots()
-
-function thrown(f: () => unknown): Error & { code?: string } {
-  try {
-    f()
-  } catch (err) {
-    return err as Error & { code?: string }
-  }
-  throw new Error('expected a throw')
-}
 
 describe('SessionCheckpointSaver options', () => {
   it('a misspelt idleMs (idleMS) is E_CONFIG naming it; nothing is opened or written', async () => {

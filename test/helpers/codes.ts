@@ -12,6 +12,16 @@ export async function rejection(p: Promise<unknown>): Promise<Error & { code: st
   throw new Error('expected a rejection')
 }
 
+/** The error a function throws; fails the test if it returns. */
+export function thrown(f: () => unknown): Error & { code?: string } {
+  try {
+    f()
+  } catch (err) {
+    return err as Error & { code?: string }
+  }
+  throw new Error('expected a throw')
+}
+
 /**
  * The package error code a promise rejects with (or a function throws or rejects with),
  * 'resolved', or a description of a foreign error.

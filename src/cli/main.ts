@@ -10,7 +10,7 @@ import { fork, type Io, ls, repair, resolveId, resolveIds, resolveListed, tree, 
 import { exportSession, show, type ShowPage } from './show.js'
 import { tail } from './tail.js'
 import { copy, parseDuration, prune, rm } from './maintenance.js'
-import { isPostgresUrl, openRoot, type OpenedRoot } from './open-root.js'
+import { isPostgresUrl, openRoot, type OpenedRoot, parsePostgresUrl } from './open-root.js'
 import { terminalIo } from './terminal-io.js'
 import { printable } from './render.js'
 import { explained, isExplained } from './cli-errors.js'
@@ -199,6 +199,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
   // Every command reads its root: a directory that does not exist is a typo, not an empty root
   // (verify and prune would report success on it). `copy --to` may still create its target.
   // A PostgreSQL schema likewise (open-root.ts): its first query finds a missing one.
+  // The rewrites replace log files: refused on a PostgreSQL root before anything connects (an
+  // unreachable server said E_IO, hiding that the command cannot work there at all).
+  const rewrite = command === 'migrate' ? 'migrate' : command === 'redact' ? 'redact' : command === 'repair' && values['truncate-at-damage'] ? 'repair --truncate-at-damage' : undefined
+  if (rewrite !== undefined && isPostgresUrl(rootArg)) {
+    throw new SessionPersistenceError('E_CONFIG', `${rewrite} rewrites log files: it works on a directory root, not on ${parsePostgresUrl(rootArg).name}`)
+  }
   if (!isPostgresUrl(rootArg)) await requireDirectory(rootArg)
   const root = await openRoot(rootArg, loggerFor(rootArg))
   const p = root.store

@@ -8,6 +8,7 @@ import { headerLine, metaFromHeader } from '../session/meta.js'
 import type { JsonValue, SessionEvent, SessionHeader } from '../session/schema.js'
 import { isEnvelopeKey } from '../session/envelope.js'
 import { setField } from '../session/as-object.js'
+import { EVENT_STRUCTURE, type StructureShape } from '../adapters/langgraph/events.js'
 import { copyRange } from './copy-range.js'
 import type { FileHandle } from './fs/file-system.js'
 import type { BodyWriter } from './materialize.js'
@@ -127,6 +128,14 @@ export function migratedBody(
 }
 
 /**
+ * How the strings of a value are read by a redaction: `plain` outside LangGraph's events (every
+ * string is content); `langgraph` in the events the LangGraph adapter writes (`langgraph/…`),
+ * whose stored values hold the serializer's JSON as text (`embeddedJson`) and whose serializer
+ * structure is kept (`childShape`); `serialized` inside such a JSON text (no JSON text again).
+ */
+type ReadAs = 'plain' | 'langgraph' | 'serialized'
+
+/**
  * The JSON value inside a LangGraph thread's stored value (`{type: 'json', text}`: the
  * serializer's JSON as a string, docs/adapters.md), in the events the LangGraph adapter writes
  * (`langgraph/…`), when its text parses. A pattern is applied to that value's strings, never to
@@ -134,8 +143,8 @@ export function migratedBody(
  * the thread unreadable; a value without a match keeps its text byte for byte, one with a match is
  * written back with `JSON.stringify` (a serializer that indents loses its indentation there).
  */
-function embeddedJson(value: JsonValue, inLangGraph: boolean): JsonValue | undefined {
-  if (!inLangGraph || value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
+function embeddedJson(value: JsonValue, readAs: ReadAs): JsonValue | undefined {
+  if (readAs !== 'langgraph' || value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
   const keys = Object.keys(value)
   if (keys.length !== 2 || value.type !== 'json' || typeof value.text !== 'string') return undefined
   try {
@@ -145,23 +154,50 @@ function embeddedJson(value: JsonValue, inLangGraph: boolean): JsonValue | undef
   }
 }
 
+/** The shape of where a LangGraph event's data keeps the thread's structure (adapters/langgraph/events.ts), or none. */
+function structureOf(event: SessionEvent, key: string): StructureShape | undefined {
+  return key === 'data' && isLangGraphEvent(event) && Object.hasOwn(EVENT_STRUCTURE, event.type) ? EVENT_STRUCTURE[event.type] : undefined
+}
+
 /**
- * Replaces every match of `pattern` in the string values of `value` (never keys); counts them.
- * A walk with a stack of its own, not a call per level: an event `append` accepted may be nested
- * thousands deep (a redaction of one failed `E_IO`: maximum call stack size exceeded).
+ * The structure shape of `parent[key]` (`true`: structure, never redacted). In LangGraph's
+ * events the serializer's own structure is kept too: the `type` and `id` of an object with an
+ * `lc` field (a LangChain serializable: `{lc, type: 'constructor', id: ['langchain_core', …],
+ * kwargs}`), which name the class the value is read back as; an ordinary word (`messages`)
+ * replaced there left the thread unreadable (E_CORRUPT 'Invalid namespace'). Its `kwargs` are content.
  */
-function redactValue(value: JsonValue, pattern: RegExp, replacement: string, count: { n: number }, inLangGraph = false): JsonValue {
-  type Frame = { value: JsonValue; inLangGraph: boolean; set: (v: JsonValue) => void } | { after: () => void }
+function childShape(parent: JsonValue[] | { [k: string]: JsonValue }, key: string | number, readAs: ReadAs, shape: StructureShape | undefined): StructureShape | undefined {
+  const isArray = Array.isArray(parent)
+  if (readAs !== 'plain' && !isArray && Object.hasOwn(parent, 'lc') && (key === 'type' || key === 'id')) return true
+  if (shape === undefined || shape === true) return undefined
+  if (Array.isArray(shape)) return isArray ? (shape as readonly [StructureShape])[0] : undefined
+  if (isArray) return undefined
+  const fields = shape as { readonly [field: string]: StructureShape }
+  return Object.hasOwn(fields, key) ? fields[key as string] : undefined
+}
+
+/**
+ * Replaces every match of `pattern` in the content strings of `value` (never keys, never the
+ * structure `shape` names); counts them. A walk with a stack of its own, not a call per level: an
+ * event `append` accepted may be nested thousands deep (a redaction of one failed `E_IO`:
+ * maximum call stack size exceeded).
+ */
+function redactValue(value: JsonValue, pattern: RegExp, replacement: string, count: { n: number }, readAs: ReadAs, shape: StructureShape | undefined): JsonValue {
+  type Frame = { value: JsonValue; readAs: ReadAs; shape: StructureShape | undefined; set: (v: JsonValue) => void } | { after: () => void }
   let result: JsonValue = null
-  const stack: Frame[] = [{ value, inLangGraph, set: (v) => (result = v) }]
+  const stack: Frame[] = [{ value, readAs, shape, set: (v) => (result = v) }]
   while (stack.length > 0) {
     const frame = stack.pop()!
     if ('after' in frame) {
       frame.after()
       continue
     }
-    const { value: v, inLangGraph: lg, set } = frame
-    const inner = embeddedJson(v, lg)
+    const { value: v, readAs: as, shape: sh, set } = frame
+    if (sh === true) {
+      set(v) // the thread's structure: kept as it is
+      continue
+    }
+    const inner = embeddedJson(v, as)
     if (inner !== undefined) {
       // Its text written again only when the value it holds had a match (the `after` runs once
       // the inner value's whole walk is done: it is on the stack below it).
@@ -175,7 +211,7 @@ function redactValue(value: JsonValue, pattern: RegExp, replacement: string, cou
           set(out)
         },
       })
-      stack.push({ value: inner, inLangGraph: false, set: (x) => (redacted = x) })
+      stack.push({ value: inner, readAs: 'serialized', shape: undefined, set: (x) => (redacted = x) })
     } else if (typeof v === 'string') {
       set(
         v.replace(pattern, () => {
@@ -186,7 +222,7 @@ function redactValue(value: JsonValue, pattern: RegExp, replacement: string, cou
     } else if (Array.isArray(v)) {
       const out: JsonValue[] = new Array<JsonValue>(v.length)
       set(out)
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i]!, inLangGraph: lg, set: (x) => (out[i] = x) })
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i]!, readAs: as, shape: childShape(v, i, as, sh), set: (x) => (out[i] = x) })
     } else if (v !== null && typeof v === 'object') {
       const out: { [k: string]: JsonValue } = {}
       set(out)
@@ -194,7 +230,7 @@ function redactValue(value: JsonValue, pattern: RegExp, replacement: string, cou
       // Popped in order, so the keys keep theirs.
       for (let i = entries.length - 1; i >= 0; i--) {
         const [k, x] = entries[i]!
-        stack.push({ value: x, inLangGraph: lg, set: (y) => setField(out, k, y) })
+        stack.push({ value: x, readAs: as, shape: childShape(v, k, as, sh), set: (y) => setField(out, k, y) })
       }
     } else set(v)
   }
@@ -203,29 +239,32 @@ function redactValue(value: JsonValue, pattern: RegExp, replacement: string, cou
 
 /**
  * An event with every match of `pattern` in its content (`data` and extra fields, never the
- * envelope nor any key) replaced, and how many there were.
+ * envelope nor any key, nor a LangGraph thread's structure) replaced, and how many there were.
  */
 export function redactEvent(event: SessionEvent, pattern: RegExp, replacement: string): { event: SessionEvent; matches: number } {
   const count = { n: 0 }
   const out: Record<string, unknown> = {}
-  const inLangGraph = isLangGraphEvent(event)
-  for (const [k, v] of Object.entries(event)) setField(out, k, isEnvelopeKey(k) || v === undefined ? v : redactValue(v as JsonValue, pattern, replacement, count, inLangGraph))
+  const readAs: ReadAs = isLangGraphEvent(event) ? 'langgraph' : 'plain'
+  for (const [k, v] of Object.entries(event)) {
+    setField(out, k, isEnvelopeKey(k) || v === undefined ? v : redactValue(v as JsonValue, pattern, replacement, count, readAs, structureOf(event, k)))
+  }
   return { event: out as SessionEvent, matches: count.n }
 }
 
 /**
- * Counts the matches of `pattern` in the string values of `value` (never keys), building nothing.
+ * Counts the matches `redactValue` would replace in `value`, building nothing.
  * A pattern that matches no text but a place (`\b`, a lookahead) would insert the replacement
  * there: a redaction replaces text, never adds it (`E_CONFIG`).
  */
-function countInValue(value: JsonValue, pattern: RegExp, seq: number, inLangGraph = false): number {
+function countInValue(value: JsonValue, pattern: RegExp, seq: number, readAs: ReadAs, shape: StructureShape | undefined): number {
   let n = 0
   // A stack of its own, as redactValue's: however deep the event.
-  const stack: [JsonValue, boolean][] = [[value, inLangGraph]]
+  const stack: [JsonValue, ReadAs, StructureShape | undefined][] = [[value, readAs, shape]]
   while (stack.length > 0) {
-    const [v, lg] = stack.pop()!
-    const inner = embeddedJson(v, lg)
-    if (inner !== undefined) stack.push([inner, false])
+    const [v, as, sh] = stack.pop()!
+    if (sh === true) continue
+    const inner = embeddedJson(v, as)
+    if (inner !== undefined) stack.push([inner, 'serialized', undefined])
     else if (typeof v === 'string') {
       for (const m of v.matchAll(pattern)) {
         if (m[0] === '') {
@@ -233,8 +272,8 @@ function countInValue(value: JsonValue, pattern: RegExp, seq: number, inLangGrap
         }
         n++
       }
-    } else if (Array.isArray(v)) for (const x of v) stack.push([x, lg])
-    else if (v !== null && typeof v === 'object') for (const x of Object.values(v)) stack.push([x, lg])
+    } else if (Array.isArray(v)) v.forEach((x, i) => stack.push([x, as, childShape(v, i, as, sh)]))
+    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) stack.push([x, as, childShape(v, k, as, sh)])
   }
   return n
 }
@@ -247,8 +286,8 @@ function isLangGraphEvent(event: SessionEvent): boolean {
 /** The matches `redactEvent` would replace in an event. */
 function countInEvent(event: SessionEvent, pattern: RegExp): number {
   let n = 0
-  const inLangGraph = isLangGraphEvent(event)
-  for (const [k, v] of Object.entries(event)) if (!isEnvelopeKey(k) && v !== undefined) n += countInValue(v as JsonValue, pattern, event.seq, inLangGraph)
+  const readAs: ReadAs = isLangGraphEvent(event) ? 'langgraph' : 'plain'
+  for (const [k, v] of Object.entries(event)) if (!isEnvelopeKey(k) && v !== undefined) n += countInValue(v as JsonValue, pattern, event.seq, readAs, structureOf(event, k))
   return n
 }
 

@@ -104,6 +104,27 @@ describe.skipIf(unavailable !== undefined)('watch across a server restart (Postg
     expect(w.seen).toEqual([0])
   })
 
+  test('a watch that is its store\'s first call, started while the server is down, waits for it and goes on', async () => {
+    // A hunt's find: the store's first preparation of its schema reported the refused connection
+    // as E_IO, which the watch did not take for a connection failure: it rejected at once.
+    const writer = open('fresh_down', { host: 'A', retryTimeoutMs: 60_000 })
+    await writer.create({ id: 'f', createdAt: 1, delegationDepth: 0 })
+    await writer.append('f', [ev(0)])
+    const watcher = open('fresh_down', { host: 'W', retryTimeoutMs: 60_000, watchPollMs: 60_000 }) // never called yet
+    await server.crash()
+    let w: ReturnType<typeof collect>
+    try {
+      w = collect(watcher.watch('f'))
+      await sleep(1500)
+      expect(await w.endedWithin(0)).toBe('still running')
+    } finally {
+      await server.start()
+    }
+    expect(await w.until(1)).toEqual([0])
+    await writer.append('f', [ev(1)])
+    expect(await w.until(2)).toEqual([0, 1])
+  })
+
   test('a server down for longer than retryTimeoutMs: the watch rejects E_IO', async () => {
     const writer = open('down_long', { host: 'A' })
     const watcher = open('down_long', { host: 'W', retryTimeoutMs: 500, watchPollMs: 100 })

@@ -274,8 +274,11 @@ export class LockConnection {
       const { rows } = await this.#serial.run(() => opened.client.query<{ locked: boolean }>(TRY_LOCK, [key]))
       const locked = rows[0]?.locked === true
       if (locked) {
-        if (this.#current === opened) this.#held.add(key)
-        else return false // the connection died while answering: the lock went with it
+        // The connection died while answering: the lock went with it. That says nothing of
+        // anyone else (false would read as "another instance holds it", E_LOCKED): it is a
+        // connection failure, which the caller's retry takes again on a new connection.
+        if (this.#current !== opened) throw new Error('the lock connection was terminated while the lock was being taken')
+        this.#held.add(key)
       }
       return locked
     } finally {

@@ -135,7 +135,7 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
         try {
           return await pollOnce(next)
         } catch (err) {
-          if (!isConnectionError(err) || Date.now() >= deadline) throw err
+          if (!failedToConnect(err) || Date.now() >= deadline) throw err
           await backoff(attempt, stopped)
           if (stopped?.aborted) return { kind: 'events', events: [] }
         }
@@ -165,3 +165,12 @@ export function watchSource(id: string, deps: WatchDeps): WatchSource {
   }
 }
 
+/**
+ * A connection failure, also as the store's first preparation of its schema reports one (an
+ * `E_IO` whose cause is the connection error): a watch that is a process's first call, started
+ * while the server restarts, rides the outage out as a later one does.
+ */
+function failedToConnect(err: unknown): boolean {
+  if (isConnectionError(err)) return true
+  return isSessionPersistenceError(err) && err.code === 'E_IO' && isConnectionError((err as { cause?: unknown }).cause)
+}

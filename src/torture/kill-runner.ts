@@ -9,7 +9,11 @@ export interface KillReport {
   kills: number
   /** Kills that landed while the agent was loading a session (after it announced the load, before it resolved). */
   killsDuringLoad: number
-  /** Of those, kills whose load had a repair to do (a torn tail to cut or closers to append). */
+  /**
+   * Of those, kills whose load had a repair to do: closers to append (a torn tail to cut is
+   * possible in principle, but a SIGKILL does not tear the small writes the agents make: see
+   * docs/reliability.md).
+   */
   killsDuringRepair: number
   /** Kills during a load from the last compaction (§15.1), and of those, during one with a repair to do. */
   killsDuringTailLoad: number

@@ -295,29 +295,91 @@ function countInEvent(event: SessionEvent, pattern: RegExp): number {
 const CUT_PIECE = 1 << 20
 const CUT_OVERLAP = 64 * 1024
 
+const JSON_ESCAPES: { readonly [c: string]: string } = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }
+
+/**
+ * `text` with its JSON string escapes decoded (`\"`, `\\`, `\n`, `\u0001`, …) wherever they are:
+ * the cut bytes are a torn line, which may end mid-string, so where its strings begin and end is
+ * not known (best effort: an escape outside a string is decoded too, a bad one kept as it is).
+ * An escape that `text` may end in the middle of is left in `rest` for the next piece.
+ */
+function decodeJsonEscapes(text: string, last: boolean): { decoded: string; rest: string } {
+  let decoded = ''
+  let from = 0
+  for (let at = text.indexOf('\\'); at !== -1; at = text.indexOf('\\', from)) {
+    decoded += text.slice(from, at)
+    const c = text[at + 1]
+    const hex = c === 'u' ? text.slice(at + 2, at + 6) : ''
+    if (!last && (c === undefined || (c === 'u' && hex.length < 4))) return { decoded, rest: text.slice(at) }
+    if (c !== undefined && Object.hasOwn(JSON_ESCAPES, c)) {
+      decoded += JSON_ESCAPES[c]
+      from = at + 2
+    } else if (/^[0-9a-fA-F]{4}$/.test(hex)) {
+      decoded += String.fromCharCode(parseInt(hex, 16))
+      from = at + 6
+    } else {
+      decoded += '\\'
+      from = at + 1
+    }
+  }
+  return { decoded: decoded + text.slice(from), rest: '' }
+}
+
+/**
+ * The matches of `pattern` in one text of the cut bytes, read a piece at a time: each piece is
+ * searched with the last CUT_OVERLAP of the one before (a match that ends inside that overlap was
+ * counted with the piece before). A match of an empty string is refused as `countInValue`
+ * refuses one (`E_CONFIG`): the replacement would be inserted, and the cut decided by it.
+ */
+class CutMatches {
+  #carry = ''
+  n = 0
+  constructor(private readonly pattern: RegExp) {}
+  add(piece: string): void {
+    const text = this.#carry + piece
+    for (const m of text.matchAll(this.pattern)) {
+      if (m[0] === '') {
+        throw new SessionPersistenceError('E_CONFIG', `redact: the pattern ${this.pattern} matches an empty string in the bytes a load's repair would cut: a redaction replaces text, it never inserts any`)
+      }
+      if (m.index + m[0].length > this.#carry.length) this.n++
+    }
+    this.#carry = text.slice(-CUT_OVERLAP)
+  }
+}
+
 /**
  * The matches of `pattern` in the bytes of the file from `from` to its end, read as UTF-8 text
- * (NUL bytes and all), a piece at a time: memory is a piece whatever the length. A match longer
- * than CUT_OVERLAP that crosses a piece boundary is missed; the count is what decides whether
- * the log is rewritten, and is reported, not exact for matches that overlap a boundary.
+ * (NUL bytes and all), a piece at a time: memory is a piece whatever the length. Searched twice:
+ * as the bytes are, and with their JSON string escapes decoded, since a secret holding a quote,
+ * a backslash, a newline or a tab is escaped there (`my\"pw`) and a pattern for the secret
+ * (`my"pw`) would find nothing in the raw text; the count is the larger of the two. A match
+ * longer than CUT_OVERLAP that crosses a piece boundary is missed; the count is what decides
+ * whether the log is rewritten, and is reported, not exact for matches that overlap a boundary.
  */
 async function countInBytes(handle: FileHandle, from: number, pattern: RegExp): Promise<number> {
   const end = (await handle.stat()).size
   const decoder = new StringDecoder('utf8')
-  let carry = ''
-  let n = 0
+  const raw = new CutMatches(pattern)
+  const unescaped = new CutMatches(pattern)
+  let rest = '' // an escape a piece ended in the middle of
   const buf = Buffer.allocUnsafe(Math.min(CUT_PIECE, Math.max(1, end - from)))
-  for (let at = from; at < end; ) {
-    const got = await handle.read(buf, 0, Math.min(buf.length, end - at), at)
-    if (got === 0) break
-    at += got
-    const text = carry + decoder.write(buf.subarray(0, got))
-    // A match that ends inside the carried overlap was counted with the piece before.
-    for (const m of text.matchAll(pattern)) if (m.index + m[0].length > carry.length) n++
-    carry = text.slice(-CUT_OVERLAP)
+  try {
+    for (let at = from; at < end; ) {
+      const got = await handle.read(buf, 0, Math.min(buf.length, end - at), at)
+      if (got === 0) break
+      at += got
+      const piece = decoder.write(buf.subarray(0, got))
+      raw.add(piece)
+      const decoded = decodeJsonEscapes(rest + piece, false)
+      rest = decoded.rest
+      unescaped.add(decoded.decoded)
+    }
+    const tail = decodeJsonEscapes(rest + decoder.end(), true).decoded
+    if (tail !== '') unescaped.add(tail)
+  } finally {
+    pattern.lastIndex = 0
   }
-  pattern.lastIndex = 0
-  return n
+  return Math.max(raw.n, unescaped.n)
 }
 
 /** What the checking pass of a redaction found (§16): the log as a load would repair it, and its matches. */

@@ -15,7 +15,8 @@ export function parseMaintenanceOptions(options: unknown, call: string): { dryRu
 
 /**
  * `{ pattern, replacement?, dryRun? }` of redact: the pattern as a global RegExp (a string is
- * a regular expression's source, compiled with the `u` flag; a RegExp keeps its own flags),
+ * a regular expression's source, compiled with the `u` flag; a RegExp keeps its own flags but
+ * `y`, sticky, which would stop at the first place that is no match),
  * `[REDACTED]` by default. A pattern that matches the empty
  * string would insert the replacement everywhere: `E_CONFIG`.
  */
@@ -28,7 +29,9 @@ export function parseRedactOptions(options: unknown): { pattern: RegExp; replace
   let pattern: RegExp
   const given = o.pattern as unknown
   try {
-    if (given instanceof RegExp) pattern = new RegExp(given.source, given.flags.includes('g') ? given.flags : `${given.flags}g`)
+    // Always global, never sticky: a sticky pattern matches only where the last match ended (on
+    // 'Secret one\nsecret two', `/secret/y` matched nothing), and a redaction replaces every match.
+    if (given instanceof RegExp) pattern = new RegExp(given.source, `${given.flags.replace(/[gy]/g, '')}g`)
     // A string is compiled in Unicode mode: `\p{…}` classes mean what they say (without `u`,
     // `\p{Nd}` is a literal `p{Nd}`, and a card number stayed unredacted with exit 0), `.`
     // takes a whole character (never half of a surrogate pair), and a pattern that is not valid

@@ -2,7 +2,9 @@ import { AIMessage, HumanMessage } from '@langchain/core/messages'
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint'
 import { expect, test } from 'vitest'
 import { SessionCheckpointSaver } from '../src/adapters/langgraph/index.js'
+import { CHECKPOINT_EVENT, WRITES_EVENT } from '../src/adapters/langgraph/index.js'
 import { createJsonlPersistence } from '../src/index.js'
+import { LANGGRAPH_STRUCTURE } from '../src/jsonl/maintenance.js'
 import { tmpRoot } from './helpers/tmp-root.js'
 
 // `redact` replaced every string of a LangGraph thread's events: an ordinary word (`messages`)
@@ -72,4 +74,19 @@ test.each([
   expect(after.list.map((t) => t.messages)).toEqual(before.list.map((t) => t.messages.map(([cls, text]) => [cls, redactText(text)])))
   expect(after.list.map((t) => t.writes)).toEqual(before.list.map((t) => t.writes.map(([task, ch, msgs]) => [task, ch, msgs.map(([cls, text]) => [cls, redactText(text)])])))
   expect(JSON.stringify(after)).not.toContain('hunter2')
+})
+
+test("the structure redact keeps names every field of the adapter's records that is not content", async () => {
+  const root = await tmpRoot()
+  await thread(root)
+  const p = createJsonlPersistence({ root })
+  const { events } = await p.load('langgraph:R')
+  await p.close('langgraph:R')
+  // Content: what a redaction is for (the stored values, the metadata a caller adds).
+  const content: Record<string, string[]> = { [CHECKPOINT_EVENT]: ['metadata', 'values'], [WRITES_EVENT]: ['writes'] }
+  expect(Object.keys(LANGGRAPH_STRUCTURE).sort()).toEqual([CHECKPOINT_EVENT, WRITES_EVENT].sort())
+  for (const e of events.filter((x) => x.type.startsWith('langgraph/'))) {
+    const shape = LANGGRAPH_STRUCTURE[e.type] as Record<string, unknown>
+    for (const field of Object.keys(e.data as object)) expect([e.type, field, field in shape || content[e.type]!.includes(field)]).toEqual([e.type, field, true])
+  }
 })

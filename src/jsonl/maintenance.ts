@@ -8,7 +8,6 @@ import { headerLine, metaFromHeader } from '../session/meta.js'
 import type { JsonValue, SessionEvent, SessionHeader } from '../session/schema.js'
 import { isEnvelopeKey } from '../session/envelope.js'
 import { setField } from '../session/as-object.js'
-import { EVENT_STRUCTURE, type StructureShape } from '../adapters/langgraph/events.js'
 import { copyRange } from './copy-range.js'
 import type { FileHandle } from './fs/file-system.js'
 import type { BodyWriter } from './materialize.js'
@@ -128,6 +127,39 @@ export function migratedBody(
 }
 
 /**
+ * Where a LangGraph thread's structure is in the data of each event its adapter writes (the
+ * shapes of src/adapters/langgraph/events.ts, named here: the core never loads the adapter),
+ * which `redact` never touches (§16): what is not named is content. `true` is a field whose
+ * whole value is structure, an object names the structural fields of an object, `[shape]` is
+ * the shape of each item of an array. Structure is what identifies checkpoints, parents,
+ * namespaces, tasks, channels and versions: the whole stored `checkpoint` (id, ts,
+ * channel_versions, versions_seen), the metadata's `source`, `step` and `parents`, and of a
+ * stored value its serializer `type` and its `base64` bytes (not text). A field the adapter
+ * adds to its records is content until it is listed here (test/langgraph-hunt-redact checks).
+ */
+export type StructureShape = true | { readonly [field: string]: StructureShape } | readonly [StructureShape]
+
+const STORED_TYPED: StructureShape = { type: true, base64: true }
+
+export const LANGGRAPH_STRUCTURE: { readonly [eventType: string]: StructureShape } = {
+  'langgraph/checkpoint': {
+    ns: true,
+    id: true,
+    parent: true,
+    checkpoint: true,
+    metadata: { source: true, step: true, parents: true },
+    values: [{ channel: true, version: true, value: STORED_TYPED }],
+  },
+  'langgraph/writes': {
+    ns: true,
+    checkpoint: true,
+    task: true,
+    path: true,
+    writes: [{ idx: true, channel: true, value: STORED_TYPED }],
+  },
+}
+
+/**
  * How the strings of a value are read by a redaction: `plain` outside LangGraph's events (every
  * string is content); `langgraph` in the events the LangGraph adapter writes (`langgraph/…`),
  * whose stored values hold the serializer's JSON as text (`embeddedJson`) and whose serializer
@@ -154,9 +186,9 @@ function embeddedJson(value: JsonValue, readAs: ReadAs): JsonValue | undefined {
   }
 }
 
-/** The shape of where a LangGraph event's data keeps the thread's structure (adapters/langgraph/events.ts), or none. */
+/** Where a LangGraph event's data keeps the thread's structure (LANGGRAPH_STRUCTURE), or none. */
 function structureOf(event: SessionEvent, key: string): StructureShape | undefined {
-  return key === 'data' && isLangGraphEvent(event) && Object.hasOwn(EVENT_STRUCTURE, event.type) ? EVENT_STRUCTURE[event.type] : undefined
+  return key === 'data' && isLangGraphEvent(event) && Object.hasOwn(LANGGRAPH_STRUCTURE, event.type) ? LANGGRAPH_STRUCTURE[event.type] : undefined
 }
 
 /**

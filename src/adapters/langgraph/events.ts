@@ -43,37 +43,6 @@ export interface WritesRecord {
   writes: StoredWrite[]
 }
 
-/**
- * Where a thread's structure is in each event's data, for `redact` (§16): what is not named here
- * is content. `true` is a field whose whole value is structure, an object names the structural
- * fields of an object, `[shape]` is the shape of each item of an array. Structure is what
- * identifies checkpoints, parents, namespaces, tasks, channels and versions (the whole stored
- * `checkpoint`: id, ts, channel_versions, versions_seen; the metadata's `source`, `step` and
- * `parents`), and of a stored value its serializer `type` and its `base64` bytes (not text).
- * Keep it in step with the records above: a field added to them is content until listed here.
- */
-export type StructureShape = true | { readonly [field: string]: StructureShape } | readonly [StructureShape]
-
-const STORED_TYPED: StructureShape = { type: true, base64: true }
-
-export const EVENT_STRUCTURE: { readonly [eventType: string]: StructureShape } = {
-  [CHECKPOINT_EVENT]: {
-    ns: true,
-    id: true,
-    parent: true,
-    checkpoint: true,
-    metadata: { source: true, step: true, parents: true },
-    values: [{ channel: true, version: true, value: STORED_TYPED }],
-  },
-  [WRITES_EVENT]: {
-    ns: true,
-    checkpoint: true,
-    task: true,
-    path: true,
-    writes: [{ idx: true, channel: true, value: STORED_TYPED }],
-  },
-}
-
 /** An event without its seq and time, which the writer assigns. */
 export interface Draft {
   type: string

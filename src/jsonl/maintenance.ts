@@ -141,6 +141,39 @@ export type StructureShape = true | { readonly [field: string]: StructureShape }
 
 const STORED_TYPED: StructureShape = { type: true, base64: true }
 
+/** LangGraph's channel of pending tasks (`TASKS` in @langchain/langgraph): its values are Sends. */
+const TASKS_CHANNEL = '__pregel_tasks'
+
+/** A stored value of the tasks channel: as any stored value, and inside its JSON each Send's `node` (`SEND_NODE`). */
+const STORED_TASKS: StructureShape = { type: true, base64: true }
+
+/** The shape of a Send as the serializer writes it (`{node, args, timeout?}`): its node is structure. */
+const SEND_NODE: StructureShape = { node: true }
+
+/**
+ * Whether `parent[key]` is structure of a record the serializer itself writes, which names
+ * what the value is read back as: a LangChain serializable (`lc: 1`, `type` constructor, secret
+ * or not_implemented, `id` its class path) or a record of LangGraph's serializer (`lc: 2`, `type`
+ * constructor, undefined or delta_snapshot; a constructor's `id` and `method`: `from` revives a
+ * Uint8Array). Only the serializer's own shapes: an object of the user's that happens to have an
+ * `lc` field is content, all of it.
+ */
+function serializerRecordField(parent: { [k: string]: JsonValue }, key: string | number): boolean {
+  if (key !== 'type' && key !== 'id' && key !== 'method') return false
+  const { lc, type, id } = parent
+  const classPath = Array.isArray(id) && id.every((x) => typeof x === 'string')
+  if (lc === 1) return key !== 'method' && classPath && (type === 'constructor' || type === 'secret' || type === 'not_implemented')
+  if (lc !== 2) return false
+  if (type === 'constructor') return classPath
+  return key === 'type' && (type === 'undefined' || type === 'delta_snapshot')
+}
+
+/** The shape inside a stored value's JSON text: a Send's, or each Send's of an array, for the tasks channel. */
+function embeddedShape(shape: StructureShape | undefined, inner: JsonValue): StructureShape | undefined {
+  if (shape !== STORED_TASKS) return undefined
+  return Array.isArray(inner) ? [SEND_NODE] : SEND_NODE
+}
+
 export const LANGGRAPH_STRUCTURE: { readonly [eventType: string]: StructureShape } = {
   'langgraph/checkpoint': {
     ns: true,
@@ -200,8 +233,13 @@ function structureOf(event: SessionEvent, key: string): StructureShape | undefin
  */
 function childShape(parent: JsonValue[] | { [k: string]: JsonValue }, key: string | number, readAs: ReadAs, shape: StructureShape | undefined): StructureShape | undefined {
   const isArray = Array.isArray(parent)
-  if (readAs !== 'plain' && !isArray && Object.hasOwn(parent, 'lc') && (key === 'type' || key === 'id')) return true
+  if (readAs !== 'plain' && !isArray && serializerRecordField(parent, key)) return true
   if (shape === undefined || shape === true) return undefined
+  // A stored value of the channel of pending tasks holds Sends: their `node` names a node of
+  // the graph (`worker`, `tools`: ordinary words), which a replacement would send to no node.
+  if (key === 'value' && !isArray && parent.channel === TASKS_CHANNEL && typeof shape === 'object' && !Array.isArray(shape) && (shape as { value?: StructureShape }).value === STORED_TYPED) {
+    return STORED_TASKS
+  }
   if (Array.isArray(shape)) return isArray ? (shape as readonly [StructureShape])[0] : undefined
   if (isArray) return undefined
   const fields = shape as { readonly [field: string]: StructureShape }
@@ -243,7 +281,7 @@ function redactValue(value: JsonValue, pattern: RegExp, replacement: string, cou
           set(out)
         },
       })
-      stack.push({ value: inner, readAs: 'serialized', shape: undefined, set: (x) => (redacted = x) })
+      stack.push({ value: inner, readAs: 'serialized', shape: embeddedShape(sh, inner), set: (x) => (redacted = x) })
     } else if (typeof v === 'string') {
       set(
         v.replace(pattern, () => {
@@ -296,7 +334,7 @@ function countInValue(value: JsonValue, pattern: RegExp, seq: number, readAs: Re
     const [v, as, sh] = stack.pop()!
     if (sh === true) continue
     const inner = embeddedJson(v, as)
-    if (inner !== undefined) stack.push([inner, 'serialized', undefined])
+    if (inner !== undefined) stack.push([inner, 'serialized', embeddedShape(sh, inner)])
     else if (typeof v === 'string') {
       for (const m of v.matchAll(pattern)) {
         if (m[0] === '') {

@@ -277,7 +277,7 @@ export class LockConnection {
         // The connection died while answering: the lock went with it. That says nothing of
         // anyone else (false would read as "another instance holds it", E_LOCKED): it is a
         // connection failure, which the caller's retry takes again on a new connection.
-        if (this.#current !== opened) throw new Error('the lock connection was terminated while the lock was being taken')
+        if (this.#current !== opened) throw Object.assign(new Error('the lock connection was terminated while the lock was being taken'), { code: 'ECONNRESET' })
         this.#held.add(key)
       }
       return locked

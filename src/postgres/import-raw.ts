@@ -1,17 +1,7 @@
 import type { RawSessionLog, RawSessionStream } from '../persistence.js'
-import { checkRawEventLine, checkRawHeaderLine, checkRawLogHeader } from '../session/raw-log.js'
+import { checkRawEventLine, checkRawLogHeader } from '../session/raw-log.js'
 import { kindOf } from './event-kinds.js'
 import type { FormatVersion } from '../session/line-codec.js'
-import type { SessionHeader } from '../session/schema.js'
-
-/**
- * Checks a raw header line as every backend's import checks it (`checkRawHeaderLine`: its id
- * must be `id`, else `E_INVALID_META`; a sealed header's checksum must match; at most a header
- * line's size); returns the header: its createdAt, and the format version its event lines are in.
- */
-export function checkRawHeader(id: string, headerLine: unknown, _path: string): SessionHeader {
-  return checkRawHeaderLine(id, headerLine)
-}
 
 /**
  * Checks raw event line `i` of a log of `version` as every backend's import checks it

@@ -34,7 +34,8 @@ import { deleteSession, sessionExists } from './delete-session.js'
 import { type ForkWrite, forkSession, readForkPoint, rowIsOurs } from './fork-session.js'
 import { CHECK_SESSION, checkSession, type SessionCheck } from './check-session.js'
 import { HELD_SESSIONS, heldSessionIds } from './held-sessions.js'
-import { checkRawHeader, checkRawLog } from './import-raw.js'
+import { checkRawLog } from './import-raw.js'
+import { checkRawHeaderLine } from '../session/raw-log.js'
 import { importRawStream, openRawStream } from './raw-stream.js'
 import { listSessions } from './list-sessions.js'
 import { LockConnection, lockClientOpener, sessionKey } from './lock-connection.js'
@@ -411,7 +412,7 @@ class PostgresPersistence implements PostgresSessionPersistence {
 
   async importRawStream(log: RawSessionStream): Promise<{ eventLines: number }> {
     checkId(log?.id)
-    checkRawHeader(log.id, log.headerLine, this.#path(log.id))
+    checkRawHeaderLine(log.id, log.headerLine)
     return this.#importRaw(log)
   }
 

@@ -2,10 +2,10 @@ import type { RawPageOptions, RawSessionStream } from '../persistence.js'
 import { SessionPersistenceCorruptionError, SessionPersistenceError } from '../errors.js'
 import { changeChannel, changePayload } from './change-feed.js'
 import type { Db } from './db.js'
-import { checkRawHeader, checkRawLine } from './import-raw.js'
+import { checkRawLine } from './import-raw.js'
 import { PARTED_BYTES } from './line-parts.js'
 import { LINE_OR_SIZE, notFound, parseEventLine, parseStoredHeader, partedSize, readHead, readPartedEvent, readSnapshot } from './read-session.js'
-import { rawPagesOnce, rawStreamPages } from '../session/raw-log.js'
+import { checkRawHeaderLine, rawPagesOnce, rawStreamPages } from '../session/raw-log.js'
 import { parseRawPageOptions } from '../session/read-options.js'
 
 // One page: from seq $2 on, at most $4 lines (below the length $3) and at most $5 bytes of
@@ -169,7 +169,7 @@ export async function importRawStream(
   path: string,
   checked?: readonly number[],
 ): Promise<{ eventLines: number }> {
-  const { createdAt, version } = checkRawHeader(log.id, log.headerLine, path)
+  const { createdAt, version } = checkRawHeaderLine(log.id, log.headerLine)
   const pages = rawStreamPages(log)
   return db.transaction(async (client) => {
     const created = await client.query(INSERT_ROW(schema), [

@@ -25,8 +25,8 @@ export function rawLogFromBytes(id: string, bytes: Buffer): RawSessionLog {
 /**
  * Checks a raw log as `load` would read it and returns its bytes, ready to be published. The
  * checks come in one order on every backend: the id (`E_INVALID_ID`; a log that is not an object
- * has none), the header line's text (`E_CORRUPT`), `eventLines` an array (`E_CORRUPT`), then the
- * header (`checkRawHeaderLine`) and every event line (`checkRawEventLine`).
+ * has none), `eventLines` an array (`E_CORRUPT`), the header line (`checkRawHeaderLine`) and
+ * every event line (`checkRawEventLine`).
  */
 export function rawLogToBytes(log: RawSessionLog): { header: SessionHeader; bytes: Buffer } {
   const header = checkRawLogHeader(log)
@@ -43,10 +43,10 @@ export function rawLogToBytes(log: RawSessionLog): { header: SessionHeader; byte
  * is an array): every backend's `importRaw` checks these first, with the same codes. Returns the header.
  */
 export function checkRawLogHeader(log: RawSessionLog): SessionHeader {
-  const header = checkRawHeaderLine(rawLogId(log, 'a raw log must be an object { id, headerLine, eventLines }'), log.headerLine, () => {
-    if (!Array.isArray(log.eventLines)) throw rawRefusal('E_CORRUPT', log.id, 'eventLines is not an array')
-  })
-  return header
+  const id = rawLogId(log, 'a raw log must be an object { id, headerLine, eventLines }')
+  encodeSessionId(id)
+  if (!Array.isArray(log.eventLines)) throw rawRefusal('E_CORRUPT', id, 'eventLines is not an array')
+  return checkRawHeaderLine(id, log.headerLine)
 }
 
 /**
@@ -72,14 +72,12 @@ const rawRefusal = (code: 'E_CORRUPT' | 'E_INVALID_EVENT' | 'E_INVALID_META' | '
  * (`E_CORRUPT`) of at most `MAX_HEADER_BYTES` with its newline, what every reader reads of line 1
  * (`E_INVALID_META` naming its size, as `create` refuses a meta that would make one), a valid
  * header of version 0 or 1 (`E_CORRUPT`, `E_FORMAT_UNSUPPORTED`) naming `id` (`E_INVALID_META`).
- * `between` runs after the text is checked, before it is parsed (importRaw's array check).
  */
-export function checkRawHeaderLine(id: string, headerLine: unknown, between?: () => void): SessionHeader {
+export function checkRawHeaderLine(id: string, headerLine: unknown): SessionHeader {
   encodeSessionId(id)
   if (typeof headerLine !== 'string') throw rawRefusal('E_CORRUPT', id, 'the header line is not a string')
   if (headerLine.includes('\n')) throw rawRefusal('E_CORRUPT', id, 'the header line contains a newline')
   if (LONE_SURROGATE.test(headerLine)) throw rawRefusal('E_CORRUPT', id, 'the header line is not well-formed Unicode (lone surrogate)')
-  between?.()
   const headerBytes = Buffer.from(`${headerLine}\n`)
   if (headerBytes.length > MAX_HEADER_BYTES) {
     throw rawRefusal('E_INVALID_META', id, `the header line is ${headerBytes.length} bytes (newline included), over the limit of ${MAX_HEADER_BYTES} bytes a header line may hold`)

@@ -41,7 +41,9 @@ export async function retryOwed(path: string): Promise<void> {
   if (failed) throw failed.reason
 }
 
-/** The paths with a release owed among `paths` chosen by `where` (the locks of one root). */
-export function owedPaths(where: (path: string) => boolean): string[] {
-  return [...owed.keys()].filter(where)
+/** Retries what is owed at every path `where` chooses (the locks of one root); rejects with the first failure. */
+export async function retryOwedWhere(where: (path: string) => boolean): Promise<void> {
+  const results = await Promise.allSettled([...owed.keys()].filter(where).map((path) => retryOwed(path)))
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+  if (failed) throw failed.reason
 }

@@ -16,7 +16,7 @@ import {
   sameRecord,
   writerState,
 } from './lock-owner.js'
-import { owedPaths, retryOwed } from './owed-releases.js'
+import { retryOwed, retryOwedWhere } from './owed-releases.js'
 import { type ProcessIdentity, readProcessIdentity } from './process-identity.js'
 import { linkRecord, type RecordFile, writeRecordFile } from './record-file.js'
 import { claimTakeover } from './takeover.js'
@@ -96,12 +96,9 @@ export class SessionLocks {
   }
 
   /** Retries every release this process owes in this root (`closeAll`); rejects with the first failure. */
-  async retryReleases(): Promise<void> {
+  retryReleases(): Promise<void> {
     const dir = join(this.#ctx.root, LOCKS_DIR)
-    const paths = owedPaths((path) => dirname(path) === dir)
-    const results = await Promise.allSettled(paths.map((path) => retryOwed(path)))
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
-    if (failed) throw failed.reason
+    return retryOwedWhere((path) => dirname(path) === dir)
   }
 
   #path(sessionId: string): string {

@@ -67,7 +67,7 @@ test('a redaction under a watcher that is behind: nothing unredacted is read aft
   expect((await it.next()).done).toBe(true)
 })
 
-test('a truncation that cut events a watcher yielded rejects it (E_CORRUPT); a watcher short of the cut goes on with the closers, the record and the appends', async () => {
+test('a truncation that cut events a watcher yielded rejects it (E_CORRUPT); a watcher that meets the damage first rejects as load does, and one started after the cut goes on with the closers, the record and the appends', async () => {
   const root = await tmpRoot()
   const writer = createJsonlPersistence({ root, sync: 'none' })
   await writer.create(meta('d'))
@@ -80,11 +80,19 @@ test('a truncation that cut events a watcher yielded rejects it (E_CORRUPT); a w
   const stop = new AbortController()
   const ahead = watcher.watch('d', { signal: stop.signal })[Symbol.asyncIterator]()
   for (const e of events) expect((await ahead.next()).value).toEqual(e)
-  // Seq 9's line is damaged after `ahead` yielded it: a watcher from here on stops before it.
+  // Seq 9's line is damaged after `ahead` yielded it: a watcher from here on yields what lies
+  // before it, then rejects with the E_CORRUPT a load gives (damage is never waited at: no
+  // repair writes over it; PostgreSQL's watch rejects the same way).
   await damage(path, 'question 3')
+  const loadError = await createJsonlPersistence({ root }).load('d').catch((e: unknown) => e as { code?: string; line?: number; byteOffset?: number })
+  expect(loadError).toMatchObject({ code: 'E_CORRUPT', line: 11 })
   const short = watcher.watch('d', { signal: stop.signal })[Symbol.asyncIterator]()
   for (const e of events.slice(0, 9)) expect((await short.next()).value).toEqual(e)
-  const shortNext = short.next()
+  const shortError = await short.next().then(
+    () => undefined,
+    (e: unknown) => e as { code?: string; line?: number; byteOffset?: number },
+  )
+  expect(shortError).toMatchObject({ code: 'E_CORRUPT', line: 11, byteOffset: (loadError as { byteOffset?: number }).byteOffset })
   const report = await createJsonlPersistence({ root }).truncateAtDamage('d')
   expect(report).toMatchObject({ cut: { line: 11 }, keptEvents: 9 })
   // the session goes on after the truncation (seq 9: a closer, 10: the record)
@@ -93,9 +101,10 @@ test('a truncation that cut events a watcher yielded rejects it (E_CORRUPT); a w
   await writer.append('d', more)
   await writer.close('d')
   fire()
-  expect(await shortNext).toMatchObject({ value: { seq: 9, type: 'turn/end' } })
-  expect((await short.next()).value).toMatchObject({ seq: 10, type: 'log/truncated', data: { line: 11 } })
-  for (const e of more) expect((await short.next()).value).toEqual(e)
+  const after = watcher.watch('d', { fromSeq: 9, signal: stop.signal })[Symbol.asyncIterator]()
+  expect((await after.next()).value).toMatchObject({ seq: 9, type: 'turn/end' })
+  expect((await after.next()).value).toMatchObject({ seq: 10, type: 'log/truncated', data: { line: 11 } })
+  for (const e of more) expect((await after.next()).value).toEqual(e)
   // `ahead` yielded seqs 9, 10 and 11 of the history that was cut: never seq 12 of another one
   const err = await ahead.next().then(
     () => undefined,
@@ -103,7 +112,7 @@ test('a truncation that cut events a watcher yielded rejects it (E_CORRUPT); a w
   )
   expect(err).toMatchObject({ code: 'E_CORRUPT', line: 13 })
   stop.abort()
-  expect((await short.next()).done).toBe(true)
+  expect((await after.next()).done).toBe(true)
 })
 
 test('a migration under a watcher: nothing twice, appends after it seen; a truncation after it that cuts what the watcher yielded is still caught', async () => {

@@ -3,11 +3,13 @@ import { isDeepStrictEqual } from 'node:util'
 import { isSessionPersistenceError, SessionPersistenceCorruptionError } from '../errors.js'
 import { metaFromHeader } from '../session/meta.js'
 import { isEnvelopeKey } from '../session/envelope.js'
-import type { JsonValue, SessionEvent, SessionMeta } from '../session/schema.js'
+import type { JsonValue, SessionEvent, SessionHeader, SessionMeta } from '../session/schema.js'
 import type { WatchPoll, WatchSource } from '../session/watch-loop.js'
 import { findOneLog, listBuckets } from './find-logs.js'
 import { forEachLine } from './read-lines.js'
 import { parseEventLine, readHeaderLine } from './read-session.js'
+import { planRepair } from './repair-plan.js'
+import { scanLog } from './scan-log.js'
 import { bisectSeq, type SeqPoint } from './seq-search.js'
 import type { StoreContext } from './store-context.js'
 import type { FileHandle } from './fs/file-system.js'
@@ -25,6 +27,7 @@ interface OpenLog {
   handle: FileHandle
   ino: number
   version: FormatVersion
+  header: SessionHeader
   headerBytes: number
 }
 
@@ -68,7 +71,8 @@ export function stillTheEvent(before: SessionEvent, after: SessionEvent): boolea
  * The JSONL backend's `watch` source (§15.3): directory notifications through the seam (the log's
  * bucket once it exists; the root and every bucket before), a slow safety poll, and reads from
  * where the last one stopped. A read yields complete, valid lines in seq order and stops at the
- * first that is not one (a line being written, or a torn tail that a repair will cut and close).
+ * first that is not one: a torn tail that a repair will cut and close is waited at, damage
+ * rejects (judgeStop).
  */
 export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   let path: string | undefined
@@ -210,6 +214,29 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   }
 
   /**
+   * A read that stopped at a complete line that is not the next event, with nothing moved there:
+   * the bytes from there are judged as `read` and `load` judge them (§6.2, §16). Damage (a
+   * complete version-1 line failing its checksum, a defect before the commit boundary) rejects
+   * the watch with the E_CORRUPT a load gives: no repair ever writes over it, so waiting there
+   * would leave the consumer waiting in silence, forever. A torn tail, which the next writer's
+   * load cuts and closes, is waited at. One valid event there (a read that raced a repair's
+   * rewrite of those bytes) ends the look at once; the next poll reads it.
+   */
+  async function judgeStop(path: string, log: OpenLog, at: SeqPoint, size: number): Promise<void> {
+    const { handle, header, headerBytes } = log
+    const scan = await scanLog(handle, {
+      path,
+      sessionId: id,
+      to: size,
+      start: { offset: at.offset, seq: at.seq, header, headerBytes },
+      untilSeq: at.seq + 1,
+      keepEvents: false,
+      chunkBytes: WATCH_CHUNK,
+    })
+    planRepair(scan, { path, sessionId: id, closeOpenTurn: false })
+  }
+
+  /**
    * After a rewrite renamed `now` over `before` (§16: migrate, redact, truncate-at-damage): the
    * watch goes on by seq in the new log only if it still holds the last event the watcher yielded
    * (the same event, or one a redaction changed only the strings of). A truncation that cut it
@@ -295,7 +322,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
               const { header, headerBytes } = await readHeaderLine(handle, path, id)
               meta = metaFromHeader(header)
               // Opened after the stat: the inode the handle holds is the one to follow.
-              open = { handle, ino: (await handle.stat()).ino, version: header.version, headerBytes }
+              open = { handle, ino: (await handle.stat()).ino, version: header.version, header, headerBytes }
               point = undefined // a rewrite under that name (or the first look): start over by seq
             } catch (err) {
               await handle.close()
@@ -329,9 +356,13 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
           await seek()
           if (point!.offset !== at) read = await readFrom(handle, version, point!, next, size)
         }
+        if (read.refused && read.events.length === 0) await judgeStop(path, open, point!, size)
         const { events } = read
         if (events.length > 0 && !(await stillAt(path, open))) continue // renamed over while read: read the new log
-        seen = events.length < POLL_EVENTS && open.ino === st.ino ? { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } : undefined
+        // A read that stopped at a line that is not the next event, after events: the next poll
+        // reads again from there (unchanged file or not) and judges that line (judgeStop).
+        const stopped = read.refused && events.length > 0
+        seen = events.length < POLL_EVENTS && !stopped && open.ino === st.ino ? { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } : undefined
         return { kind: 'events', events: accept(read, next) }
       }
     },

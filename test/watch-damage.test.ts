@@ -1,0 +1,152 @@
+import { appendFile, readdir, readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { expect, test } from 'vitest'
+import { createJsonlPersistence, type SessionEvent } from '../src/index.js'
+import { meta } from './helpers/events.js'
+import { startCli } from './helpers/run-cli.js'
+import { tmpRoot } from './helpers/tmp-root.js'
+
+// A watch judges a line as `load` and `read` judge it (§15.3, §16): damage — a complete line that
+// fails its checksum in a version-1 log, or a defect before the commit boundary — rejects the
+// watch with the same E_CORRUPT, where it used to wait there forever in silence (no repair ever
+// writes over damage: a live viewer showed nothing and said nothing, while PostgreSQL's rejects).
+// A torn tail, which a writer's repair cuts and closes, is still waited at.
+
+const msg = (seq: number): SessionEvent => ({ seq, type: 'user/message', time: 1, data: { text: `hello ${seq}` } })
+const turnEnd = (seq: number): SessionEvent => ({ seq, type: 'turn/end', time: 1, data: { turn: 1, reason: { kind: 'completed' } } })
+
+async function logPath(root: string, id: string): Promise<string> {
+  const bucket = (await readdir(root)).find((d) => !d.startsWith('.'))!
+  return join(root, bucket, `${id}.jsonl`)
+}
+
+/** What a watch from `fromSeq` yields before it ends, rejects, or `ms` pass (then aborted). */
+async function watchFor(root: string, id: string, ms: number, fromSeq = 0, onEvent?: (e: SessionEvent) => Promise<void> | void) {
+  const stop = new AbortController()
+  const timer = setTimeout(() => stop.abort(), ms)
+  const seqs: number[] = []
+  try {
+    for await (const e of createJsonlPersistence({ root }).watch(id, { fromSeq, signal: stop.signal })) {
+      seqs.push(e.seq)
+      await onEvent?.(e)
+    }
+    return { seqs, error: undefined, aborted: stop.signal.aborted }
+  } catch (error) {
+    return { seqs, error: error as { code?: string; line?: number; byteOffset?: number }, aborted: stop.signal.aborted }
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+async function loadError(root: string, id: string) {
+  return createJsonlPersistence({ root }).load(id).then(
+    () => undefined,
+    (e: { code?: string; line?: number; byteOffset?: number }) => ({ code: e.code, line: e.line, byteOffset: e.byteOffset }),
+  )
+}
+
+test('version 1: a committed line that fails its checksum rejects the watch with the E_CORRUPT load gives, after the events before it', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root })
+  await p.create(meta('w'))
+  await p.append('w', [msg(0), msg(1), msg(2), msg(3), turnEnd(4)])
+  await p.closeAll()
+  const file = await logPath(root, 'w')
+  const text = await readFile(file, 'utf8')
+  await writeFile(file, text.replace('hello 2', 'hellO 2'))
+  const loaded = await loadError(root, 'w')
+  expect(loaded).toMatchObject({ code: 'E_CORRUPT', line: 4 })
+  for (const fromSeq of [0, 2]) {
+    const r = await watchFor(root, 'w', 3000, fromSeq)
+    expect(r.aborted).toBe(false)
+    expect(r.seqs).toEqual([0, 1].filter((s) => s >= fromSeq))
+    expect({ code: r.error?.code, line: r.error?.line, byteOffset: r.error?.byteOffset }).toEqual(loaded)
+  }
+}, 20_000)
+
+test('version 1: a damaged line appended while a watch waits at the end rejects it (E_CORRUPT), after every valid event', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root })
+  await p.create(meta('w'))
+  await p.append('w', [msg(0), msg(1)])
+  await p.closeAll()
+  const file = await logPath(root, 'w')
+  // A line as the writer seals it, one character changed after sealing: complete, no NUL.
+  const lines = (await readFile(file, 'utf8')).split('\n')
+  const damaged = lines[2]!.replace('"seq":1', '"seq":2').replace('hello 1', 'hello 2')
+  const r = await watchFor(root, 'w', 5000, 0, async (e) => {
+    if (e.seq === 1) await appendFile(file, `${damaged}\n`)
+  })
+  expect(r.seqs).toEqual([0, 1])
+  expect(r.aborted).toBe(false)
+  expect(r.error?.code).toBe('E_CORRUPT')
+  expect(r.error?.line).toBe(4)
+  expect(await loadError(root, 'w')).toMatchObject({ code: 'E_CORRUPT', line: 4 })
+}, 20_000)
+
+test('version 1: a torn tail is waited at, and the watch goes on with the closers a load writes there', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root })
+  await p.create(meta('w'))
+  await p.append('w', [msg(0), { seq: 1, type: 'turn/start', time: 1, data: { turn: 1 } }])
+  await p.closeAll()
+  const file = await logPath(root, 'w')
+  await appendFile(file, '{"seq":2,"type":"user/mess') // a crash's torn last line: no \n
+  let repaired = false
+  const r = await watchFor(root, 'w', 5000, 0, async (e) => {
+    if (e.seq === 1 && !repaired) {
+      repaired = true
+      await new Promise((ok) => setTimeout(ok, 200)) // the watch has met the torn tail
+      const q = createJsonlPersistence({ root })
+      await q.load('w') // cuts the torn tail, closes the turn
+      await q.closeAll()
+    }
+    if (e.type === 'turn/end') throw Object.assign(new Error('done'), { code: 'DONE' })
+  })
+  expect(r.error?.code).toBe('DONE')
+  expect(r.seqs).toEqual([0, 1, 2])
+}, 20_000)
+
+test('version 0: a defect before the commit boundary rejects the watch as load does; one after it (a torn tail there) is waited at', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, formatVersion: 0 })
+  await p.create(meta('v'))
+  await p.append('v', [msg(0), msg(1), msg(2), turnEnd(3)])
+  await p.closeAll()
+  const file = await logPath(root, 'v')
+  const good = await readFile(file, 'utf8')
+  // Line 3 (seq 1) no JSON, a turn/end after it: committed damage.
+  await writeFile(file, good.replace('{"seq":1,', '{"seq":1,,'))
+  const loaded = await loadError(root, 'v')
+  expect(loaded).toMatchObject({ code: 'E_CORRUPT', line: 3 })
+  const r = await watchFor(root, 'v', 3000)
+  expect(r.aborted).toBe(false)
+  expect(r.seqs).toEqual([0])
+  expect({ code: r.error?.code, line: r.error?.line, byteOffset: r.error?.byteOffset }).toEqual(loaded)
+  // After the last turn/end, a line that is no JSON is what load cuts as a torn tail: waited at.
+  await writeFile(file, `${good}{"seq":4,,"type":"x"}\n`)
+  const waited = await watchFor(root, 'v', 1500)
+  expect(waited).toEqual({ seqs: [0, 1, 2, 3], error: undefined, aborted: true })
+  expect(await loadError(root, 'v')).toBeUndefined()
+}, 20_000)
+
+test('tail -f meeting a damaged line appended while it follows: E_CORRUPT naming the line on stderr, exit 1 (it waited there in silence)', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root })
+  await p.create(meta('t'))
+  await p.append('t', [msg(0), msg(1)])
+  await p.closeAll()
+  const file = await logPath(root, 't')
+  const lines = (await readFile(file, 'utf8')).split('\n')
+  const tail = startCli(['--root', root, 'tail', 't', '-n', '2', '-f', '--json'])
+  try {
+    expect(await tail.waitForLines(2)).toEqual([msg(0), msg(1)].map((e) => JSON.stringify(e)))
+    await appendFile(file, `${lines[2]!.replace('"seq":1', '"seq":2')}\n`) // the seal of seq 1's line
+    const { code } = await tail.exit()
+    expect(code).toBe(1)
+    expect(tail.stderr()).toMatch(/^session-jsonl: E_CORRUPT: .*line 4 \(byte \d+\): checksum mismatch; stopped following\n$/)
+    expect(tail.lines).toHaveLength(2)
+  } finally {
+    tail.child.kill('SIGKILL')
+  }
+}, 20_000)

@@ -1,5 +1,6 @@
 import { appendFile, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { crc32 } from 'node:zlib'
 import { expect, test } from 'vitest'
 import { createJsonlPersistence, type SessionEvent } from '../src/index.js'
 import { meta } from './helpers/events.js'
@@ -150,3 +151,81 @@ test('tail -f meeting a damaged line appended while it follows: E_CORRUPT naming
     tail.child.kill('SIGKILL')
   }
 }, 20_000)
+
+// A refusal where the event before it is still in place is the bytes' own: a duplicated or blank
+// line is judged, never stepped over by a search by seq that lands on a later line with that seq.
+for (const formatVersion of [0, 1] as const) {
+  test(`version ${formatVersion}: a duplicated committed line rejects the watch as load does (it was stepped over: the watch yielded all and no error)`, async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root, formatVersion })
+    await p.create(meta('d'))
+    await p.append('d', [msg(0), msg(1), msg(2), turnEnd(3)])
+    await p.closeAll()
+    const file = await logPath(root, 'd')
+    const lines = (await readFile(file, 'utf8')).split('\n')
+    lines.splice(3, 0, lines[2]!) // seq 1's line twice
+    await writeFile(file, lines.join('\n'))
+    const loaded = await loadError(root, 'd')
+    expect(loaded).toMatchObject({ code: 'E_CORRUPT', line: 4 })
+    const r = await watchFor(root, 'd', 3000)
+    expect(r.seqs).toEqual([0, 1])
+    expect(r.aborted).toBe(false)
+    expect({ code: r.error?.code, line: r.error?.line, byteOffset: r.error?.byteOffset }).toEqual(loaded)
+  }, 20_000)
+
+  test(`version ${formatVersion}: a duplicate of the last line and a next one: never yields that next one (load cuts both), goes on with the closers`, async () => {
+    const root = await tmpRoot()
+    const p = createJsonlPersistence({ root, formatVersion })
+    await p.create(meta('t'))
+    // Long enough (~60 KiB) that a search by seq bisects, rather than reading on from the header.
+    const N = 600
+    await p.append('t', [{ seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } }, ...Array.from({ length: N - 1 }, (_, i) => msg(i + 1))])
+    await p.closeAll()
+    const file = await logPath(root, 't')
+    const lines = (await readFile(file, 'utf8')).split('\n')
+    const last = lines[N]! // seq N - 1's line
+    const next = last.replace(`"seq":${N - 1}`, `"seq":${N}`).replace(`hello ${N - 1}`, 'PHANTOM')
+    const phantom = formatVersion === 0 ? next : resealed(next)
+    await appendFile(file, `${last}\n${phantom}\n`)
+    let repaired = false
+    const r = await watchFor(root, 't', 5000, 0, async (e) => {
+      if (e.seq === N - 1 && !repaired) {
+        repaired = true
+        await new Promise((ok) => setTimeout(ok, 300)) // the watch has met the duplicate
+        const q = createJsonlPersistence({ root, formatVersion })
+        const loaded = await q.load('t') // cuts both, closes the turn
+        expect(loaded.repair?.droppedLines).toBe(2)
+        await q.closeAll()
+      }
+      if (e.type === 'turn/end') throw Object.assign(new Error('done'), { code: 'DONE' })
+    })
+    expect(r.error?.code).toBe('DONE')
+    expect(r.seqs).toEqual(Array.from({ length: N + 1 }, (_, i) => i)) // seq N: the closer, never the phantom
+  }, 20_000)
+}
+
+test('version 1: a blank line, then a valid line, appended while a watch waits at the end: E_CORRUPT as load gives, the valid line never yielded', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root })
+  await p.create(meta('b'))
+  await p.append('b', [msg(0), msg(1)])
+  await p.closeAll()
+  const file = await logPath(root, 'b')
+  const sealed = (await readFile(file, 'utf8')).split('\n')[3]!
+  const after = resealed(sealed.replace('"seq":1', '"seq":2').replace('hello 1', 'AFTER BLANK'))
+  const r2 = watchFor(root, 'b', 5000, 2) // waits at the end (nothing from seq 2 yet)
+  await new Promise((ok) => setTimeout(ok, 300))
+  await appendFile(file, `\n${after}\n`)
+  const got = await r2
+  expect(got.seqs).toEqual([])
+  expect(got.aborted).toBe(false)
+  const loaded = await loadError(root, 'b')
+  expect(loaded).toMatchObject({ code: 'E_CORRUPT', line: 4 })
+  expect({ code: got.error?.code, line: got.error?.line, byteOffset: got.error?.byteOffset }).toEqual(loaded)
+}, 20_000)
+
+/** A version-1 line with its checksum made again for the text before it (as the writer seals). */
+function resealed(line: string): string {
+  const body = line.replace(/,"crc":"[0-9a-f]{8}"\}$/, '')
+  return `${body},"crc":"${crc32(Buffer.from(body, 'utf8')).toString(16).padStart(8, '0')}"}`
+}

@@ -214,6 +214,18 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   }
 
   /**
+   * Whether the line that ends right before `at` is still the event before `next`: the one this
+   * watcher last yielded, at the same place and length, or (none known) the one a search by seq
+   * finds. The header's end for `next` 0.
+   */
+  async function intactBefore(log: OpenLog, at: number, next: number, size: number): Promise<boolean> {
+    if (next === 0) return at === log.headerBytes
+    const known = last?.seq === next - 1 ? last : undefined
+    const before = await eventAt(log, next - 1, size, known?.start)
+    return before !== undefined && before.line.end + 1 === at && (known === undefined || before.line.end === known.end)
+  }
+
+  /**
    * A read that stopped at a complete line that is not the next event, with nothing moved there:
    * the bytes from there are judged as `read` and `load` judge them (§6.2, §16). Damage (a
    * complete version-1 line failing its checksum, a defect before the commit boundary) rejects
@@ -348,10 +360,13 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         const sought = point === undefined || point.seq !== next || point.offset > size
         if (sought) await seek()
         let read = await readFrom(handle, version, point!, next, size)
-        if (read.refused && read.events.length === 0 && !sought) {
-          // Stopped at a complete line that is not the next event, where it read before: the bytes
-          // there may have been rewritten in place (a repair that cut what this watcher had read
-          // past). Found again by seq; where nothing moved, it waits at the same line.
+        if (read.refused && read.events.length === 0 && !sought && !(await intactBefore(open, point!.offset, next, size))) {
+          // Stopped at a complete line that is not the next event, where it read before, and the
+          // line before it is no longer the event before `next`: the bytes there were rewritten in
+          // place (a writer that rolled back a failed append and wrote others, what this watcher
+          // had read unsynced). Found again by seq. Where the event before is still in place, the
+          // refusal is the bytes' own (a duplicated or blank line): judged below, never stepped
+          // over by a search by seq that would land on a later line with that seq.
           const at = point!.offset
           await seek()
           if (point!.offset !== at) read = await readFrom(handle, version, point!, next, size)

@@ -88,6 +88,15 @@ test('a line a few bytes longer than 64 MiB is refused whatever the read boundar
   )
   expect(err).toMatchObject({ code: 'E_CORRUPT', line: 6 })
   expect(err?.message).toContain(`a line of ${MAX_LINE_BYTES + 10} bytes, longer than`)
+  // As the last line of the log, a range that reaches it refuses it as load does: the backward
+  // look for the log's last event took it as one, and `read`, `show`, `export`, `tail` returned it.
+  for (const range of [undefined, { last: 2 }, { fromSeq: 4 }, { fromSeq: 1, toSeq: 6 }]) {
+    const got = await p.read('near', range).then(
+      (r) => r.events.map((e) => e.seq),
+      (e: unknown) => e as Error & { code?: string; line?: number },
+    )
+    expect(got).toMatchObject({ code: 'E_CORRUPT', line: 6 })
+  }
 }, 120_000)
 
 test('migrate refuses a version-0 line that its checksum would make longer than 64 MiB; redact one that its replacement would: E_INVALID_EVENT, the log untouched and loading', async () => {

@@ -12,6 +12,7 @@ import { planRepair } from './repair-plan.js'
 import { scanLog } from './scan-log.js'
 import { MAX_HEADER_BYTES, parseHeaderLine } from '../session/header-line.js'
 import { bisectSeq, WINDOW_BYTES } from './seq-search.js'
+import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
 import { checkLine, type FormatVersion, unsealLineInPlace, unsealText } from '../session/line-codec.js'
 
 
@@ -73,6 +74,12 @@ export async function lastEventLine(
     let end = block.length
     while (end > 0) {
       const start = end >= 2 ? block.lastIndexOf(10, end - 2) + 1 : 0
+      // A line longer than a line may hold (§15.5) is no event, as a scan judges it (damage,
+      // which the read of what follows the last event then refuses): never the log's last one.
+      if (end - 1 - start > MAX_LINE_BYTES) {
+        end = start
+        continue
+      }
       // The block's bytes are this read's own (what is carried past it was copied first).
       const event = parseEventLine(block.subarray(start, end - 1), version, true)
       if (event) {

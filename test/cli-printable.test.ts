@@ -114,3 +114,23 @@ describe('printable: stored text cannot drive the terminal', () => {
     expect(raw.stdout).toBe(await readFile((path as { path: string }).path, 'utf8'))
   })
 })
+
+test('copy and export --out print the operator-given target path escaped too (they printed it raw)', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root })
+  await p.create(meta('s'))
+  await p.append('s', [ev(0, 'turn/start', { turn: 1 }), ev(1, 'turn/end', { turn: 1, reason: { kind: 'completed' } })])
+  await p.closeAll()
+  const evil = `${await tmpRoot()}/to${ESC}[31m\u202e\r`
+  const copied = await runCli(['--root', root, 'copy', '--all', '--to', evil])
+  expect(copied.code).toBe(0)
+  expect(copied.stdout + copied.stderr).not.toMatch(RAW)
+  expect(copied.stdout).toContain('to\\x1b[31m\\u202e\\r')
+  const out = `${evil}.md`
+  const exported = await runCli(['--root', root, 'export', 's', '--format', 'md', '--out', out])
+  expect(exported.code).toBe(0)
+  expect(exported.stdout + exported.stderr).not.toMatch(RAW)
+  expect(exported.stderr).toContain('wrote ')
+  expect(exported.stderr).toContain('to\\x1b[31m\\u202e\\r.md')
+  expect(await readFile(out, 'utf8')).toContain('# Session s')
+})

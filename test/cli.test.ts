@@ -202,6 +202,13 @@ describe('session-jsonl (docs/contract.md §11)', () => {
     expect(r.code).toBe(0)
     expect(JSON.parse(await readFile(out, 'utf8')).events).toHaveLength(11)
     expect((await run(['--root', root, 'export', 'healthy-1', '--format', 'pdf'])).code).toBe(2)
+    // --json, which every command takes, is --format json here (alone it was exit 2; with --format md it was ignored)
+    const json = await run(['--root', root, 'export', 'healthy-1', '--json'])
+    expect(json.code).toBe(0)
+    expect(JSON.parse(json.stdout).events).toHaveLength(11)
+    const both = await run(['--root', root, 'export', 'healthy-1', '--format', 'md', '--json'])
+    expect(both).toMatchObject({ code: 2, stdout: '' })
+    expect(both.stderr).toMatch(/export --json writes --format json, not --format md/)
   })
 
   test('a session being written elsewhere: repair fails with E_LOCKED naming the holder; show still works', async () => {

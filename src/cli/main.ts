@@ -256,8 +256,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
       case 'fork':
         return await fork(root, io, await needId(), { json: values.json, at: forkAt, newId: values.id })
       case 'export': {
-        if (values.format !== 'md' && values.format !== 'json') throw new UsageError('export needs --format md or --format json')
-        return await exportSession(root, io, await needListed(), { format: values.format, out: values.out })
+        // --json, which every command takes, is export's --format json (given with md: a conflict).
+        const format = values.format ?? (values.json ? 'json' : undefined)
+        if (values.json && format !== 'json') throw new UsageError(`export --json writes --format json, not --format ${format}`)
+        if (format !== 'md' && format !== 'json') throw new UsageError('export needs --format md or --format json')
+        return await exportSession(root, io, await needListed(), { format, out: values.out })
       }
       case 'rm':
         return await rm(root, io, await needId(), { json: values.json })

@@ -155,6 +155,6 @@ export async function copy(
     io.progress?.('copy', i + 1, ids.length)
   }
   if (opts.json) io.out(`${JSON.stringify({ from: from.name, to: to.name, copied, skipped, failed }, null, 2)}\n`)
-  else io.out(`copied ${copied.length} of ${ids.length} session(s) to ${to.name}${skipped.length ? `; ${skipped.length} skipped` : ''}${failed.length ? `; ${failed.length} failed` : ''}\n`)
+  else io.out(`copied ${copied.length} of ${ids.length} session(s) to ${shown(to.name, true)}${skipped.length ? `; ${skipped.length} skipped` : ''}${failed.length ? `; ${failed.length} failed` : ''}\n`)
   return failed.length > 0 ? 1 : 0
 }

@@ -6,7 +6,7 @@ import type { Io } from './commands.js'
 import { MarkdownWriter, markdownHeader } from './markdown.js'
 import type { OpenedRoot } from './open-root.js'
 import { rawLinePages } from './raw-stream.js'
-import type { Style } from './render.js'
+import { shown, type Style } from './render.js'
 import { fileSink, ioSink, refuseStoreTarget, type Sink } from './sink.js'
 import { INSPECT_MAX_BYTES, openSessionView, type SessionView, type ViewRange } from './session-view.js'
 import { repairNote, transcriptHeader, TranscriptWriter } from './transcript.js'
@@ -82,7 +82,7 @@ export async function exportSession(root: OpenedRoot, io: Io, target: Listed, op
   } finally {
     await sink.close()
   }
-  if (opts.out) io.err(`wrote ${opts.out}\n`)
+  if (opts.out) io.err(`wrote ${shown(opts.out, true)}\n`)
   return 0
 }
 

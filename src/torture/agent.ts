@@ -39,6 +39,30 @@ if (stopAt > 0 || stopInRepair > 0) {
     },
   })
 }
+// TORTURE_BIG_WRITE=n: after TORTURE_BIG_WRITE_AFTER acknowledgements (its resume's is the
+// first) the agent appends one tool result of n bytes (several MiB), acknowledged on its own,
+// and says {"phase":"big-write"} just before the file-system write of that batch; the runner
+// kills it within a few milliseconds. Linux checks for a fatal
+// signal between the pages of a buffered write(2), so a SIGKILL inside a write of several MiB
+// leaves part of the line on disk: a torn tail for the next agent's load to cut. (A small write
+// is completed whatever the kill: 200 kills of agents writing only small batches left no torn
+// tail at all.)
+const bigWrite = Number(process.env.TORTURE_BIG_WRITE ?? 0)
+const bigWriteAfter = Number(process.env.TORTURE_BIG_WRITE_AFTER ?? 1)
+let acks = 0
+/** A write this long is the big batch's (the agents' other batches are far below 1 MiB). */
+const BIG_WRITE_MIN = 1024 * 1024
+if (bigWrite > 0) {
+  fs.inject({
+    op: 'write',
+    path: (p) => p.endsWith('.jsonl'),
+    before: (call) => {
+      if (typeof call.detail === 'number' && call.detail >= BIG_WRITE_MIN) {
+        process.stdout.write(`${JSON.stringify({ phase: 'big-write', id: mainId, bytes: call.detail })}\n`)
+      }
+    },
+  })
+}
 const plugin = sessionPersistencePlugin({ persistence: createJsonlPersistence({ root, sync, fs }), flushDelayMs: 5 })
 plugin.on('error', (e) => process.stderr.write(`agent error ${e.code}: ${e.message}\n`))
 const host = createReferenceHost({ cwd: '/torture' })
@@ -56,12 +80,15 @@ const acknowledge = async (s: ReferenceSession) => {
   await plugin.flush(s.meta.id)
   const chain = chains.get(s.meta.id)!
   process.stdout.write(`${JSON.stringify({ id: s.meta.id, count: chain.count, digest: chain.digest })}\n`)
+  acks++
 }
 
 // The runner is told when a load (which repairs what the last kill left) starts and ends, so
 // it can tell kills that landed inside one. Writes to a pipe are synchronous on Linux: the
 // announcement is out before the load's first file-system call.
-const phase = (p: 'load' | 'loaded', id: string, extra: { from?: 'start' | 'last-compaction'; firstSeq?: number } = {}) =>
+// The load's repair goes out with 'loaded': the runner checks that it cut the torn tail the
+// kill before left (the one `inspect` saw), at the byte `inspect` said.
+const phase = (p: 'load' | 'loaded', id: string, extra: { from?: 'start' | 'last-compaction'; firstSeq?: number; repair?: { persisted: boolean; truncatedAtByte?: number; droppedBytes: number } } = {}) =>
   process.stdout.write(`${JSON.stringify({ phase: p, id, ...extra })}\n`)
 
 // Half the seeds resume from the last compaction (§15.1): the agent records compactions, and
@@ -79,7 +106,9 @@ async function resume(id: string): Promise<ReferenceSession> {
     loading = true
     const loaded = await plugin.persistence.load(id, { from })
     loading = false
-    phase('loaded', id, { firstSeq: loaded.firstSeq })
+    const r = loaded.repair
+    const repair = r && { persisted: r.persisted, droppedBytes: r.droppedBytes, ...(r.truncatedAtByte !== undefined ? { truncatedAtByte: r.truncatedAtByte } : {}) }
+    phase('loaded', id, { firstSeq: loaded.firstSeq, ...(repair ? { repair } : {}) })
     // The digest covers the whole log: what a tail load did not read is read (without a lock).
     const prefix = loaded.firstSeq > 0 ? (await plugin.persistence.read(id, { toSeq: loaded.firstSeq })).events : []
     return track(host.resume(loaded), prefix)
@@ -93,7 +122,20 @@ async function resume(id: string): Promise<ReferenceSession> {
 
 const main = await resume(mainId)
 await acknowledge(main) // the repair (closers) is acknowledged too
+let bigWritten = false
 for (let n = 0; ; n++) {
+  if (bigWrite > 0 && !bigWritten && acks >= bigWriteAfter) {
+    bigWritten = true
+    // The call is acknowledged first, so the big result is the first line of its batch: the tear
+    // lands in it, right after an acknowledged line (a cut of one line too many loses that one).
+    main.beginTurn('a big output')
+    const [callId] = main.step({ text: 'reading the log', chunks: 1, toolCalls: [{ name: 'bash', arguments: { cmd: 'cat build.log' } }] })
+    await acknowledge(main)
+    main.toolResult(callId!, 'make: building target\n'.repeat(Math.ceil(bigWrite / 22)).slice(0, bigWrite))
+    main.endStep()
+    main.endTurn()
+    await acknowledge(main)
+  }
   const r = rand()
   // the reference host forks only a session it holds from seq 0
   if (r < 0.08 && main.firstSeq === 0 && main.events.some((e) => e.type === 'turn/end')) {

@@ -10,11 +10,22 @@ export interface KillReport {
   /** Kills that landed while the agent was loading a session (after it announced the load, before it resolved). */
   killsDuringLoad: number
   /**
-   * Of those, kills whose load had a repair to do: closers to append (a torn tail to cut is
-   * possible in principle, but a SIGKILL does not tear the small writes the agents make: see
-   * docs/reliability.md).
+   * Of those, kills whose load had a repair to do: closers to append, or a torn tail to cut (a
+   * SIGKILL tears only the agents' big writes: see `bigWrites`).
    */
   killsDuringRepair: number
+  /** Agents that made a big write (several MiB in one write(2)) and were killed just after it began. */
+  bigWrites: number
+  /** Kills after which `inspect` saw a torn tail it had not seen before (a line cut short by the kill). */
+  tornTails: number
+  /** Torn tails the next agent's own load cut, at the byte `inspect` had said (its `loaded` line reports the repair). */
+  tornTailsCut: number
+  /** Torn tails a load cut before it was killed (the next inspect saw the tail whole, the turn perhaps still open). */
+  tornTailsCutByKilledLoad: number
+  /** Torn tails left at the end, cut by the final load. With the two above, every torn tail. */
+  tornTailsCutAtEnd: number
+  /** Kills inside a load of a log whose tail was torn (before its cut or after it, before the load resolved). */
+  killsDuringCut: number
   /** Kills during a load from the last compaction (§15.1), and of those, during one with a repair to do. */
   killsDuringTailLoad: number
   killsDuringTailRepair: number
@@ -40,6 +51,16 @@ const AGENT = fileURLToPath(new URL('./agent.js', import.meta.url))
 const LOAD_CALLS = 56
 /** An agent that resumed is killed after 1 to this many acknowledgements (its first is its resume's). */
 const ACKS_BEFORE_KILL = 8
+/** A big write's size is drawn from this range: several MiB, many pages for the kill to land between. */
+const BIG_WRITE_BYTES = [4 * 1024 * 1024, 16 * 1024 * 1024] as const
+/**
+ * A big-writing agent is killed 1 to this many milliseconds after it says the write begins. At
+ * once is too early: the agent says so just before it asks for the write, and a kill within the
+ * same tick lands before the write(2) began (3 tears in 17 kills; 14 in 26 one to three ms later).
+ */
+const BIG_WRITE_KILL_MS = 3
+/** The kills one main session takes before the next agents move to a new one (unless its tail is torn). */
+const KILLS_PER_SESSION = 25
 /** The calls with which a load repairs the log itself. */
 const REPAIR_WRITES = new Set(['truncate', 'write', 'datasync', 'sync'])
 
@@ -63,7 +84,18 @@ export interface RunningAgent {
   inTailLoad: () => boolean
   /** Whether the agent's load resolved with a firstSeq past 0. */
   resumedFromTail: () => boolean
+  /** Resolves when the agent is about to make its big write (`bigWrite`). */
+  bigWrite: Promise<void>
+  /** The repair the agent's load of each session reported, for the loads that resolved. */
+  loadRepairs: Map<string, LoadRepair | undefined>
   stderr: () => string
+}
+
+/** What an agent's load says it repaired (its `loaded` line). */
+export interface LoadRepair {
+  persisted: boolean
+  truncatedAtByte?: number
+  droppedBytes: number
 }
 
 /** Starts the torture agent; every acknowledgement it prints is recorded in `acked`. */
@@ -72,9 +104,13 @@ export function startAgent(
   seed: number,
   mainId: string,
   acked: Acked,
-  options: { stopInLoad?: number | undefined; stopInRepair?: number | undefined; from?: 'start' | 'last-compaction' | undefined } = {},
+  options: { stopInLoad?: number | undefined; stopInRepair?: number | undefined; from?: 'start' | 'last-compaction' | undefined; bigWrite?: number | undefined; bigWriteAfter?: number | undefined } = {},
 ): RunningAgent {
   const env = { ...process.env }
+  if (options.bigWrite) env.TORTURE_BIG_WRITE = String(options.bigWrite)
+  else delete env.TORTURE_BIG_WRITE
+  if (options.bigWriteAfter) env.TORTURE_BIG_WRITE_AFTER = String(options.bigWriteAfter)
+  else delete env.TORTURE_BIG_WRITE_AFTER
   if (options.stopInLoad) env.TORTURE_STOP_IN_LOAD = String(options.stopInLoad)
   if (options.stopInRepair) env.TORTURE_STOP_IN_REPAIR = String(options.stopInRepair)
   if (options.from) env.TORTURE_FROM = options.from
@@ -94,6 +130,9 @@ export function startAgent(
   const readyP = new Promise<void>((r) => (ready = r))
   const loadingP = new Promise<void>((r) => (loading = r))
   const stoppedP = new Promise<{ op: string; path: string }>((r) => (stopped = r))
+  let bigWrite!: () => void
+  const bigWriteP = new Promise<void>((r) => (bigWrite = r))
+  const loadRepairs = new Map<string, LoadRepair | undefined>()
   let acks = 0
   const waiting: { n: number; resolve: () => void }[] = []
   const acknowledged = (n: number) =>
@@ -102,7 +141,7 @@ export function startAgent(
       else waiting.push({ n, resolve })
     })
   createInterface({ input: child.stdout! }).on('line', (line) => {
-    let msg: { id: string; count?: number; digest?: string; phase?: 'load' | 'loaded' | 'stopped'; op?: string; path?: string; from?: string; firstSeq?: number }
+    let msg: { id: string; count?: number; digest?: string; phase?: 'load' | 'loaded' | 'stopped' | 'big-write'; op?: string; path?: string; from?: string; firstSeq?: number; repair?: LoadRepair }
     try {
       msg = JSON.parse(line)
     } catch {
@@ -118,8 +157,13 @@ export function startAgent(
       stopped({ op: msg.op ?? '', path: msg.path ?? '' })
       return
     }
+    if (msg.phase === 'big-write') {
+      bigWrite()
+      return
+    }
     if (msg.phase === 'loaded') {
       loadingNow = undefined
+      loadRepairs.set(msg.id, msg.repair)
       if ((msg.firstSeq ?? 0) > 0) fromTail = true
       return
     }
@@ -133,26 +177,28 @@ export function startAgent(
   })
   // 'close' comes after the output has been read to the end: the last phase seen is the last written.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
-  return { child, ready: readyP, loading: loadingP, stopped: stoppedP, acknowledged, exited, touched, inLoad: () => loadingNow, inTailLoad: () => loadingNow !== undefined && loadingTail, resumedFromTail: () => fromTail, stderr: () => err }
+  return { child, ready: readyP, loading: loadingP, stopped: stoppedP, acknowledged, exited, touched, inLoad: () => loadingNow, inTailLoad: () => loadingNow !== undefined && loadingTail, resumedFromTail: () => fromTail, bigWrite: bigWriteP, loadRepairs, stderr: () => err }
 }
 
 /**
  * Checks every acknowledged session (or only `only`) with `inspect`, which never writes: a
  * torn tail or an open turn is left for the next agent's own load to repair. Returns a problem,
- * or the ids whose logs a load would repair.
+ * or the ids whose logs a load would repair, and of those the ones with a torn tail to cut (at
+ * which byte); with `mode: 'load'`, the ones whose tail the load did cut.
  */
 export async function verifyAcked(
   root: string,
   acked: Acked,
   only?: Set<string>,
   mode: 'inspect' | 'load' = 'inspect',
-): Promise<{ problem?: string; problems: string[]; needsRepair: Set<string> }> {
+): Promise<{ problem?: string; problems: string[]; needsRepair: Set<string>; torn: Map<string, number> }> {
   const p = createJsonlPersistence({ root })
   const needsRepair = new Set<string>()
+  const torn = new Map<string, number>()
   // Every session is judged: a first problem must not hide another session's (a lost tail here,
   // which a power cut can excuse, would hide changed events there, which nothing excuses).
   const problems: string[] = []
-  const result = () => ({ ...(problems.length > 0 ? { problem: problems.join('; ') } : {}), problems, needsRepair })
+  const result = () => ({ ...(problems.length > 0 ? { problem: problems.join('; ') } : {}), problems, needsRepair, torn })
   try {
     for (const [id, a] of acked) {
       if (only && !only.has(id)) continue
@@ -165,6 +211,7 @@ export async function verifyAcked(
         continue
       }
       if (loaded.repair) needsRepair.add(id)
+      if (loaded.repair?.truncatedAtByte !== undefined) torn.set(id, loaded.repair.truncatedAtByte)
       const kept = loaded.events.length - (loaded.repair?.closers.length ?? 0)
       if (kept < a.count) problems.push(`${id}: ${a.count - kept} acknowledged events lost`)
       else if (HashChain.of(loaded.events, a.count).digest !== a.digest) problems.push(`${id}: acknowledged events lost or changed`)
@@ -192,9 +239,13 @@ export function countAcked(acked: Acked): number {
  * agent saw acknowledged is present and unchanged (hash chain). The next agent resumes from
  * there with its own load, which repairs what the kill left; half of the agents stop themselves
  * at a chosen step of that load and are killed there, so kills land inside takeovers and
- * repairs. At the end every session is loaded (repaired) and checked once more.
+ * repairs. With `bigWrites`, that share of the agents killed at a random moment make one write
+ * of several MiB instead and are killed as it begins, which tears the log's tail (a SIGKILL
+ * stops a buffered write between pages); the next agent's load must cut that tail at the byte
+ * `inspect` saw, and every acknowledged event before it must survive. At the end every session
+ * is loaded (repaired) and checked once more.
  */
-export async function runKillTorture(options: { root: string; kills: number; seed?: number; maxDelayMs?: number }): Promise<KillReport> {
+export async function runKillTorture(options: { root: string; kills: number; seed?: number; maxDelayMs?: number; bigWrites?: number }): Promise<KillReport> {
   const acked: Acked = new Map()
   const failures: string[] = []
   const rand = seededRandom(options.seed ?? 1)
@@ -208,8 +259,32 @@ export async function runKillTorture(options: { root: string; kills: number; see
   let needsRepair = new Set<string>()
   let stops = 0
   let stopsInRepairWrites = 0
+  let bigWrites = 0
+  let tornTails = 0
+  let tornTailsCut = 0
+  let tornTailsCutByKilledLoad = 0
+  let tornTailsCutAtEnd = 0
+  let killsDuringCut = 0
+  // Its own generator: the other choices (stops, delays, acknowledgements) follow from the seed
+  // as they did before big writes existed.
+  const bigRand = seededRandom(((options.seed ?? 1) ^ 0x5bd1e995) >>> 0)
+  /** Sessions whose tail `inspect` saw torn after a kill, with the byte a load must cut it at. */
+  const pendingTorn = new Map<string, number>()
+  let session = 0
+  let killsOnSession = 0
+  /** Whether the last kill's big write may have left its event (MiB) whole in the log: no torn tail. */
+  let bigKept = false
   for (let k = 0; k < options.kills; k++) {
-    const mainId = `main-${Math.floor(k / 25)}`
+    // A session whose tail is torn keeps the next agent, so that the next agent's load cuts it.
+    // One that kept a big event whole moves on: every later load and inspect of it would read
+    // those MiB again (logs of 100 MiB doubled the run's time).
+    if ((killsOnSession >= KILLS_PER_SESSION || bigKept) && !pendingTorn.has(`main-${session}`)) {
+      session++
+      killsOnSession = 0
+      bigKept = false
+    }
+    killsOnSession++
+    const mainId = `main-${session}`
     // A sixth of the agents stop themselves before the n-th file-system call of their start-up
     // load, a third before the n-th call with which that load repairs the log (when it has one
     // to do), and are killed right there; the rest, and those whose load had no repair to do,
@@ -231,7 +306,14 @@ export async function runKillTorture(options: { root: string; kills: number; see
     const balance = (tail: number, all: number) => (tail <= all - tail ? 'last-compaction' : 'start')
     if (needsRepair.has(mainId) && (stopInRepair !== undefined || stopInLoad !== undefined)) from = balance(killsDuringTailRepair, killsDuringRepair)
     else if (stopInLoad !== undefined) from = balance(killsDuringTailLoad, killsDuringLoad)
-    const agent = startAgent(options.root, Math.floor(rand() * 2 ** 31), mainId, acked, { stopInLoad, stopInRepair, from })
+    const big = stopInLoad === undefined && stopInRepair === undefined && bigRand() < (options.bigWrites ?? 0)
+    const bigWrite = big ? BIG_WRITE_BYTES[0] + Math.floor(bigRand() * (BIG_WRITE_BYTES[1] - BIG_WRITE_BYTES[0])) : undefined
+    const bigDelay = 1 + Math.floor(bigRand() * BIG_WRITE_KILL_MS)
+    // Its big write comes after as many acknowledgements as another agent's kill would: the
+    // history the run checks grows as it did without big writes (with the big write right
+    // after the resume, 200 kills checked half as many events).
+    const bigWriteAfter = 1 + Math.floor(bigRand() * ACKS_BEFORE_KILL)
+    const agent = startAgent(options.root, Math.floor(rand() * 2 ** 31), mainId, acked, { stopInLoad, stopInRepair, from, bigWrite, bigWriteAfter })
     let stoppedAt: { op: string; path: string } | undefined
     const first = await Promise.race([
       agent.stopped.then((at) => {
@@ -252,9 +334,16 @@ export async function runKillTorture(options: { root: string; kills: number; see
     // the run checks follows from the seed, not from how fast a loaded machine lets the agents
     // run. With the delay alone (up to 150 ms) a quiet machine checked 60,000 events or more
     // and a busy one 16,191 (the test asks for more than 10,000); with no delay at all and
-    // nothing else, 84. The acknowledgements alone give about 21,000.
+    // nothing else, 84. The acknowledgements alone (no delay) gave 10,301 in 200 kills with big
+    // writes, 11,501 without (the test asks for more than 10,000: the delays add the margin).
     const acks = 1 + Math.floor(rand() * ACKS_BEFORE_KILL)
-    if (first === 'ready') {
+    let wroteBig = false
+    if (first === 'ready' && big) {
+      // Killed as its big write begins: the write(2) of several MiB takes milliseconds, and the
+      // kill lands between its pages (or, when late, after it: the event is then whole, unacknowledged).
+      await Promise.race([agent.exited, agent.bigWrite.then(() => (wroteBig = true)), new Promise((r) => setTimeout(r, 10_000).unref())])
+      await Promise.race([agent.exited, new Promise((r) => setTimeout(r, bigDelay))])
+    } else if (first === 'ready') {
       // (At most 10 s: an agent that stops acknowledging is killed all the same, as before.)
       await Promise.race([agent.exited, agent.acknowledged(acks), new Promise((r) => setTimeout(r, 10_000).unref())])
       await Promise.race([agent.exited, new Promise((r) => setTimeout(r, delay))])
@@ -266,12 +355,27 @@ export async function runKillTorture(options: { root: string; kills: number; see
     agent.child.kill('SIGKILL')
     await agent.exited
     kills++
+    if (wroteBig) bigWrites++
+    // The load that resolved must have cut the torn tail the last inspect saw, at that byte, and
+    // cut nothing where it saw none.
+    for (const [id, repair] of agent.loadRepairs) {
+      const at = pendingTorn.get(id)
+      if (at !== undefined && repair?.truncatedAtByte === at && repair.persisted) {
+        tornTailsCut++
+        pendingTorn.delete(id)
+      } else if (at !== undefined) {
+        failures.push(`after kill ${kills}: the load of ${id} did not cut its torn tail at byte ${at} (its repair: ${JSON.stringify(repair)})`)
+      } else if (repair?.truncatedAtByte !== undefined) {
+        failures.push(`after kill ${kills}: the load of ${id} cut at byte ${repair.truncatedAtByte} a tail inspect had seen whole`)
+      }
+    }
     if (agent.resumedFromTail()) tailResumes++
     if (needsRepair.has(mainId)) repairsAttempted++
     const interrupted = agent.inLoad()
     if (interrupted !== undefined) {
       killsDuringLoad++
       if (needsRepair.has(interrupted)) killsDuringRepair++
+      if (pendingTorn.has(interrupted)) killsDuringCut++
       if (agent.inTailLoad()) {
         killsDuringTailLoad++
         if (needsRepair.has(interrupted)) killsDuringTailRepair++
@@ -279,15 +383,34 @@ export async function runKillTorture(options: { root: string; kills: number; see
     }
     const checked = await verifyAcked(options.root, acked, agent.touched)
     needsRepair = checked.needsRepair
+    for (const id of agent.touched) {
+      const now = checked.torn.get(id)
+      const was = pendingTorn.get(id)
+      if (was !== undefined && now !== was) tornTailsCutByKilledLoad++
+      if (now !== undefined && now !== was) tornTails++
+      if (wroteBig && id === mainId && now === undefined) bigKept = true
+      if (now === undefined) pendingTorn.delete(id)
+      else pendingTorn.set(id, now)
+    }
     if (checked.problem) failures.push(`after kill ${kills}: ${checked.problem}`)
     if (failures.length >= 5) break
   }
   const final = await verifyAcked(options.root, acked, undefined, 'load')
   if (final.problem) failures.push(`final check: ${final.problem}`)
+  for (const [id, at] of pendingTorn) {
+    if (final.torn.get(id) === at) tornTailsCutAtEnd++
+    else failures.push(`final check: the load of ${id} did not cut its torn tail at byte ${at}`)
+  }
   return {
     kills,
     killsDuringLoad,
     killsDuringRepair,
+    bigWrites,
+    tornTails,
+    tornTailsCut,
+    tornTailsCutByKilledLoad,
+    tornTailsCutAtEnd,
+    killsDuringCut,
     killsDuringTailLoad,
     killsDuringTailRepair,
     tailResumes,

@@ -61,14 +61,16 @@ if (want('kills')) {
   const lanes = 2
   const roots = Array.from({ length: lanes }, () => mkdtempSync(join(tmpdir(), 'spj-kills-')))
   const t = Date.now()
-  const reports = await Promise.all(roots.map((root, i) => runKillTorture({ root, kills: Math.ceil(kills / lanes), seed: 17 + i })))
+  const reports = await Promise.all(roots.map((root, i) => runKillTorture({ root, kills: Math.ceil(kills / lanes), seed: 17 + i, bigWrites: 0.5 })))
   for (const r of roots) rmSync(r, { recursive: true, force: true })
   const sum = (f: (r: (typeof reports)[number]) => number) => reports.reduce((a, r) => a + f(r), 0)
   const failures = reports.flatMap((r) => r.failures)
   line(
     `SIGKILL: ${sum((r) => r.kills)} kills (${sum((r) => r.killsDuringLoad)} during a load, ${sum((r) => r.killsDuringRepair)} of them during a repair; ` +
         `${sum((r) => r.killsDuringTailLoad)} during a load from the last compaction, ${sum((r) => r.killsDuringTailRepair)} of them repairing, ${sum((r) => r.tailResumes)} resumes from a tail; ` +
-      `${sum((r) => r.stops)} at a chosen step of the load, ${sum((r) => r.stopsInRepairWrites)} of them just before the repair's own writes or syncs), ${sum((r) => r.ackedEvents)} acknowledged events checked, ${failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s)`,
+      `${sum((r) => r.stops)} at a chosen step of the load, ${sum((r) => r.stopsInRepairWrites)} of them just before the repair's own writes or syncs; ` +
+      `${sum((r) => r.bigWrites)} inside a write of several MiB, ${sum((r) => r.tornTails)} left a torn tail, ${sum((r) => r.tornTailsCut)} torn tails cut by the next agent's load, ${sum((r) => r.tornTailsCutByKilledLoad)} by a load killed after its cut, ${sum((r) => r.tornTailsCutAtEnd)} by the final load, ${sum((r) => r.killsDuringCut)} inside a load with a torn tail to cut), ` +
+      `${sum((r) => r.ackedEvents)} acknowledged events checked, ${failures.length} failures (${((Date.now() - t) / 1000).toFixed(0)} s)`,
   )
   for (const f of failures.slice(0, 10)) line(`  ${f}`)
   failed ||= failures.length > 0

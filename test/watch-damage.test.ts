@@ -1,4 +1,4 @@
-import { appendFile, readdir, readFile, writeFile } from 'node:fs/promises'
+import { appendFile, readdir, readFile, utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
 import { expect, test } from 'vitest'
@@ -6,6 +6,7 @@ import { createJsonlPersistence, type SessionEvent } from '../src/index.js'
 import { meta } from './helpers/events.js'
 import { startCli } from './helpers/run-cli.js'
 import { tmpRoot } from './helpers/tmp-root.js'
+import { observedFs } from './helpers/observed-fs.js'
 
 // A watch judges a line as `load` and `read` judge it (§15.3, §16): damage — a complete line that
 // fails its checksum in a version-1 log, or a defect before the commit boundary — rejects the
@@ -229,3 +230,34 @@ function resealed(line: string): string {
   const body = line.replace(/,"crc":"[0-9a-f]{8}"\}$/, '')
   return `${body},"crc":"${crc32(Buffer.from(body, 'utf8')).toString(16).padStart(8, '0')}"}`
 }
+
+test('version 0: a torn tail with MiB of uncommitted lines behind it is judged once, not read again at every touch of the file', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, formatVersion: 0 })
+  await p.create(meta('v'))
+  await p.append('v', [msg(0), turnEnd(1)])
+  await p.closeAll()
+  const file = await logPath(root, 'v')
+  // A crash's NUL bytes after the commit boundary, then 4 MiB of lines without a turn/end: all cut by a load.
+  const lines = Array.from({ length: 1000 }, () => JSON.stringify({ seq: 9, type: 'user/message', time: 1, data: { text: 'q'.repeat(4000) } }))
+  await appendFile(file, `\0\0\0\0\n${lines.join('\n')}\n`)
+  let read = 0
+  const fs = observedFs({ onRead: (path, _at, _len, got) => { if (path === file) read += got } })
+  const stop = new AbortController()
+  const seqs: number[] = []
+  const watching = (async () => {
+    for await (const e of createJsonlPersistence({ root, fs }).watch('v', { signal: stop.signal })) seqs.push(e.seq)
+  })()
+  for (let i = 0; i < 300 && read < 4_000_000; i++) await new Promise((r) => setTimeout(r, 10)) // judged once: read to the end
+  await new Promise((r) => setTimeout(r, 200))
+  const afterFirst = read
+  expect(afterFirst).toBeGreaterThan(4_000_000)
+  for (let i = 1; i <= 3; i++) {
+    await utimes(file, new Date(), new Date(Date.now() + i * 1000)) // the mtime moves, nothing else
+    await new Promise((r) => setTimeout(r, 1300)) // a notification and a safety poll
+  }
+  stop.abort()
+  await watching
+  expect(seqs).toEqual([0, 1])
+  expect(read - afterFirst).toBeLessThan(1 << 20) // it read 3 × 4 MiB again
+}, 30_000)

@@ -96,6 +96,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   let dirty = false
   let wake: (() => void) | undefined
   let seen: { ino: number; size: number; mtimeMs: number } | undefined // the file as the last poll left it
+  let judged: { ino: number; size: number; offset: number } | undefined // the stop judged a torn tail, and the file then
   // Every change in the watched directories wakes the watcher: inotify names a write by the name
   // the writer opened the file as, which for a log published by link() is its temporary name.
   // A wake that changed nothing costs one stat (below).
@@ -232,20 +233,33 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
    * the watch with the E_CORRUPT a load gives: no repair ever writes over it, so waiting there
    * would leave the consumer waiting in silence, forever. A torn tail, which the next writer's
    * load cuts and closes, is waited at. One valid event there (a read that raced a repair's
-   * rewrite of those bytes) ends the look at once; the next poll reads it.
+   * rewrite of those bytes) ends the look at once; the next poll reads it. True when it judged a
+   * place to wait at (kept in `judged`: not judged again while the file keeps its size), false
+   * when the log changed while it was judged (judged again by the next poll).
    */
-  async function judgeStop(path: string, log: OpenLog, at: SeqPoint, size: number): Promise<void> {
+  async function judgeStop(path: string, log: OpenLog, at: SeqPoint, size: number, st: { ino: number; size: number; mtimeMs: number }): Promise<boolean> {
     const { handle, header, headerBytes } = log
-    const scan = await scanLog(handle, {
-      path,
-      sessionId: id,
-      to: size,
-      start: { offset: at.offset, seq: at.seq, header, headerBytes },
-      untilSeq: at.seq + 1,
-      keepEvents: false,
-      chunkBytes: WATCH_CHUNK,
-    })
-    planRepair(scan, { path, sessionId: id, closeOpenTurn: false })
+    try {
+      const scan = await scanLog(handle, {
+        path,
+        sessionId: id,
+        to: size,
+        start: { offset: at.offset, seq: at.seq, header, headerBytes },
+        untilSeq: at.seq + 1,
+        keepEvents: false,
+        chunkBytes: WATCH_CHUNK,
+      })
+      planRepair(scan, { path, sessionId: id, closeOpenTurn: false })
+      return true
+    } catch (err) {
+      // Damage never changes under a watcher: a log that changed while it was judged (a writer's
+      // rewrite racing the read) is judged again by the next poll, never refused on a mixed read.
+      if (isSessionPersistenceError(err, 'E_CORRUPT')) {
+        const now = await ctx.fs.stat(path).catch(() => undefined)
+        if (now === undefined || now.ino !== st.ino || now.size !== st.size || now.mtimeMs !== st.mtimeMs) return false
+      }
+      throw err
+    }
   }
 
   /**
@@ -360,7 +374,10 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         const sought = point === undefined || point.seq !== next || point.offset > size
         if (sought) await seek()
         let read = await readFrom(handle, version, point!, next, size)
-        if (read.refused && read.events.length === 0 && !sought && !(await intactBefore(open, point!.offset, next, size))) {
+        // The stop judged already, the file's inode and size the same (a touch, a notification of
+        // another file): waited at again without reading what follows it once more.
+        const waitedAt = read.refused && read.events.length === 0 && judged?.ino === open.ino && judged.size === size && judged.offset === point!.offset
+        if (read.refused && read.events.length === 0 && !sought && !waitedAt && !(await intactBefore(open, point!.offset, next, size))) {
           // Stopped at a complete line that is not the next event, where it read before, and the
           // line before it is no longer the event before `next`: the bytes there were rewritten in
           // place (a writer that rolled back a failed append and wrote others, what this watcher
@@ -371,7 +388,9 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
           await seek()
           if (point!.offset !== at) read = await readFrom(handle, version, point!, next, size)
         }
-        if (read.refused && read.events.length === 0) await judgeStop(path, open, point!, size)
+        if (read.refused && read.events.length === 0 && !waitedAt) {
+          if (await judgeStop(path, open, point!, size, st)) judged = { ino: open.ino, size, offset: point!.offset }
+        }
         const { events } = read
         if (events.length > 0 && !(await stillAt(path, open))) continue // renamed over while read: read the new log
         // A read that stopped at a line that is not the next event, after events: the next poll

@@ -82,7 +82,9 @@ export async function lastEventLine(
       }
       // The block's bytes are this read's own (what is carried past it was copied first).
       const event = parseEventLine(block.subarray(start, end - 1), version, true)
-      if (event) {
+      // A last line whose seq does not follow the line before it (a gap, a line again) is not the
+      // log's last event: a load cuts it, so every range must count the events before it.
+      if (event && followsLineBefore(block, start, event.seq, offset === from)) {
         found = { seq: event.seq, start: offset + start, end: offset + end, event }
         return false
       }
@@ -91,6 +93,27 @@ export async function lastEventLine(
   }, 64 * 1024)
   return found
 }
+
+/**
+ * Whether the event `seq` whose line starts at `block[start]` follows the line before it, as far
+ * as one block shows: the line before, when the block holds it whole and it begins as the writer
+ * writes every line (`{"seq":N,`), must be seq - 1; the first line after the header (`atFrom`,
+ * `start` 0) must be seq 0. A line before it in another block, or one written another way, is
+ * not looked at (the range's own scan judges what it reads).
+ */
+function followsLineBefore(block: Buffer, start: number, seq: number, atFrom: boolean): boolean {
+  if (start === 0) return !atFrom || seq === 0
+  const before = start >= 2 ? block.lastIndexOf(10, start - 2) + 1 : 0
+  if (before === 0 && !atFrom) return true // that line may begin in the block before
+  const prefix = SEQ_PREFIX.length
+  if (start - 1 - before <= prefix || block.compare(SEQ_PREFIX, 0, prefix, before, before + prefix) !== 0) return true
+  let n = 0
+  let i = before + prefix
+  for (; i < start - 1 && block[i]! >= 0x30 && block[i]! <= 0x39 && i - before - prefix < 16; i++) n = n * 10 + block[i]! - 0x30
+  if (i === before + prefix || block[i] !== 0x2c) return true
+  return n === seq - 1
+}
+const SEQ_PREFIX = Buffer.from('{"seq":')
 
 /**
  * `read` of the JSONL backend (§15.2): the header, the length from the last valid line, the

@@ -1,4 +1,4 @@
-import { appendFile, readdir, readFile, utimes, writeFile } from 'node:fs/promises'
+import { appendFile, open, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
 import { expect, test } from 'vitest'
@@ -261,3 +261,37 @@ test('version 0: a torn tail with MiB of uncommitted lines behind it is judged o
   expect(seqs).toEqual([0, 1])
   expect(read - afterFirst).toBeLessThan(1 << 20) // it read 3 × 4 MiB again
 }, 30_000)
+
+test('version 0: after a torn tail was judged, lines rewritten in place to the same size are found again by seq (the verdict kept for that size skipped the check)', async () => {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, formatVersion: 0 })
+  await p.create(meta('w'))
+  const m = (seq: number, text: string): SessionEvent => ({ seq, type: 'user/message', time: 1, data: { text } })
+  await p.append('w', [0, 1, 2, 3, 4].map((seq) => m(seq, 'a'.repeat(60))))
+  await p.closeAll()
+  const file = await logPath(root, 'w')
+  const stop = new AbortController()
+  const seen: string[] = []
+  const watching = (async () => {
+    for await (const e of createJsonlPersistence({ root }).watch('w', { signal: stop.signal })) seen.push(`${e.seq}:${(e.data as { text: string }).text.slice(0, 1)}`)
+  })()
+  const until = async (ok: () => boolean) => {
+    for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 10))
+  }
+  await until(() => seen.length === 5)
+  await appendFile(file, `${'\0'.repeat(19)}\n`) // a crash's NUL bytes: a torn tail, judged and waited at
+  await new Promise((r) => setTimeout(r, 1300))
+  // A writer rolls back seqs 3 and 4 (and the torn bytes) and writes 3', 4', 5' in their place, to the same size.
+  const size = (await stat(file)).size
+  const at3 = (await readFile(file, 'utf8')).indexOf('{"seq":3,')
+  const lines = (pad: string) => [m(3, 'b'), m(4, `b${pad}`), m(5, 'b')].map((e) => `${JSON.stringify(e)}\n`).join('')
+  const rewritten = lines('b'.repeat(size - at3 - lines('').length))
+  const h = await open(file, 'r+')
+  await h.write(rewritten, at3)
+  await h.close()
+  expect((await stat(file)).size).toBe(size)
+  await until(() => seen.length === 6)
+  stop.abort()
+  await watching
+  expect(seen).toEqual(['0:a', '1:a', '2:a', '3:a', '4:a', '5:b'])
+}, 20_000)

@@ -97,6 +97,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
   let wake: (() => void) | undefined
   let seen: { ino: number; size: number; mtimeMs: number } | undefined // the file as the last poll left it
   let judged: { ino: number; size: number; offset: number } | undefined // the stop judged a torn tail, and the file then
+  let changedWhileJudged = 0 // judgements in a row that found damage in a log that changed meanwhile
   // Every change in the watched directories wakes the watcher: inotify names a write by the name
   // the writer opened the file as, which for a log published by link() is its temporary name.
   // A wake that changed nothing costs one stat (below).
@@ -250,13 +251,19 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         chunkBytes: WATCH_CHUNK,
       })
       planRepair(scan, { path, sessionId: id, closeOpenTurn: false })
+      changedWhileJudged = 0
       return true
     } catch (err) {
       // Damage never changes under a watcher: a log that changed while it was judged (a writer's
       // rewrite racing the read) is judged again by the next poll, never refused on a mixed read.
-      if (isSessionPersistenceError(err, 'E_CORRUPT')) {
+      // At most a few times in a row: a log touched more often than a judgement takes must not
+      // hide its damage for good.
+      if (isSessionPersistenceError(err, 'E_CORRUPT') && changedWhileJudged < 3) {
         const now = await ctx.fs.stat(path).catch(() => undefined)
-        if (now === undefined || now.ino !== st.ino || now.size !== st.size || now.mtimeMs !== st.mtimeMs) return false
+        if (now === undefined || now.ino !== st.ino || now.size !== st.size) {
+          changedWhileJudged++
+          return false
+        }
       }
       throw err
     }
@@ -375,9 +382,10 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         if (sought) await seek()
         let read = await readFrom(handle, version, point!, next, size)
         // The stop judged already, the file's inode and size the same (a touch, a notification of
-        // another file): waited at again without reading what follows it once more.
+        // another file): waited at again without reading what follows it once more (the bytes
+        // before it are still checked: rewritten in place, they are found again by seq).
         const waitedAt = read.refused && read.events.length === 0 && judged?.ino === open.ino && judged.size === size && judged.offset === point!.offset
-        if (read.refused && read.events.length === 0 && !sought && !waitedAt && !(await intactBefore(open, point!.offset, next, size))) {
+        if (read.refused && read.events.length === 0 && !sought && !(await intactBefore(open, point!.offset, next, size))) {
           // Stopped at a complete line that is not the next event, where it read before, and the
           // line before it is no longer the event before `next`: the bytes there were rewritten in
           // place (a writer that rolled back a failed append and wrote others, what this watcher

@@ -381,10 +381,6 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
         const sought = point === undefined || point.seq !== next || point.offset > size
         if (sought) await seek()
         let read = await readFrom(handle, version, point!, next, size)
-        // The stop judged already, the file's inode and size the same (a touch, a notification of
-        // another file): waited at again without reading what follows it once more (the bytes
-        // before it are still checked: rewritten in place, they are found again by seq).
-        const waitedAt = read.refused && read.events.length === 0 && judged?.ino === open.ino && judged.size === size && judged.offset === point!.offset
         if (read.refused && read.events.length === 0 && !sought && !(await intactBefore(open, point!.offset, next, size))) {
           // Stopped at a complete line that is not the next event, where it read before, and the
           // line before it is no longer the event before `next`: the bytes there were rewritten in
@@ -396,6 +392,10 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
           await seek()
           if (point!.offset !== at) read = await readFrom(handle, version, point!, next, size)
         }
+        // The stop judged already, the file's inode and size the same (a touch, a notification of
+        // another file): waited at again without reading what follows it once more (the bytes
+        // before it were still checked above: rewritten in place, they are found again by seq).
+        const waitedAt = judged?.ino === open.ino && judged.size === size && judged.offset === point!.offset
         if (read.refused && read.events.length === 0 && !waitedAt) {
           if (await judgeStop(path, open, point!, size, st)) judged = { ino: open.ino, size, offset: point!.offset }
         }

@@ -4,6 +4,7 @@
 // and the parallel node whose writes were durable does not run again. Over JSONL and PostgreSQL.
 import { execFile } from 'node:child_process'
 import { readFile, rm } from 'node:fs/promises'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -53,12 +54,14 @@ const backends: [string, () => Promise<Backend>, boolean][] = [
 
 describe.each(backends)('a LangGraph run SIGKILLed inside a tool, over %s', (_name, makeBackend, skip) => {
   let backend: Backend
+  let traceDir: string
   let trace: string
   let crashed: ChildReport
   beforeAll(async () => {
     if (skip) return
     backend = await makeBackend()
-    trace = `${await freshRoot()}.trace`
+    traceDir = await freshRoot() // the trace file in a directory of its own, removed after (an empty one was left behind)
+    trace = join(traceDir, 'trace')
     crashed = await runChild(['crash', backend.arg, 'deploy-thread', trace], (m, child) => {
       if (m.inTool === 'deploy') child.kill('SIGKILL')
     })
@@ -66,7 +69,7 @@ describe.each(backends)('a LangGraph run SIGKILLed inside a tool, over %s', (_na
   afterAll(async () => {
     if (skip) return
     if (backend.arg.startsWith('jsonl:')) await rm(backend.root, { recursive: true, force: true })
-    await rm(trace, { force: true })
+    await rm(traceDir, { recursive: true, force: true })
   })
 
   it.skipIf(skip)('was killed in the tool, after some puts and writes had resolved', () => {

@@ -22,6 +22,16 @@ async function logPath(root: string, id: string): Promise<string> {
   return join(root, bucket, `${id}.jsonl`)
 }
 
+/** A log written by the package under a fresh root: the root and the log's path. */
+async function writtenLog(id: string, events: SessionEvent[], formatVersion?: 0 | 1): Promise<{ root: string; file: string }> {
+  const root = await tmpRoot()
+  const p = createJsonlPersistence({ root, ...(formatVersion === undefined ? {} : { formatVersion }) })
+  await p.create(meta(id))
+  await p.append(id, events)
+  await p.closeAll()
+  return { root, file: await logPath(root, id) }
+}
+
 /** What a watch from `fromSeq` yields before it ends, rejects, or `ms` pass (then aborted). */
 async function watchFor(root: string, id: string, ms: number, fromSeq = 0, onEvent?: (e: SessionEvent) => Promise<void> | void) {
   const stop = new AbortController()
@@ -48,12 +58,7 @@ async function loadError(root: string, id: string) {
 }
 
 test('version 1: a committed line that fails its checksum rejects the watch with the E_CORRUPT load gives, after the events before it', async () => {
-  const root = await tmpRoot()
-  const p = createJsonlPersistence({ root })
-  await p.create(meta('w'))
-  await p.append('w', [msg(0), msg(1), msg(2), msg(3), turnEnd(4)])
-  await p.closeAll()
-  const file = await logPath(root, 'w')
+  const { root, file } = await writtenLog('w', [msg(0), msg(1), msg(2), msg(3), turnEnd(4)])
   const text = await readFile(file, 'utf8')
   await writeFile(file, text.replace('hello 2', 'hellO 2'))
   const loaded = await loadError(root, 'w')
@@ -67,12 +72,7 @@ test('version 1: a committed line that fails its checksum rejects the watch with
 }, 20_000)
 
 test('version 1: a damaged line appended while a watch waits at the end rejects it (E_CORRUPT), after every valid event', async () => {
-  const root = await tmpRoot()
-  const p = createJsonlPersistence({ root })
-  await p.create(meta('w'))
-  await p.append('w', [msg(0), msg(1)])
-  await p.closeAll()
-  const file = await logPath(root, 'w')
+  const { root, file } = await writtenLog('w', [msg(0), msg(1)])
   // A line as the writer seals it, one character changed after sealing: complete, no NUL.
   const lines = (await readFile(file, 'utf8')).split('\n')
   const damaged = lines[2]!.replace('"seq":1', '"seq":2').replace('hello 1', 'hello 2')
@@ -87,12 +87,7 @@ test('version 1: a damaged line appended while a watch waits at the end rejects 
 }, 20_000)
 
 test('version 1: a torn tail is waited at, and the watch goes on with the closers a load writes there', async () => {
-  const root = await tmpRoot()
-  const p = createJsonlPersistence({ root })
-  await p.create(meta('w'))
-  await p.append('w', [msg(0), { seq: 1, type: 'turn/start', time: 1, data: { turn: 1 } }])
-  await p.closeAll()
-  const file = await logPath(root, 'w')
+  const { root, file } = await writtenLog('w', [msg(0), { seq: 1, type: 'turn/start', time: 1, data: { turn: 1 } }])
   await appendFile(file, '{"seq":2,"type":"user/mess') // a crash's torn last line: no \n
   let repaired = false
   const r = await watchFor(root, 'w', 5000, 0, async (e) => {
@@ -110,12 +105,7 @@ test('version 1: a torn tail is waited at, and the watch goes on with the closer
 }, 20_000)
 
 test('version 0: a defect before the commit boundary rejects the watch as load does; one after it (a torn tail there) is waited at', async () => {
-  const root = await tmpRoot()
-  const p = createJsonlPersistence({ root, formatVersion: 0 })
-  await p.create(meta('v'))
-  await p.append('v', [msg(0), msg(1), msg(2), turnEnd(3)])
-  await p.closeAll()
-  const file = await logPath(root, 'v')
+  const { root, file } = await writtenLog('v', [msg(0), msg(1), msg(2), turnEnd(3)], 0)
   const good = await readFile(file, 'utf8')
   // Line 3 (seq 1) no JSON, a turn/end after it: committed damage.
   await writeFile(file, good.replace('{"seq":1,', '{"seq":1,,'))
@@ -133,12 +123,7 @@ test('version 0: a defect before the commit boundary rejects the watch as load d
 }, 20_000)
 
 test('tail -f meeting a damaged line appended while it follows: E_CORRUPT naming the line on stderr, exit 1 (it waited there in silence)', async () => {
-  const root = await tmpRoot()
-  const p = createJsonlPersistence({ root })
-  await p.create(meta('t'))
-  await p.append('t', [msg(0), msg(1)])
-  await p.closeAll()
-  const file = await logPath(root, 't')
+  const { root, file } = await writtenLog('t', [msg(0), msg(1)])
   const lines = (await readFile(file, 'utf8')).split('\n')
   const tail = startCli(['--root', root, 'tail', 't', '-n', '2', '-f', '--json'])
   try {
@@ -157,12 +142,7 @@ test('tail -f meeting a damaged line appended while it follows: E_CORRUPT naming
 // line is judged, never stepped over by a search by seq that lands on a later line with that seq.
 for (const formatVersion of [0, 1] as const) {
   test(`version ${formatVersion}: a duplicated committed line rejects the watch as load does (it was stepped over: the watch yielded all and no error)`, async () => {
-    const root = await tmpRoot()
-    const p = createJsonlPersistence({ root, formatVersion })
-    await p.create(meta('d'))
-    await p.append('d', [msg(0), msg(1), msg(2), turnEnd(3)])
-    await p.closeAll()
-    const file = await logPath(root, 'd')
+    const { root, file } = await writtenLog('d', [msg(0), msg(1), msg(2), turnEnd(3)], formatVersion)
     const lines = (await readFile(file, 'utf8')).split('\n')
     lines.splice(3, 0, lines[2]!) // seq 1's line twice
     await writeFile(file, lines.join('\n'))
@@ -175,14 +155,9 @@ for (const formatVersion of [0, 1] as const) {
   }, 20_000)
 
   test(`version ${formatVersion}: a duplicate of the last line and a next one: never yields that next one (load cuts both), goes on with the closers`, async () => {
-    const root = await tmpRoot()
-    const p = createJsonlPersistence({ root, formatVersion })
-    await p.create(meta('t'))
     // Long enough (~60 KiB) that a search by seq bisects, rather than reading on from the header.
     const N = 600
-    await p.append('t', [{ seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } }, ...Array.from({ length: N - 1 }, (_, i) => msg(i + 1))])
-    await p.closeAll()
-    const file = await logPath(root, 't')
+    const { root, file } = await writtenLog('t', [{ seq: 0, type: 'turn/start', time: 1, data: { turn: 1 } }, ...Array.from({ length: N - 1 }, (_, i) => msg(i + 1))], formatVersion)
     const lines = (await readFile(file, 'utf8')).split('\n')
     const last = lines[N]! // seq N - 1's line
     const next = last.replace(`"seq":${N - 1}`, `"seq":${N}`).replace(`hello ${N - 1}`, 'PHANTOM')
@@ -206,12 +181,7 @@ for (const formatVersion of [0, 1] as const) {
 }
 
 test('version 1: a blank line, then a valid line, appended while a watch waits at the end: E_CORRUPT as load gives, the valid line never yielded', async () => {
-  const root = await tmpRoot()
-  const p = createJsonlPersistence({ root })
-  await p.create(meta('b'))
-  await p.append('b', [msg(0), msg(1)])
-  await p.closeAll()
-  const file = await logPath(root, 'b')
+  const { root, file } = await writtenLog('b', [msg(0), msg(1)])
   const sealed = (await readFile(file, 'utf8')).split('\n')[3]!
   const after = resealed(sealed.replace('"seq":1', '"seq":2').replace('hello 1', 'AFTER BLANK'))
   const r2 = watchFor(root, 'b', 5000, 2) // waits at the end (nothing from seq 2 yet)
@@ -232,12 +202,7 @@ function resealed(line: string): string {
 }
 
 test('version 0: a torn tail with MiB of uncommitted lines behind it is judged once, not read again at every touch of the file', async () => {
-  const root = await tmpRoot()
-  const p = createJsonlPersistence({ root, formatVersion: 0 })
-  await p.create(meta('v'))
-  await p.append('v', [msg(0), turnEnd(1)])
-  await p.closeAll()
-  const file = await logPath(root, 'v')
+  const { root, file } = await writtenLog('v', [msg(0), turnEnd(1)], 0)
   // A crash's NUL bytes after the commit boundary, then 4 MiB of lines without a turn/end: all cut by a load.
   const lines = Array.from({ length: 1000 }, () => JSON.stringify({ seq: 9, type: 'user/message', time: 1, data: { text: 'q'.repeat(4000) } }))
   await appendFile(file, `\0\0\0\0\n${lines.join('\n')}\n`)
@@ -263,13 +228,8 @@ test('version 0: a torn tail with MiB of uncommitted lines behind it is judged o
 }, 30_000)
 
 test('version 0: after a torn tail was judged, lines rewritten in place to the same size are found again by seq (the verdict kept for that size skipped the check)', async () => {
-  const root = await tmpRoot()
-  const p = createJsonlPersistence({ root, formatVersion: 0 })
-  await p.create(meta('w'))
   const m = (seq: number, text: string): SessionEvent => ({ seq, type: 'user/message', time: 1, data: { text } })
-  await p.append('w', [0, 1, 2, 3, 4].map((seq) => m(seq, 'a'.repeat(60))))
-  await p.closeAll()
-  const file = await logPath(root, 'w')
+  const { root, file } = await writtenLog('w', [0, 1, 2, 3, 4].map((seq) => m(seq, 'a'.repeat(60))), 0)
   const stop = new AbortController()
   const seen: string[] = []
   const watching = (async () => {

@@ -11,7 +11,7 @@ import { forEachLine } from './read-lines.js'
 import { planRepair } from './repair-plan.js'
 import { scanLog } from './scan-log.js'
 import { MAX_HEADER_BYTES, parseHeaderLine } from '../session/header-line.js'
-import { bisectSeq, WINDOW_BYTES } from './seq-search.js'
+import { bisectSeq, seqPrefix, WINDOW_BYTES } from './seq-search.js'
 import { MAX_LINE_BYTES } from '../session/prepare-batch.js'
 import { checkLine, type FormatVersion, unsealLineInPlace, unsealText } from '../session/line-codec.js'
 
@@ -105,15 +105,9 @@ function followsLineBefore(block: Buffer, start: number, seq: number, atFrom: bo
   if (start === 0) return !atFrom || seq === 0
   const before = start >= 2 ? block.lastIndexOf(10, start - 2) + 1 : 0
   if (before === 0 && !atFrom) return true // that line may begin in the block before
-  const prefix = SEQ_PREFIX.length
-  if (start - 1 - before <= prefix || block.compare(SEQ_PREFIX, 0, prefix, before, before + prefix) !== 0) return true
-  let n = 0
-  let i = before + prefix
-  for (; i < start - 1 && block[i]! >= 0x30 && block[i]! <= 0x39 && i - before - prefix < 16; i++) n = n * 10 + block[i]! - 0x30
-  if (i === before + prefix || block[i] !== 0x2c) return true
-  return n === seq - 1
+  const prior = seqPrefix(block.subarray(before, start - 1))
+  return prior === undefined || prior === seq - 1
 }
-const SEQ_PREFIX = Buffer.from('{"seq":')
 
 /**
  * `read` of the JSONL backend (§15.2): the header, the length from the last valid line, the

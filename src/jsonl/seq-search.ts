@@ -41,7 +41,7 @@ function seqOfCheckedLine(line: Buffer, sealed: boolean): number | undefined {
 }
 
 /** The seq of a line that starts `{"seq":N,` (or `{"seq":N}`), from its first bytes alone. */
-function seqPrefix(line: Buffer): number | undefined {
+export function seqPrefix(line: Buffer): number | undefined {
   const prefix = '{"seq":'
   if (line.length <= prefix.length || line.toString('latin1', 0, prefix.length) !== prefix) return undefined
   let n = 0

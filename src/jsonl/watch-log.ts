@@ -238,7 +238,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
    * place to wait at (kept in `judged`: not judged again while the file keeps its size), false
    * when the log changed while it was judged (judged again by the next poll).
    */
-  async function judgeStop(path: string, log: OpenLog, at: SeqPoint, size: number, st: { ino: number; size: number; mtimeMs: number }): Promise<boolean> {
+  async function judgeStop(path: string, log: OpenLog, at: SeqPoint, size: number, st: { ino: number; size: number }): Promise<boolean> {
     const { handle, header, headerBytes } = log
     try {
       const scan = await scanLog(handle, {
@@ -400,6 +400,7 @@ export function jsonlWatchSource(ctx: StoreContext, id: string): WatchSource {
           if (await judgeStop(path, open, point!, size, st)) judged = { ino: open.ino, size, offset: point!.offset }
         }
         const { events } = read
+        if (events.length > 0) changedWhileJudged = 0 // the log moved on: a later race gets its retries again
         if (events.length > 0 && !(await stillAt(path, open))) continue // renamed over while read: read the new log
         // A read that stopped at a line that is not the next event, after events: the next poll
         // reads again from there (unchanged file or not) and judges that line (judgeStop).

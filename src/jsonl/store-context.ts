@@ -3,6 +3,7 @@ import { SessionPersistenceError } from '../errors.js'
 import type { FileSystem } from './fs/file-system.js'
 import { createNodeFileSystem } from './fs/node-file-system.js'
 import { defaultLogger } from '../session/logger.js'
+import { safeParseConfig } from '../session/read-config.js'
 import { describeZodError, type JsonlConfig, JsonlConfigSchema, type Logger, type SessionEvent, type SyncMode } from '../session/schema.js'
 import type { FormatVersion } from '../session/line-codec.js'
 
@@ -37,7 +38,7 @@ export const FILE_MODE = 0o600
 
 /** Validates a configuration (`E_CONFIG` naming the field) and builds the context. No I/O. */
 export function createStoreContext(config: JsonlConfig): { ctx: StoreContext; staleLockMs: number } {
-  const parsed = JsonlConfigSchema.safeParse(config)
+  const parsed = safeParseConfig(JsonlConfigSchema, config, 'the configuration')
   if (!parsed.success) {
     throw new SessionPersistenceError('E_CONFIG', `invalid configuration: ${describeZodError(parsed.error)}`, {
       cause: parsed.error,

@@ -1,6 +1,8 @@
 import { z } from 'zod'
 import { describeZodError, JsonlConfigSchema, JsonlJsonConfigSchema } from '../session/schema.js'
 import { SessionPersistenceError } from '../errors.js'
+import { safeParseConfig } from '../session/read-config.js'
+import { printable } from '../session/value-name.js'
 import type { SessionPersistence } from '../persistence.js'
 
 const pluginFields = {
@@ -8,6 +10,7 @@ const pluginFields = {
     .number()
     .int()
     .nonnegative()
+    .max(2 ** 31 - 1) // a longer timer fires after 1 ms (Node), and the stall watchdog with it
     .default(200)
     .describe('A buffered event is made durable at most this long after it arrived (turn ends drain at once).'),
   maxBufferedBytes: z
@@ -56,14 +59,23 @@ export type ParsedPluginConfig =
 
 /** Validates once at the edge; `E_CONFIG` names the first bad field. */
 export function parsePluginConfig(config: PluginConfig): ParsedPluginConfig {
-  if (typeof config === 'object' && config !== null && 'persistence' in config) {
-    const result = BackendPluginConfigSchema.safeParse(config)
+  if (typeof config === 'object' && config !== null && hasPersistence(config)) {
+    const result = safeParseConfig(BackendPluginConfigSchema, config, 'the plugin configuration')
     if (!result.success) throw configError(result.error)
     return { kind: 'backend', ...result.data }
   }
-  const result = JsonlPluginConfigSchema.safeParse(config)
+  const result = safeParseConfig(JsonlPluginConfigSchema, config, 'the plugin configuration')
   if (!result.success) throw configError(result.error)
   return { kind: 'jsonl', ...result.data }
+}
+
+/** Whether `config` names a backend; `E_CONFIG` when it cannot be asked (a revoked Proxy). */
+function hasPersistence(config: object): boolean {
+  try {
+    return 'persistence' in config
+  } catch (err) {
+    throw new SessionPersistenceError('E_CONFIG', `the plugin configuration cannot be read (${printable(err)})`, { cause: err })
+  }
 }
 
 function configError(error: z.ZodError): SessionPersistenceError {

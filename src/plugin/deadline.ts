@@ -1,5 +1,5 @@
 import { SessionPersistenceError } from '../errors.js'
-import { valueName } from '../session/value-name.js'
+import { printable, valueName } from '../session/value-name.js'
 
 /** The options of `flush` and `dispose` (docs/contract.md §8, v0.3). */
 export interface DeadlineOptions {
@@ -19,10 +19,16 @@ const MAX_TIMER_MS = 2_147_483_647
  */
 export function parseDeadline(options: unknown, what: string): number | undefined {
   if (options === undefined) return undefined
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new SessionPersistenceError('E_CONFIG', `${what}: options must be an object like { timeoutMs }, got ${valueName(options)}`)
+  let timeoutMs: unknown
+  try {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new SessionPersistenceError('E_CONFIG', `${what}: options must be an object like { timeoutMs }, got ${valueName(options)}`)
+    }
+    timeoutMs = (options as { timeoutMs?: unknown }).timeoutMs
+  } catch (err) {
+    if (err instanceof SessionPersistenceError) throw err
+    throw new SessionPersistenceError('E_CONFIG', `${what}: its options cannot be read (${printable(err)})`, { cause: err })
   }
-  const { timeoutMs } = options as { timeoutMs?: unknown }
   if (timeoutMs === undefined) return undefined
   if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs < 0) {
     throw new SessionPersistenceError('E_CONFIG', `${what}: timeoutMs must be a non-negative number of milliseconds, got ${valueName(timeoutMs)}`)

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'eventemitter3'
 import { defaultLogger } from '../session/logger.js'
 import type { Logger } from '../session/schema.js'
-import { valueName } from '../session/value-name.js'
+import { printable, valueName } from '../session/value-name.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import { createJsonlPersistence } from '../jsonl/jsonl-persistence.js'
 import type { JsonlSessionPersistence, SessionPersistence } from '../persistence.js'
@@ -248,14 +248,29 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
   }
 
   #report(error: SessionPersistenceError): void {
-    if (this.listenerCount('error') > 0) this.emit('error', error)
+    if (this.listenerCount('error') > 0) this.#emitToHost('error', `${error.code}: ${error.message}`, error)
     else this.#logger.warn(`${error.code}: ${error.message}`)
   }
 
   /** To 'recovered' listeners; else to the logger where the failure itself went (no 'error' listener either). */
   #recovered(sessionId: string, after: SessionPersistenceError): void {
-    if (this.listenerCount('recovered') > 0) this.emit('recovered', sessionId, after)
-    else if (this.listenerCount('error') === 0) this.#logger.warn(`session '${sessionId}': drains succeed again after ${after.code}`)
+    const what = `session '${sessionId}': drains succeed again after ${after.code}`
+    if (this.listenerCount('recovered') > 0) this.#emitToHost('recovered', what, sessionId, after)
+    else if (this.listenerCount('error') === 0) this.#logger.warn(what)
+  }
+
+  /**
+   * Emits a report to the host's listeners, which are called in the middle of the plugin's own
+   * bookkeeping (a drain's failure, a close): a listener that throws must not leave it half done
+   * (a retry never armed, a buffer never bounded, a rejection nobody handles). Its exception goes
+   * to the logger, beside what it was told.
+   */
+  #emitToHost(event: 'error' | 'recovered', what: string, ...args: [SessionPersistenceError] | [string, SessionPersistenceError]): void {
+    try {
+      ;(this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args)
+    } catch (err) {
+      this.#logger.warn(`the host's '${event}' listener threw (${printable(err)}) when told: ${what}`)
+    }
   }
 }
 

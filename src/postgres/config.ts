@@ -3,6 +3,7 @@ import type pg from 'pg'
 import { z } from 'zod'
 import { describeZodError, SharedConfigSchema } from '../session/schema.js'
 import { SessionPersistenceError } from '../errors.js'
+import { safeParseConfig } from '../session/read-config.js'
 
 /** Unquoted PostgreSQL identifiers only: the schema name is interpolated into SQL. */
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/
@@ -93,7 +94,7 @@ export type ResolvedPostgresConfig = z.output<typeof PostgresConfigSchema> & { c
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 
 export function parsePostgresConfig(config: unknown): ResolvedPostgresConfig {
-  const parsed = PostgresConfigSchema.safeParse(config)
+  const parsed = safeParseConfig(PostgresConfigSchema, config, 'the PostgreSQL configuration')
   if (!parsed.success) {
     throw new SessionPersistenceError('E_CONFIG', `invalid PostgreSQL configuration: ${describeZodError(parsed.error)}`, {
       cause: parsed.error,

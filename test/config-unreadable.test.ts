@@ -2,6 +2,10 @@ import { expect, test } from 'vitest'
 import { createJsonlPersistence, isSessionPersistenceError, sessionPersistencePlugin } from '../src/index.js'
 import { createPostgresPersistence } from '../src/postgres/index.js'
 import { createMemoryPersistence } from '../src/testing/index.js'
+import { openAiSdkSession } from '../src/adapters/ai-sdk/index.js'
+import { createSessionStore } from '../src/adapters/claude-agent-sdk/index.js'
+import { SessionCheckpointSaver } from '../src/adapters/langgraph/index.js'
+import { JsonlSession } from '../src/adapters/openai-agents/index.js'
 
 // §9: every error the package throws on purpose is a SessionPersistenceError with a stable code.
 // A configuration or options object that cannot even be read (a revoked Proxy, a trap or getter
@@ -45,6 +49,11 @@ const cases: [string, () => unknown][] = [
   ['createPostgresPersistence({ connectionString, connectTimeoutMs: revoked })', () => createPostgresPersistence({ connectionString: 'postgres://127.0.0.1:1/x', connectTimeoutMs: revoked() } as never)],
   ['plugin.flush(id, revoked)', () => sessionPersistencePlugin({ persistence: createMemoryPersistence() }).flush('a', revoked() as never)],
   ['plugin.dispose(revoked)', () => sessionPersistencePlugin({ persistence: createMemoryPersistence() }).dispose(revoked() as never)],
+  ['openAiSdkSession(revoked)', () => openAiSdkSession(revoked() as never)],
+  ['openAiSdkSession({ persistence, id, meta: throwing })', () => openAiSdkSession({ persistence: createMemoryPersistence(), id: 'a', meta: throwing() } as never)],
+  ['createSessionStore(revoked)', () => createSessionStore(revoked() as never)],
+  ['new SessionCheckpointSaver(revoked)', () => new SessionCheckpointSaver(revoked() as never)],
+  ['new JsonlSession(throwing)', () => new JsonlSession(throwing() as never)],
   ['plugin.dispose(throwing)', () => sessionPersistencePlugin({ persistence: createMemoryPersistence() }).dispose(throwing() as never)],
 ]
 

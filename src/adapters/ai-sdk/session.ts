@@ -5,6 +5,7 @@ import { asObject } from '../../session/as-object.js'
 import { plainJsonCopy, plainJsonProblem } from '../../session/json-check.js'
 import { serializeEvents } from '../../session/prepare-batch.js'
 import { describeZodError, type JsonValue, type SessionEvent, type SessionMeta } from '../../session/schema.js'
+import { safeParseConfig } from '../../session/read-config.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { RepairReport, SessionPersistence } from '../../persistence.js'
 import { EventWriter } from './event-writer.js'
@@ -62,7 +63,7 @@ export interface AiSdkCompaction {
  * whole log's.
  */
 export async function openAiSdkSession(options: AiSdkSessionOptions): Promise<AiSdkSession> {
-  const parsed = OptionsSchema.safeParse(options)
+  const parsed = safeParseConfig(OptionsSchema, options, 'the AI SDK session options')
   if (!parsed.success) {
     throw new SessionPersistenceError('E_CONFIG', `invalid AI SDK session options: ${describeZodError(parsed.error)}`, { cause: parsed.error })
   }
@@ -157,7 +158,7 @@ export class AiSdkSession {
     const failure = this.#writer.failure
     if (failure) throw failure.error
     this.#refuseWhileBusy()
-    const parsedOptions = TurnOptionsSchema.safeParse(options)
+    const parsedOptions = safeParseConfig(TurnOptionsSchema, options, 'the turn options')
     if (!parsedOptions.success) {
       throw new SessionPersistenceError('E_CONFIG', `invalid turn options: ${describeZodError(parsedOptions.error)}`, { cause: parsedOptions.error })
     }

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { SessionPersistenceError, type SessionPersistence } from '../../index.js'
 import { describeZodError } from '../../session/schema.js'
+import { safeParseConfig } from '../../session/read-config.js'
 import type { SessionKey } from './types.js'
 
 export interface SessionStoreOptions {
@@ -52,7 +53,7 @@ const warn = (error: unknown, key: SessionKey) => {
 
 /** Validates the options once (`E_CONFIG`, naming the field or the unknown key). */
 export function resolveOptions(options: unknown): ResolvedOptions {
-  const parsed = OptionsSchema.safeParse(options)
+  const parsed = safeParseConfig(OptionsSchema, options, 'the createSessionStore options')
   if (!parsed.success) {
     throw new SessionPersistenceError('E_CONFIG', `invalid createSessionStore options: ${describeZodError(parsed.error)}`, { cause: parsed.error })
   }

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { SessionPersistenceError } from '../../errors.js'
 import type { ListProblem, SessionPersistence } from '../../persistence.js'
 import { describeZodError } from '../../session/schema.js'
+import { safeParseConfig } from '../../session/read-config.js'
 
 export interface SessionCheckpointSaverOptions {
   /** Any backend: the JSONL one, the in-memory reference, PostgreSQL. */
@@ -60,7 +61,7 @@ export const DEFAULT_IDLE_MS = 30_000
 export function parseOptions(
   options: unknown,
 ): Required<Omit<SessionCheckpointSaverOptions, 'serde' | 'onProblem'>> & { serde?: SerializerProtocol; onProblem?: (problem: ListProblem) => void } {
-  const parsed = OptionsSchema.safeParse(options)
+  const parsed = safeParseConfig(OptionsSchema, options, 'the SessionCheckpointSaver options')
   if (!parsed.success) {
     throw new SessionPersistenceError('E_CONFIG', `invalid SessionCheckpointSaver options: ${describeZodError(parsed.error)}`, { cause: parsed.error })
   }

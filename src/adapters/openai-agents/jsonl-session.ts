@@ -2,6 +2,7 @@ import type { AgentInputItem, FunctionCallItem, Session } from '@openai/agents'
 import PQueue from 'p-queue'
 import { isPlainJson, plainJsonCopy, plainJsonProblem } from '../../session/json-check.js'
 import { describeZodError, type JsonValue, type SessionEvent } from '../../session/schema.js'
+import { safeParseConfig } from '../../session/read-config.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../../errors.js'
 import type { SessionPersistence } from '../../persistence.js'
 import { decodeItems, decodeSession, keptItems } from './decode-events.js'
@@ -72,7 +73,7 @@ export class JsonlSession implements Session {
   #inFlight = 0
 
   constructor(options: JsonlSessionOptions) {
-    const parsed = OptionsSchema.safeParse(options)
+    const parsed = safeParseConfig(OptionsSchema, options, 'the JsonlSession options')
     if (!parsed.success) {
       throw new SessionPersistenceError('E_CONFIG', `invalid JsonlSession options: ${describeZodError(parsed.error)}`, { cause: parsed.error })
     }

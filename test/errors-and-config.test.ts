@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest'
 import {
   createJsonlPersistence,
+  createNodeFileSystem,
   ERROR_CODES,
   isSessionPersistenceError,
   JsonlConfigSchema,
@@ -70,6 +71,9 @@ describe('configuration (E_CONFIG)', () => {
     [{ root: '/x', staleLockMs: 1500.5 }, 'staleLockMs'],
     [{ root: '/x', logger: { info() {} } }, 'logger'],
     [{ root: '/x', rooot: '/y' }, 'rooot'],
+    [{ root: '/x', fs: {} }, 'fs must be a FileSystem: an object with the methods mkdir, open,'],
+    [{ root: '/x', fs: [] }, 'fs'],
+    [{ root: '/x', fs: { ...createNodeFileSystem(), readdir: undefined } }, 'fs'], // one method missing
   ])('%o → E_CONFIG naming %s', (config, field) => {
     const result = configCode(config)
     expect(result.startsWith('E_CONFIG')).toBe(true)

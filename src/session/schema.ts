@@ -116,11 +116,18 @@ export const JsonlJsonConfigSchema = z
   })
   .strict()
 
+/** What every file-system seam must have (src/jsonl/fs/file-system.ts; `watch` is optional). */
+const FS_METHODS = ['mkdir', 'open', 'link', 'unlink', 'readdir', 'stat', 'chmod', 'rename', 'utimes', 'readlink', 'syncDir'] as const
+
+function isFileSystem(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && FS_METHODS.every((m) => typeof (v as Record<string, unknown>)[m] === 'function')
+}
+
 export const JsonlConfigSchema = JsonlJsonConfigSchema.extend({
   logger,
   redact,
   /** The file-system seam; tests inject the fault-injecting one. Default: Node's fs. */
-  fs: z.custom<FileSystem>((v) => typeof v === 'object' && v !== null, 'fs must be a FileSystem').optional(),
+  fs: z.custom<FileSystem>(isFileSystem, `fs must be a FileSystem: an object with the methods ${FS_METHODS.join(', ')}`).optional(),
 }).strict()
 export type JsonlConfig = z.input<typeof JsonlConfigSchema>
 

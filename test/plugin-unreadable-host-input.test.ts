@@ -143,6 +143,9 @@ describe('a host whose liveSessions() fails', () => {
   test.each([
     ['throws', () => { throw new Error('host not ready') }],
     ['returns undefined', () => undefined],
+    ['returns a number (Array.from would take it for an empty list)', () => 5],
+    ['returns a plain object', () => ({})],
+    ['returns an array-like with holes', () => ({ length: 2 })],
   ])('%s: apply rejects with E_CONFIG, nothing stays subscribed, and apply can be retried with a working host', async (_name, live) => {
     const plugin = sessionPersistencePlugin({ persistence: createMemoryPersistence(), flushDelayMs: 10 })
     const sessionEvents = new EventEmitter()

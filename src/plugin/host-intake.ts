@@ -1,4 +1,5 @@
 import { readField } from '../session/as-object.js'
+import { valueName } from '../session/value-name.js'
 import type { SessionEvent, SessionMeta } from '../session/schema.js'
 import { isSessionPersistenceError, SessionPersistenceError } from '../errors.js'
 import type { BufferBudget } from './buffer-budget.js'
@@ -199,7 +200,10 @@ function seqName(event: unknown): string {
 /** The host's live sessions, read once; a liveSessions() that throws, or is not iterable, is `E_CONFIG`. */
 function liveSnapshot(host: AgentHost): unknown[] {
   try {
-    return Array.from(host.liveSessions() as Iterable<unknown>)
+    const live = host.liveSessions() as unknown
+    // Array.from takes 5 or {} for an empty list, and { length: 2 } for two holes: only an iterable is a list.
+    if (typeof (live as { [Symbol.iterator]?: unknown } | null | undefined)?.[Symbol.iterator] !== 'function') throw new TypeError(`it returned ${valueName(live)}, not an iterable`)
+    return Array.from(live as Iterable<unknown>)
   } catch (err) {
     throw new SessionPersistenceError('E_CONFIG', `the host's liveSessions() failed (${String(err)}); the plugin is not applied`, { cause: err })
   }

@@ -51,6 +51,12 @@ export class MemoryStore {
   readonly sessions = new Map<string, StoredSession>()
   readonly locks = new Map<string, object>()
   readonly lockedSince = new Map<string, number>() // epoch ms each lock was taken (E_LOCKED's holder)
+
+  /** Releases `id`'s writer lock, with when it was taken (a long-lived store keeps no entry per id it ever wrote). */
+  unlock(id: string): void {
+    this.locks.delete(id)
+    this.lockedSince.delete(id)
+  }
   /** Told the id of every session whose stored lines changed (appended, published, deleted). */
   readonly changes = new EventEmitter<{ change: [id: string] }>()
 }
@@ -159,7 +165,7 @@ class MemoryPersistence implements SessionStore {
         // may have published this id since `create`, and its log must not get these lines.
         if (stored) {
           // Nothing is written, nor ever will be: the lock goes, so that the log's owner can resume it.
-          this.#store.locks.delete(id)
+          this.#store.unlock(id)
           throw new SessionPersistenceError('E_EXISTS', `a log for session '${id}' already exists`, { sessionId: id })
         }
         stored = this.#publish(s.meta, [], s.version)
@@ -335,11 +341,11 @@ class MemoryPersistence implements SessionStore {
     try {
       assertNotWrittenSince(condition, stored.mtimeMs, { sessionId: id })
     } catch (err) {
-      this.#store.locks.delete(id) // refused: the lock goes, the session stays as it was
+      this.#store.unlock(id) // refused: the lock goes, the session stays as it was
       throw err
     }
     this.#store.sessions.delete(id)
-    this.#store.locks.delete(id)
+    this.#store.unlock(id)
     this.#store.changes.emit('change', id)
   }
 
@@ -381,7 +387,7 @@ class MemoryPersistence implements SessionStore {
     this.#assertImportable(log.id)
     this.#lock(log.id)
     this.#publishRaw(header, log.headerLine, [...log.eventLines])
-    this.#store.locks.delete(log.id)
+    this.#store.unlock(log.id)
   }
 
   /** `E_EXISTS` when `id` is stored, or tracked or being imported by this instance (as JSONL's `#track`). */
@@ -441,7 +447,7 @@ class MemoryPersistence implements SessionStore {
       throw ioError(err, `import session '${id}'`, { sessionId: id })
     } finally {
       this.#importing.delete(id)
-      if (this.#store.locks.get(id) === this.#token) this.#store.locks.delete(id)
+      if (this.#store.locks.get(id) === this.#token) this.#store.unlock(id)
     }
   }
 
@@ -450,7 +456,7 @@ class MemoryPersistence implements SessionStore {
     if (!s) return Promise.resolve()
     s.closing ??= s.queue.onIdle().then(() => {
       this.#open.delete(id)
-      if (this.#store.locks.get(id) === this.#token) this.#store.locks.delete(id)
+      if (this.#store.locks.get(id) === this.#token) this.#store.unlock(id)
     })
     return s.closing
   }

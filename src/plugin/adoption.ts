@@ -34,10 +34,31 @@ export class SessionAdopter {
             return loaded
           }
         }
+        // A session the host closes is no longer held open by it (and only a closed one can be
+        // deleted): what its load returned is forgotten. Kept, it held every looked-at session's
+        // events for the plugin's life, and a later resume continued from a state that was gone.
+        if (prop === 'close') {
+          const call = Reflect.get(target, prop, target) as (id: string, ...rest: unknown[]) => Promise<void>
+          return async (id: string, ...rest: unknown[]): Promise<void> => {
+            await call.call(target, id, ...rest)
+            hostLoads.delete(id)
+          }
+        }
+        if (prop === 'closeAll' && typeof (target as { closeAll?: unknown }).closeAll === 'function') {
+          return async (): Promise<void> => {
+            await (target as unknown as { closeAll(): Promise<void> }).closeAll()
+            hostLoads.clear()
+          }
+        }
         const value = Reflect.get(target, prop, target) as unknown
         return typeof value === 'function' ? value.bind(target) : value
       },
     })
+  }
+
+  /** Forgets every host load (the plugin is disposed: nothing continues from them). */
+  forgetHostLoads(): void {
+    this.#hostLoads.clear()
   }
 
   /**

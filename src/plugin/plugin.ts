@@ -63,6 +63,7 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
   readonly #backend: SessionPersistence
   readonly #ownsBackend: boolean
   readonly #logger: Logger
+  readonly #adopter: SessionAdopter
   readonly #drainer: SessionDrainer
   readonly #intake: HostIntake
   #applied = false
@@ -86,6 +87,7 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
     }
     this.#logger = parsed.logger ?? defaultLogger(PLUGIN_NAME)
     const adopter = new SessionAdopter(this.#backend)
+    this.#adopter = adopter
     this.persistence = adopter.observeHostLoads(this.#backend)
     const ctx: DrainContext = {
       backend: this.#backend,
@@ -217,6 +219,7 @@ class Plugin extends EventEmitter<PluginEvents> implements SessionPersistencePlu
     this.#intake.channels.clear()
     this.#intake.closing.clear()
     this.#intake.unsubscribe()
+    this.#adopter.forgetHostLoads()
   }
 
   async #settleDisposal(d: Disposal, timeoutMs: number | undefined): Promise<void> {
